@@ -1,0 +1,30 @@
+"""zkwire: a ZooKeeper client for trio, with a hand-written codec for ZooKeeper's jute protocol."""
+
+from __future__ import annotations
+
+from .acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, digest_acl, digest_id
+from .constants import AddWatchMode, CreateMode, EventType, KeeperState, OpCode, Perm, WatcherType
+from .errors import *  # noqa: F403
+from .errors import __all__ as _errors_all
+from .records import ACL, Id, Stat
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ACL",
+    "Id",
+    "Stat",
+    "AddWatchMode",
+    "CreateMode",
+    "EventType",
+    "KeeperState",
+    "OpCode",
+    "Perm",
+    "WatcherType",
+    "CREATOR_ALL_ACL",
+    "OPEN_ACL_UNSAFE",
+    "READ_ACL_UNSAFE",
+    "digest_acl",
+    "digest_id",
+    *_errors_all,
+]
