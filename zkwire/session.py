@@ -1,0 +1,662 @@
+"""The session state machine, sans I/O: bytes and time in, events and bytes out.
+
+One :class:`SessionCore` lives as long as a ZooKeeper session.  It owns everything that must survive a
+broken TCP connection -- session id and password, the last zxid seen, auth credentials, the watch
+registry -- and, for the connection currently in use, the handshake, the xid counter, the queue of
+requests awaiting replies, and the ping and read-timeout clocks.
+
+The I/O layer drives it like this::
+
+    host = core.next_host(now)            # where to connect (after core.reconnect_delay(now))
+    core.connection_made(now)             # TCP is up: a ConnectRequest is queued
+    send(core.data_to_send())
+    events = core.receive_data(chunk, now)    # for every chunk read
+    events = core.handle_timer(now)       # at core.next_deadline()
+    core.send_request(op, record, token)  # for each user request (state must be CONNECTED/READ_ONLY)
+    events = core.connection_lost(now)    # when the socket breaks or a DropConnection event asks for it
+
+Time is a float in seconds from any monotonic clock; the core never reads a clock itself.
+Replies come back as :class:`Reply` events carrying the opaque ``token`` given with the request.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import struct
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import NamedTuple
+
+from .codec import decode_connect_response, decode_response_body, encode_connect_request, encode_request
+from .constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
+from .errors import (
+    AuthFailedError,
+    ClientClosedError,
+    ConnectionLossError,
+    ProtocolError,
+    ServerError,
+    SessionExpiredError,
+    UnknownServerError,
+    ZKError,
+    error_for_code,
+)
+from .framing import FrameDecoder
+from .jute import Reader
+from .paths import strip_chroot
+from .records import AuthPacket, ConnectRequest, Record, SetWatches, SetWatches2, WatcherEvent
+from .watches import WatchKind, WatchRegistry
+
+__all__ = [
+    "SessionState",
+    "SessionCore",
+    "Reply",
+    "WatchNotification",
+    "StateChanged",
+    "DropConnection",
+    "AuthResult",
+    "WatchRequest",
+    "Event",
+    "HostPort",
+]
+
+log = logging.getLogger("zkwire.session")
+
+_XID = struct.Struct(">i")
+_REPLY_HEADER = struct.Struct(">iqi")
+_XID_MAX = (1 << 31) - 1
+#: Paths per SetWatches frame are batched to stay well under the frame limit.
+SET_WATCHES_BATCH_BYTES = 128 * 1024
+
+
+class HostPort(NamedTuple):
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+class SessionState(Enum):
+    """Where the session stands, as the application sees it."""
+
+    #: No session yet; the first connection is being made.
+    CONNECTING = "connecting"
+    #: Connected to a read-write server.
+    CONNECTED = "connected"
+    #: Connected to a read-only server (only with ``allow_read_only``): writes fail with NotReadOnlyError.
+    READ_ONLY = "read_only"
+    #: The connection was lost; the session may still be alive on the servers.  Reconnecting.
+    SUSPENDED = "suspended"
+    #: The session is gone: a server said so, or no server was reached for the whole session timeout.
+    EXPIRED = "expired"
+    #: The server rejected the credentials on a reconnect; the session cannot be used.
+    AUTH_FAILED = "auth_failed"
+    #: Closed by the application.
+    CLOSED = "closed"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (SessionState.EXPIRED, SessionState.AUTH_FAILED, SessionState.CLOSED)
+
+    @property
+    def is_connected(self) -> bool:
+        return self in (SessionState.CONNECTED, SessionState.READ_ONLY)
+
+
+class _Phase(Enum):
+    IDLE = 0  # no connection
+    HANDSHAKE = 1  # ConnectRequest sent, waiting for ConnectResponse
+    SYNCING = 2  # session attached; re-sending auth and watches
+    OPEN = 3  # user requests flow
+    CLOSING = 4  # closeSession sent
+
+
+@dataclass(frozen=True, slots=True)
+class WatchRequest:
+    """A watch to register when the request it rides on succeeds."""
+
+    kind: WatchKind
+    path: str  # server path
+    watcher: object
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The outcome of a request: ``body`` on success, or ``error``."""
+
+    token: object
+    zxid: int
+    body: Record | None
+    error: ZKError | None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchNotification:
+    """A server notification and the local watchers it wakes (path already chroot-stripped)."""
+
+    type: EventType | int
+    state: KeeperState | int
+    path: str
+    watchers: list[object]
+
+
+@dataclass(frozen=True, slots=True)
+class StateChanged:
+    old: SessionState
+    new: SessionState
+    error: ZKError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DropConnection:
+    """The core found the connection unusable; the I/O layer must close it, then call connection_lost."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuthResult:
+    token: object
+    error: ZKError | None
+
+
+Event = Reply | WatchNotification | StateChanged | DropConnection | AuthResult
+
+
+@dataclass(slots=True)
+class _Pending:
+    xid: int
+    op: int
+    token: object
+    path: str | None
+    watch: WatchRequest | None
+
+
+@dataclass(slots=True, eq=False)
+class _Credential:
+    scheme: str
+    auth: bytes = field(repr=False)
+    #: Who waits for the server's verdict on the first sending of this credential.
+    token: object = None
+
+
+class SessionCore:
+    """ZooKeeper session logic for one session across any number of connections."""
+
+    def __init__(
+        self,
+        hosts: Sequence[HostPort],
+        *,
+        session_timeout: float = 10.0,
+        chroot: str = "",
+        allow_read_only: bool = False,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not hosts:
+            raise ValueError("at least one host is needed")
+        if session_timeout <= 0:
+            raise ValueError("session_timeout must be positive")
+        self._rng = rng or random.Random()
+        self._hosts = list(hosts)
+        self._rng.shuffle(self._hosts)
+        self._host_index = -1
+        self._failed_in_row = 0
+        self._preferred: HostPort | None = None
+        self.requested_timeout = session_timeout
+        self.chroot = chroot
+        self.allow_read_only = allow_read_only
+        self.max_frame = max_frame
+
+        self.state = SessionState.CONNECTING
+        self.session_id = 0
+        self._passwd = bytes(16)
+        self.negotiated_timeout: float | None = None
+        self.last_zxid = 0
+        self.current_host: HostPort | None = None
+        self.seen_read_write = False
+        self._credentials: list[_Credential] = []
+        self.watches = WatchRegistry()
+
+        self._phase = _Phase.IDLE
+        self._decoder = FrameDecoder(max_frame)
+        self._out = bytearray()
+        self._pending: deque[_Pending] = deque()
+        self._auth_pending: deque[_Credential] = deque()
+        self._read_only_connection = False
+        self._sync_outstanding = 0
+        self._xid = 0
+        self._last_send = 0.0
+        self._last_recv = 0.0
+        self._connect_deadline = 0.0
+        #: Last moment a server confirmed the session (reply, ping answer or handshake).
+        self._last_heard: float | None = None
+
+    # ------------------------------------------------------------------ host selection & timing
+
+    @property
+    def hosts(self) -> list[HostPort]:
+        return list(self._hosts)
+
+    @property
+    def connect_timeout(self) -> float:
+        return (self.negotiated_timeout or self.requested_timeout) / len(self._hosts)
+
+    @property
+    def read_timeout(self) -> float:
+        return (self.negotiated_timeout or self.requested_timeout) * 2 / 3
+
+    @property
+    def ping_interval(self) -> float:
+        return (self.negotiated_timeout or self.requested_timeout) / 3
+
+    def prefer_host(self, host: HostPort) -> None:
+        """Try ``host`` next (used when a read-write server is found while read-only)."""
+        self._preferred = host
+
+    def next_host(self) -> HostPort:
+        if self._preferred is not None:
+            host, self._preferred = self._preferred, None
+            return host
+        self._host_index = (self._host_index + 1) % len(self._hosts)
+        return self._hosts[self._host_index]
+
+    def reconnect_delay(self) -> float:
+        """How long to wait before the next connection attempt: a little jitter, backing off per full lap."""
+        laps = self._failed_in_row // len(self._hosts)
+        if self._failed_in_row == 0:
+            return 0.0
+        if self._failed_in_row % len(self._hosts):
+            return self._rng.uniform(0.0, 0.05)
+        base = min(1.0, 0.05 * (2 ** min(laps, 5)))
+        if self.negotiated_timeout is not None:
+            base = min(base, self.negotiated_timeout / 10)
+        return self._rng.uniform(base / 2, base)
+
+    def next_deadline(self) -> float:
+        """The next moment :meth:`handle_timer` has work to do (inf if none)."""
+        if self.state.is_terminal:
+            return float("inf")
+        deadlines = [float("inf")]
+        if self._phase is _Phase.HANDSHAKE:
+            deadlines.append(self._connect_deadline)
+        elif self._phase in (_Phase.SYNCING, _Phase.OPEN):
+            deadlines.append(self._last_recv + self.read_timeout)
+            deadlines.append(self._last_send + self.ping_interval)
+        if self._last_heard is not None and self.negotiated_timeout is not None and not self.state.is_connected:
+            deadlines.append(self._last_heard + self.negotiated_timeout)
+        return min(deadlines)
+
+    def handle_timer(self, now: float) -> list[Event]:
+        events: list[Event] = []
+        if self.state.is_terminal:
+            return events
+        if (
+            self._last_heard is not None
+            and self.negotiated_timeout is not None
+            and not self.state.is_connected
+            and now >= self._last_heard + self.negotiated_timeout
+        ):
+            log.warning(
+                "session 0x%x: no server reached for %.1fs, treating it as expired",
+                self.session_id,
+                now - self._last_heard,
+            )
+            return self._expire(events, SessionExpiredError(detail="no server reachable for the session timeout"))
+        if self._phase is _Phase.HANDSHAKE and now >= self._connect_deadline:
+            events.append(DropConnection(f"no handshake reply within {self.connect_timeout:.2f}s"))
+        elif self._phase in (_Phase.SYNCING, _Phase.OPEN):
+            if now >= self._last_recv + self.read_timeout:
+                events.append(DropConnection(f"nothing heard from the server for {now - self._last_recv:.2f}s"))
+            elif now >= self._last_send + self.ping_interval:
+                self._out += encode_request(PING_XID, OpCode.PING)
+                self._last_send = now
+        return events
+
+    # ------------------------------------------------------------------ connection lifecycle
+
+    def connection_made(self, host: HostPort, now: float) -> None:
+        """TCP (or TLS) is up to ``host``: queue the ConnectRequest."""
+        if self.state.is_terminal:
+            raise self._terminal_error()
+        self.current_host = host
+        self._phase = _Phase.HANDSHAKE
+        self._decoder = FrameDecoder(self.max_frame)
+        self._out.clear()
+        self._connect_deadline = now + self.connect_timeout
+        self._last_send = self._last_recv = now
+        req = ConnectRequest(
+            protocol_version=0,
+            last_zxid_seen=self.last_zxid,
+            timeout=int(self.requested_timeout * 1000),
+            session_id=self.session_id,
+            passwd=self._passwd,
+            read_only=self.allow_read_only,
+        )
+        self._out += encode_connect_request(req, self.max_frame)
+
+    def connection_failed(self) -> None:
+        """A connection attempt did not even reach the handshake."""
+        self._failed_in_row += 1
+
+    def connection_lost(self, now: float, error: ZKError | None = None) -> list[Event]:
+        """The socket is gone.  Pending requests fail; the session is suspended, not ended."""
+        events: list[Event] = []
+        phase = self._phase
+        self._phase = _Phase.IDLE
+        self.current_host = None
+        self._out.clear()
+        if phase in (_Phase.IDLE, _Phase.HANDSHAKE):
+            self._failed_in_row += 1
+        self._fail_pending(events, error or ConnectionLossError())
+        if self.state.is_connected:
+            self._set_state(events, SessionState.SUSPENDED)
+        elif phase is _Phase.CLOSING:
+            self._set_state(events, SessionState.CLOSED)
+        return events
+
+    def _fail_pending(self, events: list[Event], error: ZKError) -> None:
+        """Fail every outstanding request with a fresh copy of ``error`` (carrying the request's path)."""
+        while self._pending:
+            p = self._pending.popleft()
+            if p.token is not None:
+                events.append(Reply(p.token, 0, None, _copy_error(error, p.path)))
+        while self._auth_pending:
+            cred = self._auth_pending.popleft()
+            if cred.token is not None:
+                # Not yet confirmed: it stays remembered and is sent again on the next connection.
+                pass
+        self._sync_outstanding = 0
+
+    def data_to_send(self) -> bytes:
+        if not self._out:
+            return b""
+        data = bytes(self._out)
+        self._out.clear()
+        return data
+
+    # ------------------------------------------------------------------ requests
+
+    def _next_xid(self) -> int:
+        xid = self._xid + 1
+        if xid > _XID_MAX:
+            xid = 1
+        self._xid = xid
+        return xid
+
+    def send_request(
+        self,
+        op: int,
+        record: Record | None,
+        token: object,
+        now: float,
+        *,
+        path: str | None = None,
+        watch: WatchRequest | None = None,
+    ) -> int:
+        """Queue a request on the open connection; its Reply will carry ``token``.  Returns the xid."""
+        if self._phase is not _Phase.OPEN:
+            if self.state.is_terminal:
+                raise self._terminal_error()
+            raise ConnectionLossError(path, "not connected")
+        xid = self._next_xid()
+        self._out += encode_request(xid, op, record, self.max_frame)
+        self._pending.append(_Pending(xid, op, token, path, watch))
+        self._last_send = now
+        return xid
+
+    def add_auth(self, scheme: str, auth: bytes, token: object, now: float) -> None:
+        """Remember a credential and send it now if connected, else with the next re-attach.
+
+        An :class:`AuthResult` carrying ``token`` reports the server's verdict.  Accepted credentials are
+        re-sent on every reconnect before the session reports connected; a rejected one is forgotten.
+        """
+        cred = _Credential(scheme, auth, token)
+        self._credentials.append(cred)
+        if self._phase is _Phase.OPEN:
+            self._send_credential(cred)
+            self._last_send = now
+
+    def _send_credential(self, cred: _Credential) -> None:
+        self._out += encode_request(AUTH_XID, OpCode.AUTH, AuthPacket(0, cred.scheme, cred.auth), self.max_frame)
+        self._auth_pending.append(cred)
+
+    def close(self, now: float) -> bool:
+        """Send closeSession if connected; returns True if the caller should wait for the server to close."""
+        if self.state.is_terminal:
+            return False
+        if self._phase is _Phase.OPEN:
+            xid = self._next_xid()
+            self._out += encode_request(xid, OpCode.CLOSE_SESSION)
+            self._pending.append(_Pending(xid, OpCode.CLOSE_SESSION, None, None, None))
+            self._phase = _Phase.CLOSING
+            self._last_send = now
+            return True
+        return False
+
+    def mark_closed(self) -> list[Event]:
+        """The application closed the client: fail what is still outstanding and end the session."""
+        self._phase = _Phase.IDLE
+        events: list[Event] = []
+        self._fail_pending(events, ClientClosedError("client closed"))
+        self._set_state(events, SessionState.CLOSED)
+        return events
+
+    def _terminal_error(self) -> ZKError:
+        if self.state is SessionState.EXPIRED:
+            return SessionExpiredError()
+        if self.state is SessionState.AUTH_FAILED:
+            return AuthFailedError(detail="credentials were rejected on reconnect")
+        return ClientClosedError("client closed")
+
+    # ------------------------------------------------------------------ incoming bytes
+
+    def receive_data(self, data: bytes, now: float) -> list[Event]:
+        events: list[Event] = []
+        if self._phase is _Phase.IDLE:
+            return events
+        try:
+            frames = self._decoder.feed(data)
+        except ProtocolError as e:
+            events.append(DropConnection(f"bad framing from server: {e}"))
+            return events
+        self._last_recv = now
+        for payload in frames:
+            try:
+                if self._phase is _Phase.HANDSHAKE:
+                    self._handle_connect_response(payload, now, events)
+                else:
+                    self._handle_frame(payload, now, events)
+            except ProtocolError as e:
+                events.append(DropConnection(f"malformed frame from server: {e}"))
+                return events
+            if events and isinstance(events[-1], DropConnection):
+                return events
+        return events
+
+    def _handle_connect_response(self, payload: bytes, now: float, events: list[Event]) -> None:
+        resp = decode_connect_response(payload)
+        if resp.expired:
+            log.warning("session 0x%x expired (server %s)", self.session_id, self.current_host)
+            self._expire(events, SessionExpiredError())
+            events.append(DropConnection("session expired"))
+            return
+        if resp.passwd is None:
+            raise ProtocolError("ConnectResponse without a session password")
+        if self.session_id and resp.session_id != self.session_id:
+            log.info("server assigned session 0x%x in place of 0x%x", resp.session_id, self.session_id)
+        self.session_id = resp.session_id
+        self._passwd = resp.passwd
+        self.negotiated_timeout = resp.timeout / 1000
+        self._last_heard = now
+        self._failed_in_row = 0
+        read_only = bool(resp.read_only)
+        if not read_only:
+            self.seen_read_write = True
+        log.info(
+            "session 0x%x attached via %s (timeout %d ms%s)",
+            self.session_id,
+            self.current_host,
+            resp.timeout,
+            ", read-only" if read_only else "",
+        )
+        self._phase = _Phase.SYNCING
+        self._read_only_connection = read_only
+        for cred in self._credentials:
+            self._send_credential(cred)
+            self._sync_outstanding += 1
+        self._send_set_watches(now)
+        self._last_send = now
+        self._maybe_open(events)
+
+    def _send_set_watches(self, now: float) -> None:
+        w = self.watches
+        tables = {kind: w.paths(kind) for kind in WatchKind}
+        if not any(tables.values()):
+            return
+        use_v2 = bool(tables[WatchKind.PERSISTENT] or tables[WatchKind.RECURSIVE])
+        order = list(WatchKind) if use_v2 else [WatchKind.DATA, WatchKind.EXIST, WatchKind.CHILD]
+        batch: dict[WatchKind, list[str]] = {k: [] for k in order}
+        size = 0
+
+        def flush() -> None:
+            nonlocal size
+            if use_v2:
+                rec: Record = SetWatches2(self.last_zxid, *(tuple(batch[k]) for k in order))
+                op = OpCode.SET_WATCHES2
+            else:
+                rec = SetWatches(self.last_zxid, *(tuple(batch[k]) for k in order))
+                op = OpCode.SET_WATCHES
+            xid = self._next_xid()
+            self._out += encode_request(xid, op, rec, self.max_frame)
+            self._pending.append(_Pending(xid, op, None, None, None))
+            self._sync_outstanding += 1
+            for k in order:
+                batch[k] = []
+            size = 0
+
+        for kind in order:
+            for path in tables[kind]:
+                cost = len(path.encode()) + 4
+                if size + cost > SET_WATCHES_BATCH_BYTES:
+                    flush()
+                batch[kind].append(path)
+                size += cost
+        if size:
+            flush()
+        self._last_send = now
+
+    def _maybe_open(self, events: list[Event]) -> None:
+        if self._phase is _Phase.SYNCING and self._sync_outstanding == 0:
+            self._phase = _Phase.OPEN
+            self._set_state(events, SessionState.READ_ONLY if self._read_only_connection else SessionState.CONNECTED)
+
+    def _handle_frame(self, payload: bytes, now: float, events: list[Event]) -> None:
+        if len(payload) < 16:
+            raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
+        xid, zxid, err = _REPLY_HEADER.unpack_from(payload, 0)
+        self._last_heard = now
+        if xid == PING_XID:
+            return
+        if xid == WATCH_XID:
+            self._handle_notification(payload, events)
+            return
+        if xid == AUTH_XID:
+            self._handle_auth_reply(err, events)
+            return
+        if not self._pending:
+            raise ProtocolError(f"reply with xid {xid} but no request is outstanding")
+        p = self._pending[0]
+        if p.xid != xid:
+            raise ProtocolError(f"reply xid {xid} does not match the oldest request's xid {p.xid}")
+        self._pending.popleft()
+        if zxid > self.last_zxid:
+            self.last_zxid = zxid
+        if p.token is None:  # internal request
+            self._internal_reply(p, err, events)
+            return
+        if err:
+            error = error_for_code(err, p.path)
+            if p.watch is not None and p.watch.kind is WatchKind.EXIST and err == -101:
+                self.watches.add(WatchKind.EXIST, p.watch.path, p.watch.watcher)
+            if len(payload) != 16:
+                raise ProtocolError(f"error reply carries {len(payload) - 16} unexpected body bytes")
+            events.append(Reply(p.token, zxid, None, error))
+            return
+        body = decode_response_body(p.op, payload)
+        if p.watch is not None:
+            self.watches.add(p.watch.kind, p.watch.path, p.watch.watcher)
+        events.append(Reply(p.token, zxid, body, None))
+
+    def _internal_reply(self, p: _Pending, err: int, events: list[Event]) -> None:
+        if p.op == OpCode.CLOSE_SESSION:
+            return
+        if p.op in (OpCode.SET_WATCHES, OpCode.SET_WATCHES2):
+            if err:
+                log.warning("re-registering watches failed: %s", error_for_code(err))
+            self._sync_outstanding -= 1
+            self._maybe_open(events)
+
+    def _handle_auth_reply(self, err: int, events: list[Event]) -> None:
+        if not self._auth_pending:
+            raise ProtocolError("auth reply but no auth request is outstanding")
+        cred = self._auth_pending.popleft()
+        token, cred.token = cred.token, None
+        if self._phase is _Phase.SYNCING:
+            self._sync_outstanding -= 1
+        error: ServerError | None = error_for_code(err) if err else None
+        if error is None:
+            if token is not None:
+                events.append(AuthResult(token, None))
+            self._maybe_open(events)
+            return
+        # The server closes the connection after a rejected credential; never send it again.
+        self._credentials.remove(cred)
+        if token is not None:
+            events.append(AuthResult(token, error))
+        else:
+            # A credential the server accepted before is now refused: the session cannot be trusted.
+            self._fail_pending(events, AuthFailedError(detail="credentials rejected on reconnect"))
+            self._set_state(events, SessionState.AUTH_FAILED, error)
+        events.append(DropConnection("authentication failed"))
+
+    def _handle_notification(self, payload: bytes, events: list[Event]) -> None:
+        r = Reader(payload, 16)
+        ev = WatcherEvent.read(r)
+        r.expect_end("WatcherEvent")
+        server_path = ev.path or "/"
+        watchers = self.watches.fire(ev.type, server_path)
+        try:
+            etype: EventType | int = EventType(ev.type)
+        except ValueError:
+            etype = ev.type
+        try:
+            kstate: KeeperState | int = KeeperState(ev.state)
+        except ValueError:
+            kstate = ev.state
+        events.append(WatchNotification(etype, kstate, strip_chroot(self.chroot, server_path), watchers))
+
+    # ------------------------------------------------------------------ state
+
+    def _set_state(self, events: list[Event], new: SessionState, error: ZKError | None = None) -> None:
+        old = self.state
+        if old is new or old.is_terminal:
+            return
+        self.state = new
+        log.info("session 0x%x: %s -> %s", self.session_id, old.value, new.value)
+        events.append(StateChanged(old, new, error))
+
+    def _expire(self, events: list[Event], error: ZKError) -> list[Event]:
+        self._fail_pending(events, SessionExpiredError())
+        self._set_state(events, SessionState.EXPIRED, error)
+        return events
+
+
+def _copy_error(error: ZKError, path: str | None) -> ZKError:
+    """A fresh exception like ``error`` for one waiter (exceptions must not be shared between tasks)."""
+    if isinstance(error, ServerError) and not isinstance(error, UnknownServerError):
+        return type(error)(path if path is not None else error.path, error.detail)
+    return type(error)(*error.args)
