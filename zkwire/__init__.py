@@ -6,11 +6,29 @@ from .acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, digest_acl, 
 from .constants import AddWatchMode, CreateMode, EventType, KeeperState, OpCode, Perm, WatcherType
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
+from .client import Client, Transaction, open_client
+from .ops import Check, Create, Delete, GetChildren, GetData, SetData
 from .records import ACL, Id, Stat
+from .session import SessionState
+from .watchers import PersistentWatch, StateStream, Watch, WatchedEvent
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "open_client",
+    "Client",
+    "Transaction",
+    "SessionState",
+    "Watch",
+    "WatchedEvent",
+    "PersistentWatch",
+    "StateStream",
+    "Create",
+    "Delete",
+    "SetData",
+    "Check",
+    "GetData",
+    "GetChildren",
     "ACL",
     "Id",
     "Stat",

@@ -99,6 +99,9 @@ class ServerError(ZKError):
     name: ClassVar[str] = "OK"
     description: ClassVar[str] = "error"
 
+    #: For a failed multi: each op's outcome (its result, or its error); None otherwise.
+    results: list[object] | None = None
+
     def __init__(self, path: str | None = None, detail: str | None = None) -> None:
         self.path = path
         self.detail = detail
@@ -315,3 +318,10 @@ def error_for_code(code: int, path: str | None = None) -> ServerError:
     if cls is None:
         return UnknownServerError(code, path)
     return cls(path)
+
+
+class WatchOverflowError(ZKError):
+    """A persistent watch's consumer fell too far behind; events after the buffered ones were dropped."""
+
+
+__all__ += ["WatchOverflowError"]

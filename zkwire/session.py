@@ -454,7 +454,7 @@ class SessionCore:
 
     # ------------------------------------------------------------------ incoming bytes
 
-    def receive_data(self, data: bytes, now: float) -> list[Event]:
+    def receive_data(self, data: bytes | bytearray, now: float) -> list[Event]:
         events: list[Event] = []
         if self._phase is _Phase.IDLE:
             return events

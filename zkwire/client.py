@@ -1,0 +1,915 @@
+"""The trio client: a thin I/O shell around :class:`~zkwire.session.SessionCore`.
+
+Tasks (all owned by :func:`open_client`'s nursery):
+
+* the *connection manager* walks the host list, opens TCP (and TLS), runs one connection at a time and
+  reports its end to the core;
+* a *reader* per connection feeds received bytes to the core and wakes the callers whose replies came;
+* a *timer* sleeps until the core's next deadline (ping, read timeout, client-side expiry);
+* in read-only mode, a *prober* looks for a read-write server.
+
+There is no writer task: the caller that finds the writer idle writes everything queued (its own frame
+and any others queued meanwhile) in one shielded ``send_all``, so a frame is written whole or not at all
+and a burst goes out in few sends, without a task switch on the request path.
+
+Requests issued while the session is suspended wait for the reconnection, within the caller's cancel
+scope (use ``trio.move_on_after`` / ``trio.fail_after`` to bound them).  A request in flight when the
+connection breaks fails with :class:`~zkwire.errors.ConnectionLossError`: for a write, its outcome is
+unknown.  Once the session has expired every request fails with
+:class:`~zkwire.errors.SessionExpiredError`; the client never starts a new session by itself (that would
+hide the loss of ephemeral nodes and watches) -- open a new client.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal, overload
+
+import trio
+
+from .constants import AddWatchMode, OpCode, WatcherType
+from .errors import (
+    ClientClosedError,
+    ConnectionLossError,
+    InvalidArgumentError,
+    NoNodeError,
+    NoWatcherError,
+    ServerError,
+    ZKError,
+    error_for_code,
+)
+from .hosts import parse_connect_string
+from .multi import MultiOp, MultiRequest, MultiResponse
+from .ops import (
+    Check,
+    Create,
+    Delete,
+    GetChildren,
+    GetData,
+    ReadOp,
+    SetData,
+    WriteOp,
+    check_acl,
+    check_data,
+    check_version,
+    create_op,
+)
+from .paths import join_chroot, strip_chroot, validate_path
+from .records import (
+    ACL,
+    AddWatchRequest,
+    CheckVersionRequest,
+    CheckWatchesRequest,
+    Create2Response,
+    CreateRequest,
+    CreateResponse,
+    CreateTTLRequest,
+    DeleteRequest,
+    ErrorResponse,
+    ExistsRequest,
+    ExistsResponse,
+    GetACLRequest,
+    GetACLResponse,
+    GetAllChildrenNumberRequest,
+    GetAllChildrenNumberResponse,
+    GetChildren2Request,
+    GetChildren2Response,
+    GetChildrenRequest,
+    GetChildrenResponse,
+    GetDataRequest,
+    GetDataResponse,
+    GetEphemeralsRequest,
+    GetEphemeralsResponse,
+    ReconfigRequest,
+    Record,
+    RemoveWatchesRequest,
+    SetACLRequest,
+    SetACLResponse,
+    SetDataRequest,
+    SetDataResponse,
+    Stat,
+    SyncRequest,
+    SyncResponse,
+    WhoAmIResponse,
+)
+from .session import (
+    AuthResult,
+    DropConnection,
+    Event,
+    HostPort,
+    Reply,
+    SessionCore,
+    SessionState,
+    StateChanged,
+    WatchNotification,
+    WatchRequest,
+)
+from .watchers import PersistentWatch, StateStream, Watch, WatchedEvent
+from .watches import WatchKind
+
+__all__ = ["Client", "open_client", "Transaction"]
+
+log = logging.getLogger("zkwire.client")
+
+
+class _Call:
+    """Where the reader leaves a reply for the task waiting on it."""
+
+    __slots__ = ("done", "reply")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.reply: Reply | AuthResult | None = None
+
+
+@asynccontextmanager
+async def open_client(
+    hosts: str,
+    *,
+    session_timeout: float = 10.0,
+    allow_read_only: bool = False,
+    ssl_context: ssl.SSLContext | None = None,
+    auth: Sequence[tuple[str, bytes | str]] = (),
+    max_frame: int | None = None,
+    wait_connected: bool = True,
+) -> AsyncIterator[Client]:
+    """Open a ZooKeeper session; leaving the block closes it (closeSession).
+
+    ``hosts`` is a connect string ``h1:p1,h2:p2[/chroot]``.  With ``wait_connected`` (the default) the
+    block starts once the session is established; bound that wait with a cancel scope around the
+    ``async with``.  ``auth`` credentials are sent before the session reports connected.
+    """
+    client = Client(
+        hosts,
+        session_timeout=session_timeout,
+        allow_read_only=allow_read_only,
+        ssl_context=ssl_context,
+        max_frame=max_frame,
+    )
+    for scheme, credential in auth:
+        client._queue_auth(scheme, credential)
+    try:
+        async with trio.open_nursery() as nursery:
+            client._nursery = nursery
+            nursery.start_soon(client._manage_connections)
+            nursery.start_soon(client._run_timer)
+            try:
+                if wait_connected:
+                    await client.wait_connected()
+                yield client
+            finally:
+                with trio.CancelScope(shield=True):
+                    await client.close()
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # Background tasks never raise, so a group only carries what the body raised: unwrap it.
+        if len(group.exceptions) == 1:
+            exc = group.exceptions[0]
+            raise exc from exc.__cause__
+        raise
+
+
+class Client:
+    """A ZooKeeper session.  Create it with :func:`open_client`."""
+
+    def __init__(
+        self,
+        hosts: str,
+        *,
+        session_timeout: float = 10.0,
+        allow_read_only: bool = False,
+        ssl_context: ssl.SSLContext | None = None,
+        max_frame: int | None = None,
+    ) -> None:
+        host_list, chroot = parse_connect_string(hosts)
+        kwargs: dict[str, Any] = {}
+        if max_frame is not None:
+            kwargs["max_frame"] = max_frame
+        self._core = SessionCore(
+            host_list,
+            session_timeout=session_timeout,
+            chroot=chroot,
+            allow_read_only=allow_read_only,
+            **kwargs,
+        )
+        self._chroot = chroot
+        self._ssl_context = ssl_context
+        self._stream: trio.abc.Stream | None = None
+        self._transport: trio.SocketStream | None = None
+        self._conn_scope: trio.CancelScope | None = None
+        self._connection_ended = trio.Event()
+        self._writing = False
+        self._state_changed = trio.Event()
+        self._timer_wakeup = trio.Event()
+        self._state_streams: list[StateStream] = []
+        self._nursery: trio.Nursery | None = None
+        self._closing = False
+
+    # ------------------------------------------------------------------ public attributes
+
+    @property
+    def state(self) -> SessionState:
+        return self._core.state
+
+    @property
+    def session_id(self) -> int:
+        return self._core.session_id
+
+    @property
+    def session_timeout(self) -> float | None:
+        """The negotiated session timeout in seconds (None before the first connection)."""
+        return self._core.negotiated_timeout
+
+    @property
+    def last_zxid(self) -> int:
+        return self._core.last_zxid
+
+    @property
+    def connected_host(self) -> HostPort | None:
+        return self._core.current_host if self._core.state.is_connected else None
+
+    @property
+    def chroot(self) -> str:
+        return self._chroot
+
+    def states(self) -> StateStream:
+        """An async iterator of session states, starting with the current one; ends after a terminal one."""
+        stream = StateStream(self._core.state)
+        if not self._core.state.is_terminal:
+            self._state_streams.append(stream)
+        return stream
+
+    async def wait_for_state(self, *states: SessionState) -> SessionState:
+        """Wait until the session is in one of ``states``; return it.  Raises if it ends first."""
+        while self._core.state not in states:
+            if self._core.state.is_terminal:
+                raise self._core._terminal_error()
+            await self._state_changed.wait()
+        return self._core.state
+
+    async def wait_connected(self) -> None:
+        """Wait until the session is connected (read-write, or read-only when allowed)."""
+        await self.wait_for_state(SessionState.CONNECTED, SessionState.READ_ONLY)
+
+    # ------------------------------------------------------------------ connection management
+
+    async def _manage_connections(self) -> None:
+        core = self._core
+        while not core.state.is_terminal and not self._closing:
+            delay = core.reconnect_delay()
+            if delay:
+                await trio.sleep(delay)
+            host = core.next_host()
+            stream = await self._open_stream(host)
+            if stream is None:
+                core.connection_failed()
+                continue
+            await self._run_connection(host, stream)
+
+    async def _open_stream(self, host: HostPort) -> trio.abc.Stream | None:
+        timeout = self._core.connect_timeout
+        tcp: trio.SocketStream | None = None
+        try:
+            with trio.move_on_after(timeout):
+                tcp = await trio.open_tcp_stream(host.host, host.port)
+                tcp.setsockopt(6, 1, 1)  # TCP_NODELAY
+                if self._ssl_context is None:
+                    self._transport = tcp
+                    return tcp
+                tls = trio.SSLStream(tcp, self._ssl_context, server_hostname=host.host)
+                await tls.do_handshake()
+                self._transport = tcp
+                return tls
+        except (OSError, trio.BrokenResourceError, ssl.SSLError) as e:
+            log.info("cannot connect to %s: %s", host, e)
+        if tcp is not None:
+            await trio.aclose_forcefully(tcp)
+        return None
+
+    async def _run_connection(self, host: HostPort, stream: trio.abc.Stream) -> None:
+        core = self._core
+        self._connection_ended = trio.Event()
+        try:
+            core.connection_made(host, trio.current_time())
+        except ZKError:
+            await trio.aclose_forcefully(stream)
+            return
+        self._stream = stream
+        self._wake_timer()
+        try:
+            async with trio.open_nursery() as nursery:
+                self._conn_scope = nursery.cancel_scope
+                nursery.start_soon(self._read_loop, stream)
+                await self._flush()
+        finally:
+            self._stream = None
+            self._conn_scope = None
+            with trio.CancelScope(shield=True):
+                assert self._transport is not None
+                await trio.aclose_forcefully(self._transport)
+            self._dispatch(core.connection_lost(trio.current_time()))
+            self._connection_ended.set()
+            self._wake_timer()
+
+    async def _read_loop(self, stream: trio.abc.Stream) -> None:
+        core = self._core
+        try:
+            while True:
+                data = await stream.receive_some(65536)
+                if not data:
+                    log.info("server %s closed the connection", core.current_host)
+                    break
+                self._dispatch(core.receive_data(data, trio.current_time()))
+                if core._out:
+                    await self._flush()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
+            log.info("connection to %s broke: %s", core.current_host, e)
+        self._drop_connection()
+
+    def _drop_connection(self) -> None:
+        if self._conn_scope is not None:
+            self._conn_scope.cancel()
+
+    async def _flush(self) -> None:
+        """Write everything the core has queued; whoever finds the writer idle does the writing."""
+        if self._writing:
+            return
+        stream = self._stream
+        if stream is None:
+            return
+        self._writing = True
+        try:
+            with trio.CancelScope(shield=True):
+                while True:
+                    data = self._core.data_to_send()
+                    if not data:
+                        break
+                    await stream.send_all(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
+            log.info("write to %s failed: %s", self._core.current_host, e)
+            self._drop_connection()
+        finally:
+            self._writing = False
+
+    def _wake_timer(self) -> None:
+        self._timer_wakeup.set()
+
+    async def _run_timer(self) -> None:
+        core = self._core
+        while not core.state.is_terminal:
+            self._timer_wakeup = trio.Event()
+            with trio.move_on_at(core.next_deadline()):
+                await self._timer_wakeup.wait()
+            self._dispatch(core.handle_timer(trio.current_time()))
+            if core._out:
+                await self._flush()
+
+    def _dispatch(self, events: list[Event]) -> None:
+        for ev in events:
+            if isinstance(ev, Reply | AuthResult):
+                call = ev.token
+                assert isinstance(call, _Call)
+                call.reply = ev
+                call.done.set()
+            elif isinstance(ev, WatchNotification):
+                if ev.watchers:
+                    watched = WatchedEvent(ev.type, ev.path, ev.state)
+                    for w in ev.watchers:
+                        w._deliver(watched)  # type: ignore[attr-defined]
+            elif isinstance(ev, StateChanged):
+                self._on_state_changed(ev)
+            elif isinstance(ev, DropConnection):
+                log.info("dropping connection to %s: %s", self._core.current_host, ev.reason)
+                self._drop_connection()
+
+    def _on_state_changed(self, ev: StateChanged) -> None:
+        for s in self._state_streams:
+            s._deliver(ev.new)
+        if ev.new.is_terminal:
+            self._state_streams.clear()
+            error = self._core._terminal_error()
+            for w in self._core.watches.all_watchers():
+                w._fail(type(error)(*error.args) if not isinstance(error, ServerError) else type(error)())  # type: ignore[attr-defined]
+            self._core.watches.clear()
+            self._drop_connection()
+        if ev.new is SessionState.READ_ONLY and self._nursery is not None:
+            self._nursery.start_soon(self._probe_read_write)
+        self._state_changed.set()
+        self._state_changed = trio.Event()
+        self._wake_timer()
+
+    async def _probe_read_write(self) -> None:
+        """While connected to a read-only server, look for a read-write one and move there."""
+        core = self._core
+        delay = 0.1
+        while core.state is SessionState.READ_ONLY:
+            for host in core.hosts:
+                if core.state is not SessionState.READ_ONLY:
+                    return
+                if host == core.current_host:
+                    continue
+                if await _is_read_write(host, core.connect_timeout):
+                    log.info("read-write server found at %s; moving there", host)
+                    core.prefer_host(host)
+                    self._drop_connection()
+                    return
+            await trio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    # ------------------------------------------------------------------ closing
+
+    async def close(self) -> None:
+        """Close the session (closeSession) and stop all tasks.  Idempotent."""
+        if self._closing:
+            return
+        self._closing = True
+        core = self._core
+        if core.close(trio.current_time()):
+            await self._flush()
+            with trio.move_on_after(min(2.0, core.read_timeout)):
+                await self._connection_ended.wait()
+        self._dispatch(core.mark_closed())
+        self._drop_connection()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    # ------------------------------------------------------------------ request plumbing
+
+    def _path(self, path: str, *, sequential: bool = False) -> str:
+        return join_chroot(self._chroot, validate_path(path, sequential=sequential))
+
+    def _client_path(self, server_path: str | None) -> str:
+        return strip_chroot(self._chroot, server_path or "/")
+
+    async def _call(
+        self,
+        op: int,
+        record: Record | None,
+        path: str | None = None,
+        watch: WatchRequest | None = None,
+    ) -> Record | None:
+        core = self._core
+        call = _Call()
+        while True:
+            try:
+                core.send_request(op, record, call, trio.current_time(), path=path, watch=watch)
+                break
+            except ConnectionLossError:
+                if self._closing:
+                    raise ClientClosedError("client closed") from None
+                await self._state_changed.wait()
+        await self._flush()
+        await call.done.wait()
+        reply = call.reply
+        assert isinstance(reply, Reply)
+        if reply.error is not None:
+            raise reply.error
+        return reply.body
+
+    # ------------------------------------------------------------------ the API
+
+    async def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        acl: Sequence[ACL] | None = None,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        container: bool = False,
+        ttl: int | None = None,
+    ) -> str:
+        """Create a node; returns its path (with the sequence suffix when ``sequential``).
+
+        ``container`` creates a container node (removed by the server once its last child goes);
+        ``ttl`` (milliseconds) a TTL node (the server needs extended types enabled).
+        """
+        created, _ = await self._create(path, data, acl, ephemeral, sequential, container, ttl, want_stat=False)
+        return created
+
+    async def create_with_stat(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        acl: Sequence[ACL] | None = None,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        container: bool = False,
+        ttl: int | None = None,
+    ) -> tuple[str, Stat]:
+        """Like :meth:`create` (op create2) and also return the new node's Stat."""
+        created, stat = await self._create(path, data, acl, ephemeral, sequential, container, ttl, want_stat=True)
+        assert stat is not None
+        return created, stat
+
+    def _create_record(self, op: Create) -> tuple[int, Record, str]:
+        code, mode = create_op(ephemeral=op.ephemeral, sequential=op.sequential, container=op.container, ttl=op.ttl)
+        server_path = self._path(op.path, sequential=op.sequential)
+        data = check_data(op.data)
+        acl = check_acl(op.acl)
+        if code == OpCode.CREATE_TTL:
+            assert op.ttl is not None
+            return code, CreateTTLRequest(server_path, data, acl, mode, op.ttl), server_path
+        return code, CreateRequest(server_path, data, acl, mode), server_path
+
+    async def _create(
+        self,
+        path: str,
+        data: bytes,
+        acl: Sequence[ACL] | None,
+        ephemeral: bool,
+        sequential: bool,
+        container: bool,
+        ttl: int | None,
+        *,
+        want_stat: bool,
+    ) -> tuple[str, Stat | None]:
+        code, record, server_path = self._create_record(Create(path, data, acl, ephemeral, sequential, container, ttl))
+        if code == OpCode.CREATE and want_stat:
+            code = OpCode.CREATE2
+        body = await self._call(code, record, server_path)
+        if isinstance(body, Create2Response):
+            return self._client_path(body.path), body.stat
+        assert isinstance(body, CreateResponse)
+        return self._client_path(body.path), None
+
+    async def delete(self, path: str, version: int = -1) -> None:
+        server_path = self._path(path)
+        await self._call(OpCode.DELETE, DeleteRequest(server_path, check_version(version)), server_path)
+
+    @overload
+    async def exists(self, path: str, *, watch: Literal[False] = False) -> Stat | None: ...
+    @overload
+    async def exists(self, path: str, *, watch: Literal[True]) -> tuple[Stat | None, Watch]: ...
+
+    async def exists(self, path: str, *, watch: bool = False) -> Stat | tuple[Stat | None, Watch] | None:
+        """The node's Stat, or None if it does not exist.  With ``watch=True`` also a :class:`Watch`
+        that fires when the node is created, changed or deleted."""
+        server_path = self._path(path)
+        w = Watch(path) if watch else None
+        wr = WatchRequest(WatchKind.DATA, server_path, w) if w is not None else None
+        try:
+            body = await self._call(OpCode.EXISTS, ExistsRequest(server_path, watch), server_path, wr)
+        except NoNodeError:
+            if w is not None:
+                return None, w
+            return None
+        assert isinstance(body, ExistsResponse)
+        if w is not None:
+            return body.stat, w
+        return body.stat
+
+    @overload
+    async def get_data(self, path: str, *, watch: Literal[False] = False) -> tuple[bytes, Stat]: ...
+    @overload
+    async def get_data(self, path: str, *, watch: Literal[True]) -> tuple[bytes, Stat, Watch]: ...
+
+    async def get_data(self, path: str, *, watch: bool = False) -> tuple[bytes, Stat] | tuple[bytes, Stat, Watch]:
+        """The node's data (``b""`` for null data) and Stat; with ``watch=True`` also a :class:`Watch`."""
+        server_path = self._path(path)
+        if watch:
+            w = Watch(path)
+            body = await self._call(
+                OpCode.GET_DATA,
+                GetDataRequest(server_path, True),
+                server_path,
+                WatchRequest(WatchKind.DATA, server_path, w),
+            )
+            assert isinstance(body, GetDataResponse)
+            return body.data or b"", body.stat, w
+        body = await self._call(OpCode.GET_DATA, GetDataRequest(server_path, False), server_path)
+        assert isinstance(body, GetDataResponse)
+        return body.data or b"", body.stat
+
+    async def set_data(self, path: str, data: bytes, version: int = -1) -> Stat:
+        server_path = self._path(path)
+        record = SetDataRequest(server_path, check_data(data), check_version(version))
+        body = await self._call(OpCode.SET_DATA, record, server_path)
+        assert isinstance(body, SetDataResponse)
+        return body.stat
+
+    @overload
+    async def get_children(self, path: str, *, watch: Literal[False] = False) -> list[str]: ...
+    @overload
+    async def get_children(self, path: str, *, watch: Literal[True]) -> tuple[list[str], Watch]: ...
+
+    async def get_children(self, path: str, *, watch: bool = False) -> list[str] | tuple[list[str], Watch]:
+        """Child names, sorted.  With ``watch=True`` also a :class:`Watch` for child changes / deletion."""
+        server_path = self._path(path)
+        w = Watch(path) if watch else None
+        wr = WatchRequest(WatchKind.CHILD, server_path, w) if w is not None else None
+        body = await self._call(OpCode.GET_CHILDREN, GetChildrenRequest(server_path, watch), server_path, wr)
+        assert isinstance(body, GetChildrenResponse)
+        children = sorted(c for c in body.children or () if c is not None)
+        return (children, w) if w is not None else children
+
+    @overload
+    async def get_children_with_stat(self, path: str, *, watch: Literal[False] = False) -> tuple[list[str], Stat]: ...
+    @overload
+    async def get_children_with_stat(self, path: str, *, watch: Literal[True]) -> tuple[list[str], Stat, Watch]: ...
+
+    async def get_children_with_stat(
+        self, path: str, *, watch: bool = False
+    ) -> tuple[list[str], Stat] | tuple[list[str], Stat, Watch]:
+        """Child names (sorted) and the node's Stat (op getChildren2)."""
+        server_path = self._path(path)
+        w = Watch(path) if watch else None
+        wr = WatchRequest(WatchKind.CHILD, server_path, w) if w is not None else None
+        body = await self._call(OpCode.GET_CHILDREN2, GetChildren2Request(server_path, watch), server_path, wr)
+        assert isinstance(body, GetChildren2Response)
+        children = sorted(c for c in body.children or () if c is not None)
+        return (children, body.stat, w) if w is not None else (children, body.stat)
+
+    async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
+        server_path = self._path(path)
+        body = await self._call(OpCode.GET_ACL, GetACLRequest(server_path), server_path)
+        assert isinstance(body, GetACLResponse)
+        return list(body.acl or ()), body.stat
+
+    async def set_acl(self, path: str, acl: Sequence[ACL], version: int = -1) -> Stat:
+        """Replace the node's ACL; ``version`` is compared with the node's ACL version (aversion)."""
+        server_path = self._path(path)
+        record = SetACLRequest(server_path, check_acl(acl), check_version(version))
+        body = await self._call(OpCode.SET_ACL, record, server_path)
+        assert isinstance(body, SetACLResponse)
+        return body.stat
+
+    async def sync(self, path: str = "/") -> str:
+        """Wait until the connected server has caught up with the leader (for ``path``)."""
+        server_path = self._path(path)
+        body = await self._call(OpCode.SYNC, SyncRequest(server_path), server_path)
+        assert isinstance(body, SyncResponse)
+        return self._client_path(body.path)
+
+    async def get_ephemerals(self, prefix: str = "/") -> list[str]:
+        """Paths of this session's ephemeral nodes under ``prefix`` (sorted)."""
+        server_prefix = self._path(prefix) if prefix != "/" or self._chroot else ""
+        body = await self._call(OpCode.GET_EPHEMERALS, GetEphemeralsRequest(server_prefix), server_prefix)
+        assert isinstance(body, GetEphemeralsResponse)
+        return sorted(self._client_path(p) for p in body.ephemerals or ())
+
+    async def get_all_children_number(self, path: str) -> int:
+        """Number of all descendants of ``path``."""
+        server_path = self._path(path)
+        body = await self._call(OpCode.GET_ALL_CHILDREN_NUMBER, GetAllChildrenNumberRequest(server_path), server_path)
+        assert isinstance(body, GetAllChildrenNumberResponse)
+        return body.total_number
+
+    def _queue_auth(self, scheme: str, credential: bytes | str) -> _Call:
+        if not isinstance(scheme, str) or not scheme:
+            raise InvalidArgumentError("auth scheme must be a non-empty str")
+        auth = credential.encode() if isinstance(credential, str) else bytes(credential)
+        call = _Call()
+        self._core.add_auth(scheme, auth, call, trio.current_time())
+        return call
+
+    async def add_auth(self, scheme: str, credential: bytes | str) -> None:
+        """Authenticate this session (e.g. ``add_auth("digest", "user:password")``).
+
+        The credential is re-sent on every reconnect.  A rejected credential raises
+        :class:`~zkwire.errors.AuthFailedError` (the server then drops the connection; the client
+        reconnects without it).
+        """
+        call = self._queue_auth(scheme, credential)
+        await self._flush()
+        await call.done.wait()
+        assert isinstance(call.reply, AuthResult)
+        if call.reply.error is not None:
+            raise call.reply.error
+
+    async def check_watches(self, path: str, watcher_type: WatcherType = WatcherType.ANY) -> bool:
+        """Whether the server holds a watch of ``watcher_type`` on ``path`` for this session."""
+        server_path = self._path(path)
+        try:
+            await self._call(OpCode.CHECK_WATCHES, CheckWatchesRequest(server_path, watcher_type), server_path)
+        except NoWatcherError:
+            return False
+        return True
+
+    async def remove_watches(self, path: str, watcher_type: WatcherType = WatcherType.ANY) -> None:
+        """Remove this session's watches of ``watcher_type`` on ``path``.
+
+        Local watchers of the removed kinds are woken with a DATA_WATCH_REMOVED / CHILD_WATCH_REMOVED /
+        PERSISTENT_WATCH_REMOVED event.  Raises :class:`~zkwire.errors.NoWatcherError` if there was none.
+        """
+        from .constants import EventType
+
+        server_path = self._path(path)
+        await self._call(OpCode.REMOVE_WATCHES, RemoveWatchesRequest(server_path, watcher_type), server_path)
+        kinds: list[tuple[WatchKind, EventType]] = []
+        if watcher_type in (WatcherType.DATA, WatcherType.ANY):
+            kinds += [(WatchKind.DATA, EventType.DATA_WATCH_REMOVED), (WatchKind.EXIST, EventType.DATA_WATCH_REMOVED)]
+        if watcher_type in (WatcherType.CHILDREN, WatcherType.ANY):
+            kinds.append((WatchKind.CHILD, EventType.CHILD_WATCH_REMOVED))
+        if watcher_type == WatcherType.ANY:
+            kinds += [
+                (WatchKind.PERSISTENT, EventType.PERSISTENT_WATCH_REMOVED),
+                (WatchKind.RECURSIVE, EventType.PERSISTENT_WATCH_REMOVED),
+            ]
+        for kind, etype in kinds:
+            for _, w in self._core.watches.pop_path(server_path, (kind,)):
+                if isinstance(w, PersistentWatch):
+                    w._fail(NoWatcherError(path, "watch removed"))
+                else:
+                    w._deliver(WatchedEvent(etype, path))  # type: ignore[attr-defined]
+
+    @asynccontextmanager
+    async def add_watch(
+        self, path: str, *, recursive: bool = False, max_buffered: int = 10_000
+    ) -> AsyncIterator[PersistentWatch]:
+        """A persistent watch (addWatch) on ``path``; with ``recursive`` also on all descendants.
+
+        Yields an async iterator of :class:`WatchedEvent`.  It survives reconnects.  Leaving the block
+        removes it (on the server too, when no other watch of this client remains on the path).
+        """
+        server_path = self._path(path)
+        pw = PersistentWatch(path, recursive, max_buffered)
+        kind = WatchKind.RECURSIVE if recursive else WatchKind.PERSISTENT
+        mode = AddWatchMode.PERSISTENT_RECURSIVE if recursive else AddWatchMode.PERSISTENT
+        body = await self._call(
+            OpCode.ADD_WATCH, AddWatchRequest(server_path, mode), server_path, WatchRequest(kind, server_path, pw)
+        )
+        if isinstance(body, ErrorResponse) and body.err:
+            raise error_for_code(body.err, path)
+        try:
+            yield pw
+        finally:
+            self._core.watches.discard(kind, server_path, pw)
+            if not self._core.watches.has_any(server_path) and self._core.state.is_connected and not self._closing:
+                with trio.CancelScope(shield=True), trio.move_on_after(self._core.read_timeout):
+                    try:
+                        await self._call(
+                            OpCode.REMOVE_WATCHES, RemoveWatchesRequest(server_path, WatcherType.ANY), server_path
+                        )
+                    except ZKError as e:
+                        log.debug("removing persistent watch on %s: %s", server_path, e)
+
+    def transaction(self) -> Transaction:
+        """Collect writes to apply atomically: ``txn.create(...); txn.delete(...); await txn.commit()``."""
+        return Transaction(self)
+
+    async def multi(self, ops: Iterable[WriteOp]) -> list[str | Stat | None]:
+        """Apply writes atomically (op multi).
+
+        Returns one result per op: the created path for Create, the new Stat for SetData, None for Delete
+        and Check.  If any op fails, nothing is applied and the failing op's error is raised (e.g.
+        :class:`~zkwire.errors.NodeExistsError`), with ``error.results`` holding each op's outcome.
+        """
+        sub: list[MultiOp] = []
+        for op in ops:
+            if isinstance(op, Create):
+                code, record, _ = self._create_record(op)
+                sub.append(MultiOp(code, record))
+            elif isinstance(op, Delete):
+                sub.append(MultiOp(OpCode.DELETE, DeleteRequest(self._path(op.path), check_version(op.version))))
+            elif isinstance(op, SetData):
+                sub.append(
+                    MultiOp(
+                        OpCode.SET_DATA,
+                        SetDataRequest(self._path(op.path), check_data(op.data), check_version(op.version)),
+                    )
+                )
+            elif isinstance(op, Check):
+                sub.append(MultiOp(OpCode.CHECK, CheckVersionRequest(self._path(op.path), check_version(op.version))))
+            else:
+                raise InvalidArgumentError(f"not a write op for multi: {op!r}")
+        if not sub:
+            return []
+        body = await self._call(OpCode.MULTI, MultiRequest(tuple(sub)))
+        assert isinstance(body, MultiResponse)
+        results: list[str | Stat | None] = []
+        failure: ServerError | None = None
+        outcomes: list[object] = []
+        for (_, request), (rtype, err, rbody) in zip(sub, body.results, strict=True):
+            if rtype == OpCode.ERROR:
+                path = getattr(request, "path", None)
+                error = error_for_code(err, self._client_path(path)) if err else None
+                outcomes.append(error)
+                if error is not None and failure is None and err != -2:
+                    failure = error
+                results.append(None)
+                continue
+            value: str | Stat | None = None
+            if isinstance(rbody, CreateResponse | Create2Response):
+                value = self._client_path(rbody.path)
+            elif isinstance(rbody, SetDataResponse):
+                value = rbody.stat
+            results.append(value)
+            outcomes.append(value)
+        if failure is None and any(isinstance(o, ServerError) for o in outcomes):
+            failure = next(o for o in outcomes if isinstance(o, ServerError))
+        if failure is not None:
+            failure.results = outcomes
+            raise failure
+        return results
+
+    async def multi_read(self, ops: Iterable[ReadOp]) -> list[tuple[bytes, Stat] | list[str] | ZKError]:
+        """Several reads in one round trip (op multiRead).  Each op succeeds or fails on its own: a
+        failed one's slot holds its exception instead of raising."""
+        sub: list[MultiOp] = []
+        for op in ops:
+            if isinstance(op, GetData):
+                sub.append(MultiOp(OpCode.GET_DATA, GetDataRequest(self._path(op.path), False)))
+            elif isinstance(op, GetChildren):
+                sub.append(MultiOp(OpCode.GET_CHILDREN, GetChildrenRequest(self._path(op.path), False)))
+            else:
+                raise InvalidArgumentError(f"not a read op for multi_read: {op!r}")
+        if not sub:
+            return []
+        body = await self._call(OpCode.MULTI_READ, MultiRequest(tuple(sub)))
+        assert isinstance(body, MultiResponse)
+        out: list[tuple[bytes, Stat] | list[str] | ZKError] = []
+        for (_, request), (rtype, err, rbody) in zip(sub, body.results, strict=True):
+            if rtype == OpCode.ERROR:
+                out.append(error_for_code(err, self._client_path(getattr(request, "path", None))))
+            elif isinstance(rbody, GetDataResponse):
+                out.append((rbody.data or b"", rbody.stat))
+            elif isinstance(rbody, GetChildrenResponse):
+                out.append(sorted(c for c in rbody.children or () if c is not None))
+        return out
+
+    async def reconfig(
+        self,
+        *,
+        joining: str | None = None,
+        leaving: str | None = None,
+        members: str | None = None,
+        from_config: int = -1,
+    ) -> tuple[bytes, Stat]:
+        """Change the ensemble's membership (needs reconfigEnabled on the servers and admin rights)."""
+        body = await self._call(OpCode.RECONFIG, ReconfigRequest(joining, leaving, members, from_config))
+        assert isinstance(body, GetDataResponse)
+        return body.data or b"", body.stat
+
+    async def who_am_i(self) -> list[tuple[str | None, str | None]]:
+        """The server's view of this session's identities (op whoAmI, ZooKeeper 3.7+).
+
+        A 3.8.0 server does not implement it: it answers UnimplementedError and closes the connection
+        (the client reconnects).
+        """
+        body = await self._call(OpCode.WHO_AM_I, None)
+        assert isinstance(body, WhoAmIResponse)
+        return [(ci.auth_scheme, ci.user) for ci in body.client_info or ()]
+
+
+class Transaction:
+    """Writes collected for one atomic :meth:`Client.multi`."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+        self.ops: list[WriteOp] = []
+
+    def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        acl: Sequence[ACL] | None = None,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        container: bool = False,
+        ttl: int | None = None,
+    ) -> Transaction:
+        self.ops.append(Create(path, data, acl, ephemeral, sequential, container, ttl))
+        return self
+
+    def delete(self, path: str, version: int = -1) -> Transaction:
+        self.ops.append(Delete(path, version))
+        return self
+
+    def set_data(self, path: str, data: bytes, version: int = -1) -> Transaction:
+        self.ops.append(SetData(path, data, version))
+        return self
+
+    def check(self, path: str, version: int) -> Transaction:
+        self.ops.append(Check(path, version))
+        return self
+
+    async def commit(self) -> list[str | Stat | None]:
+        return await self._client.multi(self.ops)
+
+
+async def _is_read_write(host: HostPort, limit: float) -> bool:
+    """Ask a server with the ``isro`` four-letter word whether it serves writes."""
+    with trio.move_on_after(limit):
+        try:
+            stream = await trio.open_tcp_stream(host.host, host.port)
+        except OSError:
+            return False
+        async with stream:
+            try:
+                await stream.send_all(b"isro")
+                answer = b""
+                while len(answer) < 16:
+                    chunk = await stream.receive_some(16)
+                    if not chunk:
+                        break
+                    answer += chunk
+            except (trio.BrokenResourceError, OSError):
+                return False
+            return answer.strip() == b"rw"
+    return False

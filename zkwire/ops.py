@@ -1,0 +1,99 @@
+"""Sub-operations for :meth:`Client.multi` (atomic writes) and :meth:`Client.multi_read`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .acl import OPEN_ACL_UNSAFE
+from .constants import MAX_TTL_MS, CreateMode, OpCode
+from .errors import InvalidArgumentError
+from .records import ACL
+
+__all__ = ["Create", "Delete", "SetData", "Check", "GetData", "GetChildren", "WriteOp", "ReadOp", "create_op"]
+
+
+def create_op(*, ephemeral: bool, sequential: bool, container: bool, ttl: int | None) -> tuple[int, CreateMode]:
+    """The op code and create mode for a combination of create options; contradictions are rejected."""
+    if container:
+        if ephemeral or sequential or ttl is not None:
+            raise InvalidArgumentError("a container node cannot also be ephemeral, sequential or have a TTL")
+        return OpCode.CREATE_CONTAINER, CreateMode.CONTAINER
+    if ttl is not None:
+        if ephemeral:
+            raise InvalidArgumentError("a TTL node cannot be ephemeral")
+        if isinstance(ttl, bool) or not isinstance(ttl, int) or not 0 < ttl <= MAX_TTL_MS:
+            raise InvalidArgumentError(f"ttl must be an int of milliseconds in 1..{MAX_TTL_MS}, not {ttl!r}")
+        mode = CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL if sequential else CreateMode.PERSISTENT_WITH_TTL
+        return OpCode.CREATE_TTL, mode
+    mode = CreateMode(int(bool(ephemeral)) | (2 if sequential else 0))
+    return OpCode.CREATE, mode
+
+
+def check_acl(acl: Sequence[ACL] | None) -> tuple[ACL, ...]:
+    if acl is None:
+        return OPEN_ACL_UNSAFE
+    acl = tuple(acl)
+    if not acl or not all(isinstance(a, ACL) for a in acl):
+        raise InvalidArgumentError("acl must be a non-empty sequence of zkwire.ACL")
+    return acl
+
+
+def check_data(data: object) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise InvalidArgumentError(f"data must be bytes, not {type(data).__name__}")
+
+
+def check_version(version: object) -> int:
+    if isinstance(version, bool) or not isinstance(version, int) or not -1 <= version < (1 << 31):
+        raise InvalidArgumentError(f"version must be an int from -1 to 2**31-1, not {version!r}")
+    return version
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    path: str
+    data: bytes = b""
+    acl: Sequence[ACL] | None = None
+    ephemeral: bool = False
+    sequential: bool = False
+    container: bool = False
+    ttl: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    path: str
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class SetData:
+    path: str
+    data: bytes
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """Succeeds only if the node's version equals ``version``."""
+
+    path: str
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class GetData:
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetChildren:
+    path: str
+
+
+WriteOp = Create | Delete | SetData | Check
+ReadOp = GetData | GetChildren
