@@ -1,0 +1,1 @@
+"""zklock: lock recipes on zkwire."""
