@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from .acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, digest_acl, digest_id
+from .client import Client, Transaction, open_client
 from .constants import AddWatchMode, CreateMode, EventType, KeeperState, OpCode, Perm, WatcherType
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
-from .client import Client, Transaction, open_client
 from .ops import Check, Create, Delete, GetChildren, GetData, SetData
 from .records import ACL, Id, Stat
 from .session import SessionState

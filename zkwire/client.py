@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal, overload
 
@@ -205,6 +205,7 @@ class Client:
         self._state_changed = trio.Event()
         self._timer_wakeup = trio.Event()
         self._state_streams: list[StateStream] = []
+        self._state_listeners: list[Callable[[SessionState], None]] = []
         self._nursery: trio.Nursery | None = None
         self._closing = False
 
@@ -241,6 +242,38 @@ class Client:
         if not self._core.state.is_terminal:
             self._state_streams.append(stream)
         return stream
+
+    def add_state_listener(self, listener: Callable[[SessionState], None]) -> None:
+        """Call ``listener(new_state)`` on every state change, synchronously, from the task that saw it.
+
+        For code that must react before anything else runs (the lock recipes cancel a lock holder's work
+        this way).  The listener must not block or raise.  Most applications want :meth:`states`.
+        """
+        self._state_listeners.append(listener)
+
+    def remove_state_listener(self, listener: Callable[[SessionState], None]) -> None:
+        try:
+            self._state_listeners.remove(listener)
+        except ValueError:
+            pass
+
+    def spawn(self, async_fn: Callable[[], Awaitable[object]], name: str | None = None) -> None:
+        """Run ``async_fn()`` in the client's own task group; it is cancelled when the client closes.
+
+        Its exceptions are logged, never propagated (the client's tasks must not fail).
+        """
+        if self._nursery is None or self._closing:
+            raise ClientClosedError("client is not running")
+
+        async def guarded() -> None:
+            try:
+                await async_fn()
+            except ZKError as e:
+                log.debug("background task %s ended: %r", name or async_fn, e)
+            except Exception:
+                log.exception("background task %s failed", name or async_fn)
+
+        self._nursery.start_soon(guarded, name=name)
 
     async def wait_for_state(self, *states: SessionState) -> SessionState:
         """Wait until the session is in one of ``states``; return it.  Raises if it ends first."""
@@ -388,6 +421,11 @@ class Client:
     def _on_state_changed(self, ev: StateChanged) -> None:
         for s in self._state_streams:
             s._deliver(ev.new)
+        for listener in list(self._state_listeners):
+            try:
+                listener(ev.new)
+            except Exception:
+                log.exception("state listener %r failed", listener)
         if ev.new.is_terminal:
             self._state_streams.clear()
             error = self._core._terminal_error()
@@ -747,6 +785,76 @@ class Client:
                         )
                     except ZKError as e:
                         log.debug("removing persistent watch on %s: %s", server_path, e)
+
+    async def pipeline(self, ops: Iterable[WriteOp | ReadOp]) -> list[object]:
+        """Send independent requests back to back, then wait for all replies.
+
+        The server applies one session's requests in order, so e.g. a create followed by a getChildren
+        sees the created node -- in one round trip.  Unlike :meth:`multi` nothing is atomic: each slot of
+        the result holds that op's result (as the single-op method would return it) or its exception.
+        """
+        calls: list[tuple[_Call, Callable[[Record | None], object]]] = []
+        core = self._core
+        prepared: list[tuple[int, Record, str, Callable[[Record | None], object]]] = []
+        for op in ops:
+            prepared.append(self._prepare(op))
+        while not core.state.is_connected:
+            if core.state.is_terminal:
+                raise core._terminal_error()
+            await self._state_changed.wait()
+        now = trio.current_time()
+        for code, record, server_path, convert in prepared:
+            call = _Call()
+            try:
+                core.send_request(code, record, call, now, path=server_path)
+            except ConnectionLossError as e:
+                call.reply = Reply(call, 0, None, e)
+                call.done.set()
+            calls.append((call, convert))
+        await self._flush()
+        out: list[object] = []
+        for call, convert in calls:
+            await call.done.wait()
+            reply = call.reply
+            assert isinstance(reply, Reply)
+            out.append(reply.error if reply.error is not None else convert(reply.body))
+        return out
+
+    def _prepare(self, op: WriteOp | ReadOp) -> tuple[int, Record, str, Callable[[Record | None], object]]:
+        if isinstance(op, Create):
+            code, record, server_path = self._create_record(op)
+            if code == OpCode.CREATE:
+                code = OpCode.CREATE2
+
+            def created(body: Record | None) -> object:
+                assert isinstance(body, Create2Response)
+                return self._client_path(body.path), body.stat
+
+            return code, record, server_path, created
+        if isinstance(op, Delete):
+            p = self._path(op.path)
+            return OpCode.DELETE, DeleteRequest(p, check_version(op.version)), p, lambda body: None
+        if isinstance(op, SetData):
+            p = self._path(op.path)
+            rec = SetDataRequest(p, check_data(op.data), check_version(op.version))
+            return OpCode.SET_DATA, rec, p, lambda body: body.stat if isinstance(body, SetDataResponse) else None
+        if isinstance(op, GetData):
+            p = self._path(op.path)
+
+            def data(body: Record | None) -> object:
+                assert isinstance(body, GetDataResponse)
+                return body.data or b"", body.stat
+
+            return OpCode.GET_DATA, GetDataRequest(p, False), p, data
+        if isinstance(op, GetChildren):
+            p = self._path(op.path)
+
+            def children(body: Record | None) -> object:
+                assert isinstance(body, GetChildrenResponse)
+                return sorted(c for c in body.children or () if c is not None)
+
+            return OpCode.GET_CHILDREN, GetChildrenRequest(p, False), p, children
+        raise InvalidArgumentError(f"not an op for pipeline: {op!r}")
 
     def transaction(self) -> Transaction:
         """Collect writes to apply atomically: ``txn.create(...); txn.delete(...); await txn.commit()``."""
