@@ -363,8 +363,12 @@ class Client:
         self._drop_connection()
 
     def _drop_connection(self) -> None:
+        """End the current connection now: the core learns at once (so no request is sent into a dying
+        socket and waiters fail fast), then the connection's tasks are cancelled."""
+        self._stream = None
         if self._conn_scope is not None:
             self._conn_scope.cancel()
+        self._dispatch(self._core.connection_lost(trio.current_time()))
 
     async def _flush(self) -> None:
         """Write everything the core has queued; whoever finds the writer idle does the writing."""

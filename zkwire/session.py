@@ -345,6 +345,8 @@ class SessionCore:
     def connection_lost(self, now: float, error: ZKError | None = None) -> list[Event]:
         """The socket is gone.  Pending requests fail; the session is suspended, not ended."""
         events: list[Event] = []
+        if self.current_host is None:
+            return events  # already handled
         phase = self._phase
         self._phase = _Phase.IDLE
         self.current_host = None
