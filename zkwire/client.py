@@ -23,6 +23,7 @@ hide the loss of ephemeral nodes and watches) -- open a new client.
 from __future__ import annotations
 
 import logging
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
@@ -199,6 +200,8 @@ class Client:
         self._ssl_context = ssl_context
         self._stream: trio.abc.Stream | None = None
         self._transport: trio.SocketStream | None = None
+        #: A duplicate of a plain TCP connection's socket, for writes that complete without blocking.
+        self._raw: socket.socket | None = None
         self._conn_scope: trio.CancelScope | None = None
         self._connection_ended = trio.Event()
         self._writing = False
@@ -311,6 +314,9 @@ class Client:
                 tcp.setsockopt(6, 1, 1)  # TCP_NODELAY
                 if self._ssl_context is None:
                     self._transport = tcp
+                    sock = tcp.socket
+                    self._raw = socket.fromfd(sock.fileno(), sock.family, sock.type)
+                    self._raw.setblocking(False)
                     return tcp
                 tls = trio.SSLStream(tcp, self._ssl_context, server_hostname=host.host)
                 await tls.do_handshake()
@@ -341,6 +347,9 @@ class Client:
             self._stream = None
             self._conn_scope = None
             with trio.CancelScope(shield=True):
+                if self._raw is not None:
+                    self._raw.close()
+                    self._raw = None
                 assert self._transport is not None
                 await trio.aclose_forcefully(self._transport)
             self._dispatch(core.connection_lost(trio.current_time()))
@@ -371,12 +380,32 @@ class Client:
         self._dispatch(self._core.connection_lost(trio.current_time()))
 
     async def _flush(self) -> None:
-        """Write everything the core has queued; whoever finds the writer idle does the writing."""
+        """Write everything the core has queued; whoever finds the writer idle does the writing.
+
+        On a plain TCP connection the bytes usually go out at once with a non-blocking send (no task
+        switch); what the kernel does not take is written by the shielded loop below.
+        """
         if self._writing:
             return
         stream = self._stream
         if stream is None:
             return
+        raw = self._raw
+        if raw is not None:
+            data = self._core.data_to_send()
+            if not data:
+                return
+            try:
+                sent = raw.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError as e:
+                log.info("write to %s failed: %s", self._core.current_host, e)
+                self._drop_connection()
+                return
+            if sent == len(data):
+                return
+            self._core.push_front(data[sent:])
         self._writing = True
         try:
             with trio.CancelScope(shield=True):

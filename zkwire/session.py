@@ -373,6 +373,10 @@ class SessionCore:
                 pass
         self._sync_outstanding = 0
 
+    def push_front(self, data: bytes) -> None:
+        """Give back the unsent tail of what :meth:`data_to_send` returned (a partial write)."""
+        self._out[:0] = data
+
     def data_to_send(self) -> bytes:
         if not self._out:
             return b""
