@@ -1,56 +1,82 @@
-"""Contender node names, shared with Apache Curator and kazoo so the recipes exclude each other.
+"""Contender node names, shared with Apache Curator and kazoo so that their recipes and ours exclude
+each other on the same path.
 
-* zklock and Curator: ``_c_<uuid>-lock-<seq>`` (Curator's "protected" names; the uuid lets a contender
-  find its own node after a lost create reply).
-* kazoo: ``<uuid hex>__lock__<seq>``.
+* zklock and Curator write "protected" names: ``_c_<uuid>-<marker><seq>``; the uuid lets a contender
+  find its own node after a lost create reply.  Markers: ``lock-`` (mutex), ``__READ__`` / ``__WRIT__``
+  (read/write lock), ``lease-`` (semaphore), ``latch-`` (leader election).
+* kazoo writes ``<32 hex>__lock__<seq>`` (and ``__rlock__`` for its read lock).
 
-``<seq>`` is the server's 10-digit sequence suffix: the parent's child-version counter, an int32.  It is
-parsed as a *signed* number: after 2,147,483,647 creations under one parent the server wraps to
--2,147,483,648 and names sort wrongly from then on.  Lock parents are container nodes that vanish when
-empty, which resets the counter long before that in practice.
+``<seq>`` is the server's sequence suffix: the parent's child-version counter (an int32) formatted as
+``%010d``.  It is parsed as a *signed* number, taking what follows the last marker, as Curator does (a
+marker such as ``lock-`` ends in a dash, so the sign cannot be found by pattern alone).  After
+2,147,483,647 creations under one parent the server wraps to negative numbers and order breaks; lock
+parents are container nodes that vanish when empty, which resets the counter long before that.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Contender", "parse_contender", "sort_contenders", "new_protected_prefix", "LOCK_MARKER"]
+__all__ = [
+    "Contender",
+    "parse_contender",
+    "sort_contenders",
+    "new_protected_prefix",
+    "MUTEX_MARKERS",
+    "READ_MARKERS",
+    "WRITE_MARKERS",
+]
 
-LOCK_MARKER = "-lock-"
-_PATTERNS = {
-    "zklock": re.compile(r"^_c_([0-9a-fA-F-]{36})-lock-(-?\d{10,11})$"),
-    "curator": re.compile(r"^(?:_c_([0-9a-fA-F-]{36})-)?.*lock-(-?\d{10,11})$"),
-    "kazoo": re.compile(r"^([0-9a-fA-F]{32})__lock__(-?\d{10,11})$"),
-}
+#: Names that hold a mutex: ours/Curator's, and kazoo's.
+MUTEX_MARKERS = ("lock-", "__lock__")
+READ_MARKERS = ("__READ__", "__rlock__")
+WRITE_MARKERS = ("__WRIT__", "__lock__")
+
+_SEQUENCE = re.compile(r"-?\d{9,10}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_KAZOO_UUID = re.compile(r"[0-9a-fA-F]{32}")
 
 
 @dataclass(frozen=True, slots=True, order=True)
 class Contender:
-    """One lock node: ordered by sequence number (then name, for ties that cannot happen on one parent)."""
+    """One contender node, ordered by sequence number."""
 
     sequence: int
     name: str
+    marker: str
     uuid: str | None
 
 
-def parse_contender(name: str) -> Contender | None:
-    """The contender a child name stands for, or None for children that are not lock nodes."""
-    for pattern in _PATTERNS.values():
-        m = pattern.match(name)
-        if m is not None:
-            return Contender(int(m.group(2)), name, m.group(1))
+def parse_contender(name: str, markers: Iterable[str]) -> Contender | None:
+    """The contender ``name`` stands for, or None if it carries none of ``markers`` and a sequence."""
+    for marker in markers:
+        at = name.rfind(marker)
+        if at == -1:
+            continue
+        rest = name[at + len(marker) :]
+        if _SEQUENCE.fullmatch(rest) is None or len(rest) < 10:
+            continue
+        head = name[:at]
+        ident: str | None = None
+        if head.startswith("_c_") and _UUID.fullmatch(head[3:39]) and head[39:] == "-":
+            ident = head[3:39]
+        elif _KAZOO_UUID.fullmatch(head):
+            ident = head
+        return Contender(int(rest), name, marker, ident)
     return None
 
 
-def sort_contenders(children: list[str]) -> list[Contender]:
-    out = [c for c in map(parse_contender, children) if c is not None]
+def sort_contenders(children: Iterable[str], markers: Iterable[str]) -> list[Contender]:
+    markers = tuple(markers)
+    out = [c for c in (parse_contender(n, markers) for n in children) if c is not None]
     out.sort()
     return out
 
 
-def new_protected_prefix() -> tuple[str, str]:
+def new_protected_prefix(marker: str) -> tuple[str, str]:
     """A fresh uuid and the node-name prefix built from it (the server appends the sequence)."""
     u = str(uuid.uuid4())
-    return u, f"_c_{u}{LOCK_MARKER}"
+    return u, f"_c_{u}-{marker}"

@@ -1,0 +1,57 @@
+"""Leader election on the node queue: the lowest ``latch-`` node leads.
+
+``async with election.leadership() as lease:`` waits to become leader; the body runs only while this
+participant leads and is cancelled (with :class:`~zklock.LockLostError`) if leadership is lost.
+``await election.run(fn)`` is the selector: it runs ``fn`` each time leadership is won and re-queues
+after it ends or is lost, until cancelled.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from zkwire import Client
+from zkwire.errors import ConnectionLossError, SessionExpiredError
+
+from .errors import LockLostError
+from .lease import Lease
+from .recipe import LockRecipe
+
+__all__ = ["Election"]
+
+log = logging.getLogger("zklock.election")
+
+
+class Election(LockRecipe):
+    marker = "latch-"
+    markers = ("latch-",)
+
+    def __init__(self, client: Client, path: str, *, identifier: str | None = None, **options: bool) -> None:
+        super().__init__(client, path, identifier=identifier, **options)
+
+    def leadership(self) -> Election:
+        """``async with election.leadership() as lease:`` -- the body runs while we lead."""
+        return self
+
+    async def leader(self) -> str | None:
+        """The current leader's identifier."""
+        return await self.holder()
+
+    async def run(self, fn: Callable[[Lease], Awaitable[object]]) -> None:
+        """Lead whenever possible: run ``fn(lease)`` as leader, re-queue when it returns or leadership is
+        lost; stops (raising) when the session expires or the client closes; cancel to leave."""
+        while True:
+            try:
+                async with self as lease:
+                    await fn(lease)
+            except LockLostError as e:
+                log.info("leadership of %s lost (%s); re-queueing", self.path, e.reason)
+            except ConnectionLossError:
+                pass
+            except SessionExpiredError:
+                raise
+            await trio.lowlevel.checkpoint()
+            await self.client.wait_connected()

@@ -1,0 +1,447 @@
+"""What every node-queue lock recipe shares: contend, wait, hold, release, clean up.
+
+One ephemeral sequential node per contender under the lock path; a recipe decides from the sorted
+contenders whether ours may proceed and, if not, which single node to wait for.  The steps:
+
+1. Create ``<path>/_c_<uuid>-<marker>`` (ephemeral, sequential) and list the children *in one round
+   trip*: both requests go out back to back and the server applies them in order.  A missing parent is
+   created as a container node (the server removes it once it is empty again).
+2. If the create's reply is lost (connection loss), wait for the session to reconnect, list the children
+   and adopt the node carrying our uuid -- only if its ephemeralOwner is our session; one left by an
+   older session is deleted.  Never two nodes for one acquire.
+3. If the recipe says we may proceed, check that our node's ephemeralOwner is the current session and
+   hold.  Otherwise watch just the one node we wait for, with a getData watch (an exists watch on a node
+   that is already gone would linger), and re-list when it fires -- never assume.
+4. Any failure or cancellation before the lock is held deletes our node (shielded); if the session is
+   disconnected at that moment, the delete is retried in the background while the session lives.
+
+While held, the lease watches its own node and the session.  Suspension (the connection is lost: the
+session may be expiring on the server, and another contender may be granted the lock), expiry, or the
+deletion of our node mark the lease lost before anyone else can be granted the lock: the server only
+deletes our node once our session is gone, and our client notices a silent connection within two thirds
+of the session timeout.  ``async with`` then cancels its body and raises :class:`LockLostError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Sequence
+from types import TracebackType
+
+import trio
+
+from zkwire import Client, Create, EventType, GetChildren, SessionState
+from zkwire.errors import ConnectionLossError, NodeExistsError, NoNodeError, ZKError
+from zkwire.paths import validate_path
+
+from .errors import LockLostError, NotHeldError
+from .lease import REVOKE_DATA, Lease
+from .naming import Contender, new_protected_prefix, sort_contenders
+
+__all__ = [
+    "LockRecipe",
+    "default_identifier",
+    "delete_node",
+    "request_revocation",
+    "CLEANUP_TIMEOUT",
+    "ANY_CHANGE",
+]
+
+log = logging.getLogger("zklock")
+
+#: How long shielded clean-up may block its caller before it is handed to the background.
+CLEANUP_TIMEOUT = 5.0
+
+
+#: Returned by :meth:`LockRecipe._blocker` to wait for any change among the children (semaphores).
+ANY_CHANGE = Contender(0, "", "", None)
+
+
+def default_identifier() -> str:
+    """``hostname:pid``: what a lock node's data says about its holder by default."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class LockRecipe:
+    """Base of the node-queue locks.  Subclasses set ``marker``/``markers`` and :meth:`_blocker`.
+
+    Reentrant per trio task: the task holding the lock may acquire it again (counted); other tasks of
+    the same process queue like any other contender.
+    """
+
+    #: The marker in our own node names.
+    marker = "lock-"
+    #: Markers of the nodes that take part in this queue (ours and compatible clients').
+    markers: Sequence[str] = ("lock-",)
+
+    def __init__(
+        self,
+        client: Client,
+        path: str,
+        *,
+        identifier: str | None = None,
+        lose_on_suspend: bool = True,
+        cancel_on_loss: bool = True,
+    ) -> None:
+        self.client = client
+        self.path = validate_path(path)
+        self.identifier = identifier if identifier is not None else default_identifier()
+        self.lose_on_suspend = lose_on_suspend
+        self.cancel_on_loss = cancel_on_loss
+        self._held: dict[trio.lowlevel.Task, Lease] = {}
+        #: Per task, the cancel scopes of its open ``async with`` blocks (innermost last).
+        self._blocks: dict[trio.lowlevel.Task, list[tuple[trio.CancelScope, Lease]]] = {}
+
+    def _blocker(self, contenders: list[Contender], index: int) -> Contender | None:
+        """The node ours must wait for, or None if ours may proceed.  Default: the predecessor."""
+        return contenders[index - 1] if index > 0 else None
+
+    # ------------------------------------------------------------------ inspection
+
+    async def _sorted(self) -> list[Contender]:
+        try:
+            children = await self.client.get_children(self.path)
+        except NoNodeError:
+            return []
+        return sort_contenders(children, self.markers)
+
+    async def contenders(self) -> list[str]:
+        """Node names of all contenders, in queue order."""
+        return [c.name for c in await self._sorted()]
+
+    async def holders(self) -> list[str]:
+        """Identifiers (node data) of the contenders currently allowed to proceed."""
+        contenders = await self._sorted()
+        out = []
+        for i, c in enumerate(contenders):
+            if self._blocker(contenders, i) is None:
+                try:
+                    data, _ = await self.client.get_data(f"{self.path}/{c.name}")
+                except NoNodeError:
+                    continue
+                out.append(data.decode("utf-8", "replace"))
+        return out
+
+    async def holder(self) -> str | None:
+        """The identifier of the (first) current holder, or None if nobody holds the lock."""
+        holders = await self.holders()
+        return holders[0] if holders else None
+
+    async def is_locked(self) -> bool:
+        return bool(await self._sorted())
+
+    async def request_revocation(self) -> bool:
+        """Ask the current holder(s) to release: they see ``lease.revocation_requested``.
+
+        Returns False if nobody holds the lock.  The holder decides; nothing is forced.
+        """
+        contenders = await self._sorted()
+        asked = False
+        for i, c in enumerate(contenders):
+            if self._blocker(contenders, i) is None:
+                asked = await request_revocation(self.client, f"{self.path}/{c.name}") or asked
+        return asked
+
+    @property
+    def lease(self) -> Lease | None:
+        """The current task's lease, if it holds this lock."""
+        return self._held.get(trio.lowlevel.current_task())
+
+    # ------------------------------------------------------------------ acquire / release
+
+    async def acquire(self, blocking: bool = True) -> bool:
+        """Acquire; with ``blocking=False`` give up at once (returning False) if we would have to wait.
+
+        Bound a blocking wait with a cancel scope: ``with trio.move_on_after(5): await lock.acquire()``.
+        """
+        return await self._acquire(blocking) is not None
+
+    async def _acquire(self, blocking: bool) -> Lease | None:
+        task = trio.lowlevel.current_task()
+        held = self._held.get(task)
+        if held is not None and not held.lost:
+            held._count += 1
+            return held
+        attempt = _Attempt(self)
+        try:
+            lease = await attempt.run(blocking)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await attempt.abandon()
+            raise
+        if lease is None:
+            with trio.CancelScope(shield=True):
+                await attempt.abandon()
+            return None
+        self._held[task] = lease
+        return lease
+
+    async def release(self) -> None:
+        """Release one level of the current task's hold; the last one deletes the lock node."""
+        task = trio.lowlevel.current_task()
+        lease = self._held.get(task)
+        if lease is None:
+            raise NotHeldError(f"the current task does not hold {self.path}")
+        lease._count -= 1
+        if lease._count > 0:
+            return
+        del self._held[task]
+        lease.released = True
+        self.client.remove_state_listener(lease._on_state)
+        with trio.CancelScope(shield=True):
+            await delete_node(self.client, lease.node)
+
+    async def __aenter__(self) -> Lease:
+        lease = await self._acquire(True)
+        assert lease is not None
+        scope = trio.CancelScope()
+        scope.__enter__()
+        lease._scopes.append(scope)
+        self._blocks.setdefault(trio.lowlevel.current_task(), []).append((scope, lease))
+        if lease.lost and self.cancel_on_loss:
+            scope.cancel()
+        return lease
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        task = trio.lowlevel.current_task()
+        blocks = self._blocks[task]
+        scope, lease = blocks.pop()
+        if not blocks:
+            del self._blocks[task]
+        lease._scopes.remove(scope)
+        swallowed = bool(scope.__exit__(exc_type, exc, tb))
+        if self._held.get(task) is lease:
+            with trio.CancelScope(shield=True):
+                await self.release()
+        if lease.lost and self.cancel_on_loss and (swallowed or exc is None):
+            raise LockLostError(self.path, lease.lost_reason or "lost")
+        return swallowed and exc is not None and not lease.lost
+
+
+class _Attempt:
+    """One acquire attempt: its uuid, its node once known, and the clean-up if it fails."""
+
+    def __init__(self, recipe: LockRecipe) -> None:
+        self.recipe = recipe
+        self.client = recipe.client
+        self.uuid, prefix = new_protected_prefix(recipe.marker)
+        self.node_prefix = f"{recipe.path}/{prefix}"
+        self.node: str | None = None
+        self.node_session = 0
+        self.czxid = 0
+        self.create_sent = False
+
+    def _sort(self, children: list[str]) -> list[Contender]:
+        return sort_contenders(children, self.recipe.markers)
+
+    async def run(self, blocking: bool) -> Lease | None:
+        children = await self._create_and_list()
+        while True:
+            contenders = self._sort(children)
+            index = next((i for i, c in enumerate(contenders) if c.uuid == self.uuid), None)
+            if index is None:
+                # Our node vanished (deleted by someone else): start over with a new node.
+                self.node = None
+                children = await self._create_and_list()
+                continue
+            blocker = self.recipe._blocker(contenders, index)
+            if blocker is None:
+                return await self._grant()
+            if not blocking:
+                return None
+            try:
+                if blocker is ANY_CHANGE:
+                    fresh, watch = await self.client.get_children(self.recipe.path, watch=True)
+                    if fresh != children:
+                        children = fresh
+                        continue
+                else:
+                    _, _, watch = await self.client.get_data(f"{self.recipe.path}/{blocker.name}", watch=True)
+            except (NoNodeError, ConnectionLossError):
+                children = await self._list()
+                continue
+            event = await watch.wait()
+            log.debug("lock %s: %s: %s", self.recipe.path, blocker.name, event.type)
+            children = await self._list()
+
+    async def _list(self) -> list[str]:
+        while True:
+            try:
+                return await self.client.get_children(self.recipe.path)
+            except NoNodeError:
+                return []
+            except ConnectionLossError:
+                continue
+
+    async def _create_and_list(self) -> list[str]:
+        data = self.recipe.identifier.encode()
+        while True:
+            self.create_sent = True
+            created, children = await self.client.pipeline(
+                [Create(self.node_prefix, data, ephemeral=True, sequential=True), GetChildren(self.recipe.path)]
+            )
+            if isinstance(created, NoNodeError):
+                await self._ensure_parent()
+                continue
+            if isinstance(created, ConnectionLossError):
+                if await self._recover_lost_create():
+                    return await self._list()
+                continue
+            if isinstance(created, BaseException):
+                raise created
+            assert isinstance(created, tuple)
+            self.node, stat = created
+            self.node_session = stat.ephemeral_owner
+            self.czxid = stat.czxid
+            if isinstance(children, ConnectionLossError):
+                return await self._list()
+            if isinstance(children, BaseException):
+                raise children
+            assert isinstance(children, list)
+            return children
+
+    async def _recover_lost_create(self) -> bool:
+        """After a lost create reply: adopt our node if the server made it in this session."""
+        while True:
+            await self.client.wait_connected()
+            try:
+                for c in self._sort(await self._list()):
+                    if c.uuid != self.uuid:
+                        continue
+                    path = f"{self.recipe.path}/{c.name}"
+                    stat = await self.client.exists(path)
+                    if stat is None:
+                        continue
+                    if stat.ephemeral_owner == self.client.session_id:
+                        log.info("lock %s: adopted %s after a lost create reply", self.recipe.path, c.name)
+                        self.node, self.node_session, self.czxid = path, stat.ephemeral_owner, stat.czxid
+                        return True
+                    await delete_node(self.client, path)
+                return False
+            except ConnectionLossError:
+                continue
+
+    async def _ensure_parent(self) -> None:
+        parts = self.recipe.path.strip("/").split("/")
+        for i in range(1, len(parts) + 1):
+            try:
+                await self.client.create("/" + "/".join(parts[:i]), container=True)
+            except NodeExistsError:
+                pass
+
+    async def _grant(self) -> Lease:
+        client = self.client
+        assert self.node is not None
+        if self.node_session != client.session_id:
+            # A node of a dying older session must not count as ours.
+            raise ConnectionLossError(self.node, "lock node belongs to an older session")
+        node = self.node
+        lease = Lease(self.recipe, node, self.czxid, self.node_session)
+        client.add_state_listener(lease._on_state)
+        _, _, watch = await client.get_data(node, watch=True)
+        if self.recipe.lose_on_suspend and client.state is not SessionState.CONNECTED:
+            lease._mark_lost(f"session {client.state.value}")
+
+        async def watch_node() -> None:
+            w = watch
+            while not lease.released and not lease.lost:
+                try:
+                    event = await w.wait()
+                    if lease.released:
+                        return
+                    if event.type == EventType.NODE_DELETED:
+                        lease._mark_lost("lock node was deleted")
+                        return
+                    data, _, w = await client.get_data(node, watch=True)
+                    if data == REVOKE_DATA:
+                        lease._revoke.set()
+                except NoNodeError:
+                    lease._mark_lost("lock node was deleted")
+                    return
+                except ZKError as e:
+                    lease._mark_lost(f"session ended ({e})")
+                    return
+
+        client.spawn(watch_node, name=f"zklock watch {node}")
+        self.node = None  # the lease owns the node now
+        return lease
+
+    async def abandon(self) -> None:
+        """Remove whatever this attempt created (the caller shields this)."""
+        client = self.client
+        if self.node is not None:
+            node, self.node = self.node, None
+            await delete_node(client, node)
+            return
+        if not self.create_sent:
+            return
+        # The create may or may not have reached the server: look for our uuid.
+        uuid_, path, markers = self.uuid, self.recipe.path, self.recipe.markers
+
+        async def find_and_delete() -> None:
+            while not client.state.is_terminal:
+                await client.wait_connected()
+                try:
+                    children = await client.get_children(path)
+                    for c in sort_contenders(children, markers):
+                        if c.uuid == uuid_:
+                            await delete_node(client, f"{path}/{c.name}")
+                    return
+                except NoNodeError:
+                    return
+                except ConnectionLossError:
+                    continue
+
+        if client.state.is_connected:
+            with trio.move_on_after(CLEANUP_TIMEOUT):
+                await find_and_delete()
+                return
+        _spawn(client, find_and_delete, f"zklock cleanup {path}")
+
+
+def _spawn(client: Client, fn: object, name: str) -> None:
+    try:
+        client.spawn(fn, name=name)  # type: ignore[arg-type]
+    except ZKError:
+        pass  # the client is closing: the session's end removes ephemeral nodes anyway
+
+
+async def delete_node(client: Client, path: str) -> None:
+    """Delete a lock node now, or keep trying in the background while the session lives."""
+
+    async def attempt() -> bool:
+        try:
+            await client.delete(path)
+        except NoNodeError:
+            pass
+        except ConnectionLossError:
+            return False
+        return True
+
+    if client.state.is_terminal:
+        return  # the session is gone, and its ephemeral nodes with it
+    if client.state.is_connected:
+        with trio.move_on_after(CLEANUP_TIMEOUT):
+            if await attempt():
+                return
+
+    async def retry() -> None:
+        while not client.state.is_terminal:
+            await client.wait_connected()
+            if await attempt():
+                return
+
+    _spawn(client, retry, f"zklock delete {path}")
+
+
+async def request_revocation(client: Client, node: str) -> bool:
+    """Ask the holder of lock node ``node`` to release (writes the revoke marker into its data)."""
+    try:
+        await client.set_data(node, REVOKE_DATA)
+    except NoNodeError:
+        return False
+    return True
