@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import trio
 
@@ -122,7 +124,7 @@ async def test_election_leadership_and_requeue(zk_hosts: str, zk_path: str) -> N
                 nursery.start_soon(eb.run, lambda lease: lead("b", lease))
         assert led.count("a") >= 2 and led.count("b") >= 2
         # leaders alternate: each run re-queues behind the other contender
-        assert all(x != y for x, y in zip(led, led[1:], strict=False))
+        assert all(x != y for x, y in itertools.pairwise(led))
         assert await _children(a, path) == []
 
 
