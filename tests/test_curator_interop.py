@@ -106,8 +106,9 @@ async def test_curator_and_zklock_mutex_exclude_each_other(
             data, _ = await a.get_data(counter)
             children = await a.get_children(lock_path)
 
-    curator_conflicts = sum(int(line.split()[1]) for out in outputs for line in out.splitlines() if line.startswith("DONE"))
-    curator_grants = sum(1 for out in outputs for line in out.splitlines() if line.startswith("GRANT"))
+    lines = [line for out in outputs for line in out.splitlines()]
+    curator_conflicts = sum(int(line.split()[1]) for line in lines if line.startswith("DONE"))
+    curator_grants = sum(1 for line in lines if line.startswith("GRANT"))
     assert conflicts == 0 and curator_conflicts == 0
     assert zk_grants == 2 * iterations and curator_grants == 2 * iterations
     assert int(data) == 4 * iterations
