@@ -205,6 +205,7 @@ class Client:
         self._conn_scope: trio.CancelScope | None = None
         self._connection_ended = trio.Event()
         self._writing = False
+        self._writer_wakeup = trio.Event()
         self._state_changed = trio.Event()
         self._timer_wakeup = trio.Event()
         self._state_streams: list[StateStream] = []
@@ -342,6 +343,7 @@ class Client:
             async with trio.open_nursery() as nursery:
                 self._conn_scope = nursery.cancel_scope
                 nursery.start_soon(self._read_loop, stream)
+                nursery.start_soon(self._write_loop)
                 await self._flush()
         finally:
             self._stream = None
@@ -380,16 +382,35 @@ class Client:
         self._dispatch(self._core.connection_lost(trio.current_time()))
 
     async def _flush(self) -> None:
-        """Write everything the core has queued; whoever finds the writer idle does the writing.
+        """Write everything the core has queued.
 
-        On a plain TCP connection the bytes usually go out at once with a non-blocking send (no task
-        switch); what the kernel does not take is written by the shielded loop below.
+        A lone request (nothing else in flight) is written at once by its caller: on a plain TCP
+        connection with a non-blocking send, so the sequential path has no task switch.  When other
+        requests are already in flight, the connection's writer task is woken instead: it runs after
+        every task made runnable in the same scheduling round, so a burst leaves in one send.
         """
         if self._writing:
             return
         stream = self._stream
         if stream is None:
             return
+        if self._core.outstanding > 1:
+            self._writer_wakeup.set()
+            return
+        await self._write_now(stream)
+
+    async def _write_loop(self) -> None:
+        while True:
+            await self._writer_wakeup.wait()
+            self._writer_wakeup = trio.Event()
+            stream = self._stream
+            if stream is None:
+                return
+            if not self._writing:
+                await self._write_now(stream)
+
+    async def _write_now(self, stream: trio.abc.Stream) -> None:
+        """Write what is queued: a non-blocking send first, then a shielded loop for the rest."""
         raw = self._raw
         if raw is not None:
             data = self._core.data_to_send()

@@ -373,6 +373,11 @@ class SessionCore:
                 pass
         self._sync_outstanding = 0
 
+    @property
+    def outstanding(self) -> int:
+        """Requests sent (or queued) on this connection and not yet answered."""
+        return len(self._pending)
+
     def push_front(self, data: bytes) -> None:
         """Give back the unsent tail of what :meth:`data_to_send` returned (a partial write)."""
         self._out[:0] = data
