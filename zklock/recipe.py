@@ -342,26 +342,28 @@ class _Attempt:
         node = self.node
         lease = Lease(self.recipe, node, self.czxid, self.node_session)
         client.add_state_listener(lease._on_state)
-        _, _, watch = await client.get_data(node, watch=True)
         if self.recipe.lose_on_suspend and client.state is not SessionState.CONNECTED:
             lease._mark_lost(f"session {client.state.value}")
 
         async def watch_node() -> None:
-            w = watch
+            # Sent after the grant without waiting for it: the session applies requests in order, so a
+            # deletion of our node before this read shows up as NoNode, after it as a watch event.
             while not lease.released and not lease.lost:
                 try:
+                    data, _, w = await client.get_data(node, watch=True)
+                    if data == REVOKE_DATA:
+                        lease._revoke.set()
                     event = await w.wait()
                     if lease.released:
                         return
                     if event.type == EventType.NODE_DELETED:
                         lease._mark_lost("lock node was deleted")
                         return
-                    data, _, w = await client.get_data(node, watch=True)
-                    if data == REVOKE_DATA:
-                        lease._revoke.set()
                 except NoNodeError:
                     lease._mark_lost("lock node was deleted")
                     return
+                except ConnectionLossError:
+                    await client.wait_connected()
                 except ZKError as e:
                     lease._mark_lost(f"session ended ({e})")
                     return
