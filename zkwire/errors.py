@@ -83,6 +83,9 @@ class InvalidPathError(InvalidInputError):
         self.path = path
         self.reason = reason
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.path, self.reason))
+
 
 class DataTooLargeError(InvalidInputError):
     """A request would exceed the maximum frame size."""

@@ -91,8 +91,8 @@ class Reader:
         p = self._need(n, "ustring")
         try:
             return str(self.buf[p : p + n], "utf-8")
-        except UnicodeDecodeError as e:
-            raise ProtocolError(f"ustring is not valid UTF-8: {e}") from None
+        except UnicodeDecodeError:
+            return _decode_surrogate_pairs(bytes(self.buf[p : p + n]))
 
     def vector(self, item: Callable[[Reader], T]) -> list[T] | None:
         n = self._length("vector")
@@ -106,6 +106,18 @@ class Reader:
     def expect_end(self, what: str) -> None:
         if self.pos != self.end:
             raise ProtocolError(f"{self.end - self.pos} unexpected trailing bytes after {what}")
+
+
+def _decode_surrogate_pairs(raw: bytes) -> str:
+    """Decode a string from a Java server, which encodes each UTF-16 unit on its own.
+
+    A character outside the BMP arrives as two 3-byte surrogate encodings instead of one 4-byte
+    sequence.  Paired surrogates are joined; anything else that is not UTF-8 raises ProtocolError.
+    """
+    try:
+        return raw.decode("utf-8", "surrogatepass").encode("utf-16-be", "surrogatepass").decode("utf-16-be")
+    except UnicodeError as e:
+        raise ProtocolError(f"ustring is not valid UTF-8: {e}") from None
 
 
 def _range_error(what: str, value: object) -> InvalidArgumentError:

@@ -13,7 +13,8 @@ from .errors import InvalidPathError
 
 __all__ = ["validate_path", "join_chroot", "strip_chroot", "validate_chroot"]
 
-_FORBIDDEN = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff]")
+# The server checks UTF-16 units, so characters outside the BMP (sent as surrogate pairs) are rejected too.
+_FORBIDDEN = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff\U00010000-\U0010ffff]")
 
 
 def validate_path(path: object, *, sequential: bool = False) -> str:
@@ -31,7 +32,8 @@ def validate_path(path: object, *, sequential: bool = False) -> str:
         if sequential:
             return path
         return path
-    check = path + "0" if sequential and path.endswith("/") else path
+    # The server validates a sequential path after appending the counter, so "/a/" and "/a/." are fine.
+    check = path + "0" if sequential else path
     if check.endswith("/"):
         raise InvalidPathError(path, 'must not end with "/"')
     m = _FORBIDDEN.search(check)
