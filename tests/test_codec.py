@@ -1,0 +1,755 @@
+"""Unit tests of the fast codec: byte vectors, framing, malformed input, errors, paths.
+
+Everything here is pure: no server, no I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+import pickle
+import random
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from zkwire import errors
+from zkwire.acl import OPEN_ACL_UNSAFE
+from zkwire.codec import (
+    REQUEST_RECORDS,
+    RESPONSE_RECORDS,
+    decode_connect_request,
+    decode_connect_response,
+    decode_reply,
+    decode_reply_header,
+    decode_request,
+    decode_response_body,
+    decode_watcher_event,
+    encode_connect_request,
+    encode_request,
+    op_name,
+)
+from zkwire.constants import DEFAULT_MAX_FRAME, EventType, KeeperState, OpCode
+from zkwire.errors import (
+    DataTooLargeError,
+    InvalidPathError,
+    ProtocolError,
+    UnknownServerError,
+    error_for_code,
+    error_name,
+)
+from zkwire.framing import FrameDecoder, frame
+from zkwire.jute import Reader, write_buffer, write_string_vector, write_ustring
+from zkwire.multi import MultiOp, MultiRequest, MultiResponse, MultiResult
+from zkwire.paths import validate_path
+from zkwire.records import (
+    ACL,
+    AuthPacket,
+    CheckVersionRequest,
+    ConnectRequest,
+    ConnectResponse,
+    CreateRequest,
+    CreateResponse,
+    DeleteRequest,
+    ErrorResponse,
+    GetACLResponse,
+    GetChildrenResponse,
+    GetDataRequest,
+    GetDataResponse,
+    Id,
+    ReplyHeader,
+    RequestHeader,
+    SetDataRequest,
+    Stat,
+    WatcherEvent,
+)
+
+
+def h(text: str) -> bytes:
+    """Hex with spaces (and ``<16x00>`` for sixteen zero bytes) to bytes."""
+    return bytes.fromhex(text.replace("<16x00>", "00" * 16).replace(" ", ""))
+
+
+def reply(header: ReplyHeader, body: object = None) -> bytes:
+    out = bytearray()
+    header.write(out)
+    if body is not None:
+        body.write(out)  # type: ignore[attr-defined]
+    return frame(bytes(out))
+
+
+# ------------------------------------------------------------------------ byte vectors (reference §8)
+
+CONNECT_REQUEST = h(
+    "0000002d 00000000 0000000000000000 00007530 0000000000000000 00000010 00000000000000000000000000000000 00"
+)
+CONNECT_RESPONSE_EXPIRED = h("00000025 00000000 00000000 0000000000000000 00000010 <16x00> 00")
+PING_REQUEST = h("00000008fffffffe0000000b")
+PING_REPLY = h("00000010 fffffffe 0000000000000005 00000000")
+GET_DATA = h("0000000f 00000001 00000004 00000002 2f61 01")
+CREATE = h(
+    "00000033 00000002 00000001 00000002 2f61 00000002 6869 00000001 0000001f "
+    "00000005 776f726c64 00000006 616e796f6e65 00000000"
+)
+CREATE_OK = h("00000016 00000002 0000000000000010 00000000 00000002 2f61")
+NO_NODE = h("00000010 00000001 0000000000000010 ffffff9b")
+NOTIFICATION = h("0000001e ffffffff ffffffffffffffff 00000000 00000003 00000003 00000002 2f61")
+CLOSE_SESSION = h("00000008 00000003 fffffff5")
+MULTI = h(
+    "00000037 00000004 0000000e 0000000d 00 ffffffff 00000002 2f61 00000000 "
+    "00000002 00 ffffffff 00000002 2f61 ffffffff ffffffff 01 ffffffff"
+)
+MULTI_FAILED = h(
+    "00000033 00000004 0000000000000010 00000000 ffffffff 00 ffffff99 ffffff99 "
+    "ffffffff 00 fffffffe fffffffe ffffffff 01 ffffffff"
+)
+AUTH = h("00000023 fffffffc 00000064 00000000 00000006 646967657374 00000009 757365723a70617373")
+
+MULTI_OPS = MultiRequest(
+    (MultiOp(OpCode.CHECK, CheckVersionRequest("/a", 0)), MultiOp(OpCode.DELETE, DeleteRequest("/a", -1)))
+)
+MULTI_RESULTS = MultiResponse((MultiResult(-1, -103, ErrorResponse(-103)), MultiResult(-1, -2, ErrorResponse(-2))))
+
+
+def test_get_data_request_vector() -> None:
+    assert encode_request(1, OpCode.GET_DATA, GetDataRequest("/a", True)) == GET_DATA
+    assert decode_request(GET_DATA[4:]) == (RequestHeader(1, 4), GetDataRequest("/a", True))
+
+
+def test_create_request_vector() -> None:
+    request = CreateRequest("/a", b"hi", OPEN_ACL_UNSAFE, 0)
+    assert encode_request(2, OpCode.CREATE, request) == CREATE
+    header, decoded = decode_request(CREATE[4:])
+    assert header == RequestHeader(2, 1)
+    assert decoded == request
+    assert isinstance(decoded, CreateRequest)
+    assert decoded.acl == (ACL(31, Id("world", "anyone")),)
+
+
+def test_create_reply_vector() -> None:
+    assert reply(ReplyHeader(2, 0x10, 0), CreateResponse("/a")) == CREATE_OK
+    assert decode_reply(OpCode.CREATE, CREATE_OK[4:]) == (ReplyHeader(2, 0x10, 0), CreateResponse("/a"))
+
+
+def test_no_node_reply_vector() -> None:
+    assert reply(ReplyHeader(1, 0x10, -101)) == NO_NODE
+    header, body = decode_reply(OpCode.GET_DATA, NO_NODE[4:])
+    assert header == ReplyHeader(1, 0x10, -101)
+    assert body is None
+    assert isinstance(error_for_code(header.err, "/a"), errors.NoNodeError)
+
+
+def test_connect_request_vector() -> None:
+    request = ConnectRequest(0, 0, 30000, 0, bytes(16), False)
+    assert encode_connect_request(request) == CONNECT_REQUEST
+    assert decode_connect_request(CONNECT_REQUEST[4:]) == request
+
+
+def test_connect_request_without_read_only_byte() -> None:
+    request = ConnectRequest(0, 0, 30000, 0, bytes(16), None)
+    encoded = encode_connect_request(request)
+    assert encoded == h("0000002c") + CONNECT_REQUEST[4:-1]
+    assert decode_connect_request(encoded[4:]) == request
+
+
+def test_expired_connect_response_vector() -> None:
+    response = decode_connect_response(CONNECT_RESPONSE_EXPIRED[4:])
+    assert response == ConnectResponse(0, 0, 0, bytes(16), False)
+    assert response.expired
+    out = bytearray()
+    response.write(out)
+    assert frame(bytes(out)) == CONNECT_RESPONSE_EXPIRED
+
+
+def test_connect_response_with_and_without_read_only_byte() -> None:
+    body = h("00000000 00007530 0000000000001234 00000010") + bytes(range(16))
+    without = decode_connect_response(body)
+    assert without == ConnectResponse(0, 30000, 0x1234, bytes(range(16)), None)
+    assert not without.expired
+    assert decode_connect_response(body + b"\x01").read_only is True
+    assert decode_connect_response(body + b"\x00").read_only is False
+    assert decode_connect_response(body + b"\x07").read_only is True  # any non-zero byte is true
+    with pytest.raises(ProtocolError):
+        decode_connect_response(body + b"\x01\x00")
+
+
+def test_ping_vectors() -> None:
+    assert encode_request(-2, OpCode.PING) == PING_REQUEST
+    assert decode_request(PING_REQUEST[4:]) == (RequestHeader(-2, 11), None)
+    assert reply(ReplyHeader(-2, 5, 0)) == PING_REPLY
+    assert decode_reply(OpCode.PING, PING_REPLY[4:]) == (ReplyHeader(-2, 5, 0), None)
+
+
+def test_close_session_vector() -> None:
+    assert encode_request(3, OpCode.CLOSE_SESSION) == CLOSE_SESSION
+    assert decode_request(CLOSE_SESSION[4:]) == (RequestHeader(3, -11), None)
+
+
+def test_multi_vectors() -> None:
+    assert encode_request(4, OpCode.MULTI, MULTI_OPS) == MULTI
+    assert decode_request(MULTI[4:]) == (RequestHeader(4, 14), MULTI_OPS)
+    assert reply(ReplyHeader(4, 0x10, 0), MULTI_RESULTS) == MULTI_FAILED
+    header, body = decode_reply(OpCode.MULTI, MULTI_FAILED[4:])
+    assert header == ReplyHeader(4, 0x10, 0)  # a failed multi still has err 0 in its header
+    assert body == MULTI_RESULTS
+
+
+def test_auth_vector() -> None:
+    packet = AuthPacket(0, "digest", b"user:pass")
+    assert encode_request(-4, OpCode.AUTH, packet) == AUTH
+    assert decode_request(AUTH[4:]) == (RequestHeader(-4, 100), packet)
+    assert "user:pass" not in repr(packet)
+
+
+def test_notification_vector() -> None:
+    event = WatcherEvent(EventType.NODE_DATA_CHANGED, KeeperState.SYNC_CONNECTED, "/a")
+    assert reply(ReplyHeader(-1, -1, 0), event) == NOTIFICATION
+    assert decode_reply_header(NOTIFICATION[4:]) == ReplyHeader(-1, -1, 0)
+    assert decode_watcher_event(NOTIFICATION[4:]) == event
+
+
+def test_get_data_reply_round_trip() -> None:
+    stat = Stat(1, 2, 3, 4, 5, 6, 7, 8, 100, 0, 9)
+    response = GetDataResponse(b"x" * 100, stat)
+    payload = reply(ReplyHeader(7, 9, 0), response)[4:]
+    assert decode_reply(OpCode.GET_DATA, payload) == (ReplyHeader(7, 9, 0), response)
+    null = reply(ReplyHeader(7, 9, 0), GetDataResponse(None, stat))[4:]
+    assert decode_reply(OpCode.GET_DATA, null)[1] == GetDataResponse(None, stat)
+    empty = reply(ReplyHeader(7, 9, 0), GetDataResponse(b"", stat))[4:]
+    assert decode_reply(OpCode.GET_DATA, empty)[1] == GetDataResponse(b"", stat)
+
+
+def test_op_names() -> None:
+    assert op_name(OpCode.GET_DATA) == "getData"
+    assert op_name(OpCode.CLOSE_SESSION) == "closeSession"
+    assert op_name(10) == "op10"
+
+
+# ------------------------------------------------------------------------------------------ framing
+
+ALL_FRAMES = [CONNECT_REQUEST, GET_DATA, CREATE, PING_REQUEST, MULTI, AUTH, CLOSE_SESSION, frame(b"")]
+STREAM = b"".join(ALL_FRAMES)
+PAYLOADS = [f[4:] for f in ALL_FRAMES]
+
+
+def test_frame_decoder_whole_stream() -> None:
+    decoder = FrameDecoder()
+    assert decoder.feed(STREAM) == PAYLOADS
+    assert decoder.buffered == 0
+
+
+def test_frame_decoder_one_byte_at_a_time() -> None:
+    decoder = FrameDecoder()
+    got: list[bytes] = []
+    for i in range(len(STREAM)):
+        got += decoder.feed(STREAM[i : i + 1])
+    assert got == PAYLOADS
+    assert decoder.buffered == 0
+
+
+def test_frame_decoder_keeps_partial_frames() -> None:
+    decoder = FrameDecoder()
+    assert decoder.feed(GET_DATA[:6]) == []
+    assert decoder.buffered == 6
+    assert decoder.feed(memoryview(GET_DATA[6:] + CREATE[:3])) == [GET_DATA[4:]]
+    assert decoder.buffered == 3
+    assert decoder.feed(bytearray(CREATE[3:])) == [CREATE[4:]]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=30))
+def test_frame_decoder_random_chunks(cuts: list[int]) -> None:
+    bounds = [0, *sorted(cuts), len(STREAM)]
+    decoder = FrameDecoder()
+    got: list[bytes] = []
+    for a, b in itertools.pairwise(bounds):
+        got += decoder.feed(STREAM[a:b])
+    assert got == PAYLOADS
+
+
+def test_frame_decoder_seeded_random_chunks() -> None:
+    rng = random.Random(1234)
+    for _ in range(200):
+        decoder = FrameDecoder()
+        got: list[bytes] = []
+        pos = 0
+        while pos < len(STREAM):
+            step = rng.randint(1, 40)
+            got += decoder.feed(STREAM[pos : pos + step])
+            pos += step
+        assert got == PAYLOADS
+
+
+@pytest.mark.parametrize("length", [-1, -2, -(1 << 31), DEFAULT_MAX_FRAME + 1, (1 << 31) - 1])
+def test_frame_decoder_rejects_bad_lengths(length: int) -> None:
+    decoder = FrameDecoder()
+    with pytest.raises(ProtocolError):
+        decoder.feed(GET_DATA + struct.pack(">i", length) + b"rest")
+    with pytest.raises(ProtocolError):  # the decoder stays failed
+        decoder.feed(GET_DATA)
+
+
+def test_frame_decoder_bad_length_split_across_feeds() -> None:
+    decoder = FrameDecoder()
+    assert decoder.feed(b"\xff\xff") == []
+    with pytest.raises(ProtocolError):
+        decoder.feed(b"\xff\xfe")
+
+
+def test_frame_decoder_text_hint() -> None:
+    with pytest.raises(ProtocolError, match="text"):
+        FrameDecoder().feed(b"imok")
+
+
+def test_frame_decoder_custom_maximum() -> None:
+    decoder = FrameDecoder(max_frame=16)
+    assert decoder.feed(frame(bytes(16))) == [bytes(16)]
+    with pytest.raises(ProtocolError):
+        decoder.feed(frame(bytes(17), max_frame=100))
+
+
+def test_frame_refuses_oversize_payload() -> None:
+    assert frame(bytes(DEFAULT_MAX_FRAME))[:4] == struct.pack(">i", DEFAULT_MAX_FRAME)
+    with pytest.raises(DataTooLargeError):
+        frame(bytes(DEFAULT_MAX_FRAME + 1))
+    with pytest.raises(DataTooLargeError):
+        frame(bytes(11), max_frame=10)
+
+
+def test_encode_request_refuses_oversize_request() -> None:
+    big = SetDataRequest("/a", bytes(DEFAULT_MAX_FRAME), -1)
+    with pytest.raises(DataTooLargeError):
+        encode_request(1, OpCode.SET_DATA, big)
+    fits = SetDataRequest("/a", bytes(DEFAULT_MAX_FRAME - 8 - 6 - 4 - 4), -1)
+    assert len(encode_request(1, OpCode.SET_DATA, fits)) == DEFAULT_MAX_FRAME + 4
+    with pytest.raises(DataTooLargeError):
+        encode_request(1, OpCode.SET_DATA, SetDataRequest("/a", bytes(100), -1), max_frame=50)
+    with pytest.raises(DataTooLargeError):
+        encode_connect_request(ConnectRequest(0, 0, 1, 0, bytes(100)), max_frame=50)
+    assert issubclass(DataTooLargeError, errors.InvalidInputError)
+
+
+# -------------------------------------------------------------------------------- malformed records
+
+
+def _prefixes(payload: bytes, allowed: frozenset[int] = frozenset()) -> list[bytes]:
+    return [payload[:n] for n in range(len(payload)) if n not in allowed]
+
+
+@pytest.mark.parametrize("vector", [GET_DATA, CREATE, MULTI, AUTH, PING_REQUEST, CLOSE_SESSION])
+def test_truncated_requests_raise_protocol_error(vector: bytes) -> None:
+    for prefix in _prefixes(vector[4:]):
+        with pytest.raises(ProtocolError):
+            decode_request(prefix)
+
+
+@pytest.mark.parametrize(
+    ("op", "vector"),
+    [(OpCode.CREATE, CREATE_OK), (OpCode.GET_DATA, NO_NODE), (OpCode.MULTI, MULTI_FAILED), (OpCode.PING, PING_REPLY)],
+)
+def test_truncated_replies_raise_protocol_error(op: int, vector: bytes) -> None:
+    for prefix in _prefixes(vector[4:]):
+        with pytest.raises(ProtocolError):
+            decode_reply(op, prefix)
+
+
+def test_truncated_get_data_reply() -> None:
+    payload = reply(ReplyHeader(1, 1, 0), GetDataResponse(b"hello", Stat(*range(11))))[4:]
+    for prefix in _prefixes(payload):
+        with pytest.raises(ProtocolError):
+            decode_reply(OpCode.GET_DATA, prefix)
+
+
+def test_truncated_connect_records() -> None:
+    # Dropping only the read-only byte is allowed; every shorter prefix is not.
+    for prefix in _prefixes(CONNECT_REQUEST[4:], frozenset({44})):
+        with pytest.raises(ProtocolError):
+            decode_connect_request(prefix)
+    for prefix in _prefixes(CONNECT_RESPONSE_EXPIRED[4:], frozenset({36})):
+        with pytest.raises(ProtocolError):
+            decode_connect_response(prefix)
+
+
+def test_truncated_watcher_event() -> None:
+    for prefix in _prefixes(NOTIFICATION[4:]):
+        with pytest.raises(ProtocolError):
+            decode_watcher_event(prefix)
+
+
+def test_trailing_garbage_is_rejected() -> None:
+    with pytest.raises(ProtocolError):
+        decode_request(GET_DATA[4:] + b"\x00")
+    with pytest.raises(ProtocolError):
+        decode_request(PING_REQUEST[4:] + b"\x00")
+    with pytest.raises(ProtocolError):
+        decode_reply(OpCode.CREATE, CREATE_OK[4:] + b"\x00")
+    with pytest.raises(ProtocolError):
+        decode_reply(OpCode.GET_DATA, NO_NODE[4:] + b"\x00")  # an error reply has no body
+    with pytest.raises(ProtocolError):
+        decode_reply(OpCode.DELETE, reply(ReplyHeader(1, 1, 0))[4:] + b"\x00")
+    with pytest.raises(ProtocolError):
+        decode_reply(OpCode.MULTI, MULTI_FAILED[4:] + b"\x00")
+    with pytest.raises(ProtocolError):
+        decode_watcher_event(NOTIFICATION[4:] + b"\x00")
+    with pytest.raises(ProtocolError):
+        decode_connect_request(CONNECT_REQUEST[4:] + b"\x00")
+    ok = reply(ReplyHeader(1, 1, 0), GetDataResponse(b"ab", Stat(*range(11))))[4:]
+    with pytest.raises(ProtocolError):
+        decode_reply(OpCode.GET_DATA, ok + b"\x00")
+
+
+@pytest.mark.parametrize("length", [-2, -3, -(1 << 31)])
+def test_negative_lengths_other_than_minus_one(length: int) -> None:
+    n = struct.pack(">i", length)
+    header = h("00000001 00000004")
+    with pytest.raises(ProtocolError, match="negative length"):
+        decode_request(header + n + b"\x01")  # ustring path
+    with pytest.raises(ProtocolError, match="negative length"):
+        decode_request(h("00000001 00000005 00000002 2f61") + n + h("ffffffff"))  # buffer data
+    with pytest.raises(ProtocolError, match="negative length"):
+        decode_reply(OpCode.GET_CHILDREN, h("00000001 0000000000000001 00000000") + n)  # vector
+    stat = bytes(68)
+    with pytest.raises(ProtocolError, match="negative length"):
+        decode_reply(OpCode.GET_DATA, h("00000001 0000000000000001 00000000") + n + stat)  # fast getData path
+
+
+def test_huge_lengths_do_not_allocate_or_crash() -> None:
+    head = h("00000001 0000000000000001 00000000")
+    with pytest.raises(ProtocolError):
+        decode_reply(OpCode.GET_DATA, head + h("7fffffff") + bytes(68))
+    with pytest.raises(ProtocolError):
+        decode_reply(OpCode.GET_CHILDREN, head + h("7fffffff") + h("00000000"))
+    with pytest.raises(ProtocolError):
+        decode_reply(OpCode.GET_ACL, head + h("7fffffff"))
+
+
+def test_invalid_utf8_is_rejected() -> None:
+    for bad in (b"\xff", b"\xc3", b"\xc3\x28", b"\xe2\x82", b"\xed\xa0\x80"):  # the last: a lone surrogate
+        body = struct.pack(">i", len(bad)) + bad
+        with pytest.raises(ProtocolError, match="UTF-8"):
+            decode_reply(OpCode.CREATE, h("00000001 0000000000000001 00000000") + body)
+
+
+def test_surrogate_pairs_from_java_servers_are_joined() -> None:
+    # A Java server encodes each UTF-16 unit separately: U+1F600 arrives as two 3-byte surrogates.
+    java = b"\xed\xa0\xbd\xed\xb8\x80"
+    body = struct.pack(">i", len(java)) + java
+    header = h("00000001 0000000000000001 00000000")
+    _, decoded = decode_reply(OpCode.CREATE, header + body)
+    assert decoded == CreateResponse("\U0001f600")
+    mixed = "a\U0001f600b".encode() + java
+    _, decoded = decode_reply(OpCode.CREATE, header + struct.pack(">i", len(mixed)) + mixed)
+    assert decoded == CreateResponse("a\U0001f600b\U0001f600")
+    reversed_pair = b"\xed\xb8\x80\xed\xa0\xbd"
+    with pytest.raises(ProtocolError):
+        decode_reply(OpCode.CREATE, header + struct.pack(">i", 6) + reversed_pair)
+
+
+def test_unknown_op_codes() -> None:
+    with pytest.raises(ProtocolError, match="unknown op"):
+        decode_request(h("00000001 0000000a"))
+    with pytest.raises(ProtocolError):
+        decode_response_body(10, h("00000001 0000000000000001 00000000"))
+    # exists (3) can never be inside a multi
+    with pytest.raises(ProtocolError, match="multi"):
+        decode_request(h("00000001 0000000e 00000003 00 ffffffff 00000002 2f61 00"))
+    with pytest.raises(ProtocolError, match="multi"):
+        decode_reply(OpCode.MULTI, h("00000001 0000000000000001 00000000 00000003 00 00000000"))
+
+
+def test_short_reply_header() -> None:
+    for n in range(16):
+        with pytest.raises(ProtocolError):
+            decode_reply_header(bytes(n))
+
+
+# ----------------------------------------------------------------------------------- null vs empty
+
+
+def _encoded(write: object, value: object) -> bytes:
+    out = bytearray()
+    write(out, value)  # type: ignore[operator]
+    return bytes(out)
+
+
+def test_null_and_empty_are_distinct() -> None:
+    assert _encoded(write_ustring, None) == h("ffffffff")
+    assert _encoded(write_ustring, "") == h("00000000")
+    assert _encoded(write_buffer, None) == h("ffffffff")
+    assert _encoded(write_buffer, b"") == h("00000000")
+    assert _encoded(write_string_vector, None) == h("ffffffff")
+    assert _encoded(write_string_vector, []) == h("00000000")
+    assert _encoded(write_string_vector, [None, ""]) == h("00000002 ffffffff 00000000")
+
+    assert Reader(h("ffffffff")).ustring() is None
+    assert Reader(h("00000000")).ustring() == ""
+    assert Reader(h("ffffffff")).buffer() is None
+    assert Reader(h("00000000")).buffer() == b""
+    assert Reader(h("ffffffff")).string_vector() is None
+    assert Reader(h("00000000")).string_vector() == []
+    assert Reader(h("00000002 ffffffff 00000000")).string_vector() == [None, ""]
+
+
+def test_null_and_empty_survive_records() -> None:
+    header = ReplyHeader(1, 2, 0)
+    for children in (None, (), ("",), (None,), ("a", "b")):
+        response = GetChildrenResponse(children)
+        assert decode_reply(OpCode.GET_CHILDREN, reply(header, response)[4:])[1] == response
+    stat = Stat(*range(11))
+    for acl in (None, (), OPEN_ACL_UNSAFE, (ACL(1, Id(None, "")),)):
+        response = GetACLResponse(acl, stat)
+        assert decode_reply(OpCode.GET_ACL, reply(header, response)[4:])[1] == response
+    for path, data in ((None, None), ("", b""), ("/a", None), (None, b"")):
+        request = CreateRequest(path, data, None, 0)
+        assert decode_request(encode_request(1, OpCode.CREATE, request)[4:])[1] == request
+
+
+# ---------------------------------------------------------------------------------------- errors
+
+EXPECTED_CODES = {
+    -1: "SystemZKError",
+    -2: "RuntimeInconsistencyError",
+    -3: "DataInconsistencyError",
+    -4: "ConnectionLossError",
+    -5: "MarshallingError",
+    -6: "UnimplementedError",
+    -7: "OperationTimeoutError",
+    -8: "BadArgumentsError",
+    -12: "UnknownSessionError",
+    -13: "NewConfigNoQuorumError",
+    -14: "ReconfigInProgressError",
+    -100: "APIError",
+    -101: "NoNodeError",
+    -102: "NoAuthError",
+    -103: "BadVersionError",
+    -108: "NoChildrenForEphemeralsError",
+    -110: "NodeExistsError",
+    -111: "NotEmptyError",
+    -112: "SessionExpiredError",
+    -113: "InvalidCallbackError",
+    -114: "InvalidACLError",
+    -115: "AuthFailedError",
+    -118: "SessionMovedError",
+    -119: "NotReadOnlyError",
+    -120: "EphemeralOnLocalSessionError",
+    -121: "NoWatcherError",
+    -122: "RequestTimeoutError",
+    -123: "ReconfigDisabledError",
+    -124: "SessionClosedRequireSaslAuthError",
+    -125: "QuotaExceededError",
+    -127: "ThrottledOpError",
+}
+
+
+@pytest.mark.parametrize(("code", "class_name"), sorted(EXPECTED_CODES.items()))
+def test_error_code_maps_to_its_class(code: int, class_name: str) -> None:
+    cls = getattr(errors, class_name)
+    exc = error_for_code(code, "/x")
+    assert type(exc) is cls
+    assert isinstance(exc, errors.ServerError)
+    assert exc.code == code
+    assert exc.path == "/x"
+    assert "/x" in str(exc)
+    assert error_name(code) == cls.name
+    assert errors.ERROR_CLASSES[code] is cls
+
+
+def test_error_table_is_complete() -> None:
+    assert set(errors.ERROR_CLASSES) == set(EXPECTED_CODES)
+    assert error_name(0) == "OK"
+    assert error_name(-101) == "NONODE"
+
+
+@pytest.mark.parametrize("code", [-9, -15, -116, -117, -126, -1000, 1, 12345])
+def test_unknown_code_keeps_its_number(code: int) -> None:
+    exc = error_for_code(code, "/p")
+    assert type(exc) is UnknownServerError
+    assert exc.code == code
+    assert exc.path == "/p"
+    assert str(code) in str(exc)
+    assert error_name(code) == f"UNKNOWN({code})"
+
+
+@pytest.mark.parametrize("code", sorted(EXPECTED_CODES))
+def test_error_classes_pickle(code: int) -> None:
+    exc = error_for_code(code, "/a/b")
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is type(exc)
+    assert back.code == exc.code
+    assert back.path == "/a/b"
+    assert str(back) == str(exc)
+
+
+def test_unknown_error_and_other_errors_pickle() -> None:
+    exc = UnknownServerError(-999, "/q", "extra")
+    back = pickle.loads(pickle.dumps(exc))
+    assert (type(back), back.code, back.path, str(back)) == (UnknownServerError, -999, "/q", str(exc))
+    for other in (
+        ProtocolError("bad frame"),
+        DataTooLargeError("big"),
+        errors.InvalidArgumentError("bad flags"),
+        errors.ClientClosedError("closed"),
+    ):
+        again = pickle.loads(pickle.dumps(other))
+        assert type(again) is type(other)
+        assert str(again) == str(other)
+
+
+def test_invalid_path_error_pickles() -> None:
+    exc = InvalidPathError("a/b", 'must start with "/"')
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is InvalidPathError
+    assert (back.path, back.reason, str(back)) == ("a/b", exc.reason, str(exc))
+
+
+def test_error_hierarchy() -> None:
+    assert issubclass(ProtocolError, errors.ZKError)
+    assert issubclass(errors.ServerError, errors.ZKError)
+    assert issubclass(InvalidPathError, ValueError)
+    assert not issubclass(ProtocolError, errors.ServerError)
+
+
+# ----------------------------------------------------------------------------------------- paths
+
+VALID_PATHS = [
+    "/",
+    "/a",
+    "/a/b/c",
+    "/a.b",
+    "/...",
+    "/a/.b",
+    "/a/b..",
+    "/zookeeper",
+    "/日本",
+    "/a b",
+    "/\u00a0",
+    "/\uf900",
+    "/\uffef",
+]
+INVALID_PATHS = [
+    "",
+    "a",
+    "a/b",
+    "/a/",
+    "//",
+    "/a//b",
+    "/.",
+    "/..",
+    "/a/./b",
+    "/a/../b",
+    "/a/.",
+    "/a/..",
+    "/a\x00b",
+    "/\x01",
+    "/\x1f",
+    "/\x7f",
+    "/\x9f",
+    "/\ud800",
+    "/\ue000",
+    "/\uf8ff",
+    "/\ufff0",
+    "/\uffff",
+    "/\U0001f600",  # sent as a surrogate pair, which the server rejects
+]
+
+
+@pytest.mark.parametrize("path", VALID_PATHS)
+def test_valid_paths(path: str) -> None:
+    assert validate_path(path) == path
+    assert validate_path(path, sequential=True) == path
+
+
+@pytest.mark.parametrize("path", INVALID_PATHS)
+def test_invalid_paths(path: str) -> None:
+    with pytest.raises(InvalidPathError):
+        validate_path(path)
+
+
+@pytest.mark.parametrize("path", [None, b"/a", 1])
+def test_paths_must_be_str(path: object) -> None:
+    with pytest.raises(InvalidPathError):
+        validate_path(path)
+
+
+def test_sequential_paths() -> None:
+    # The server appends the counter before validating, so a trailing "/" (or "." / "..") is fine.
+    for path in ("/a/", "/", "/a/b/", "/a/.", "/a/.."):
+        assert validate_path(path, sequential=True) == path
+    for path in ("/a//", "//", "/a/./", "a/", "/\x00/", "/a/../"):
+        with pytest.raises(InvalidPathError):
+            validate_path(path, sequential=True)
+
+
+# ------------------------------------------------------------------------------------------- fuzz
+
+_OPS = sorted(RESPONSE_RECORDS)
+_FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@_FUZZ
+@given(st.sampled_from(_OPS), st.binary(max_size=200))
+def test_fuzz_decode_reply(op: int, data: bytes) -> None:
+    try:
+        decode_reply(op, data)
+    except ProtocolError:
+        pass
+
+
+@_FUZZ
+@given(st.sampled_from(_OPS), st.binary(min_size=0, max_size=120))
+def test_fuzz_decode_reply_with_valid_header(op: int, body: bytes) -> None:
+    try:
+        decode_reply(op, h("00000001 0000000000000001 00000000") + body)
+    except ProtocolError:
+        pass
+
+
+@_FUZZ
+@given(st.sampled_from([*sorted(REQUEST_RECORDS), 10, 0, -1]), st.binary(max_size=200))
+def test_fuzz_decode_request(op: int, body: bytes) -> None:
+    try:
+        decode_request(struct.pack(">ii", 1, op) + body)
+    except ProtocolError:
+        pass
+
+
+@_FUZZ
+@given(st.binary(max_size=200))
+def test_fuzz_decode_raw(data: bytes) -> None:
+    for decode in (decode_request, decode_connect_request, decode_connect_response, decode_watcher_event):
+        try:
+            decode(data)
+        except ProtocolError:
+            pass
+
+
+@_FUZZ
+@given(st.sampled_from([GET_DATA, CREATE, MULTI, AUTH, CREATE_OK, MULTI_FAILED, NOTIFICATION]), st.data())
+def test_fuzz_mutated_vectors(vector: bytes, data: st.DataObject) -> None:
+    payload = bytearray(vector[4:])
+    for _ in range(data.draw(st.integers(1, 4))):
+        i = data.draw(st.integers(0, len(payload) - 1))
+        payload[i] = data.draw(st.integers(0, 255))
+    raw = bytes(payload)
+    for call in (
+        lambda: decode_request(raw),
+        lambda: decode_reply(OpCode.MULTI, raw),
+        lambda: decode_reply(OpCode.CREATE, raw),
+        lambda: decode_watcher_event(raw),
+    ):
+        try:
+            call()
+        except ProtocolError:
+            pass
+
+
+@_FUZZ
+@given(st.binary(max_size=300), st.integers(1, 64))
+def test_fuzz_frame_decoder(data: bytes, chunk: int) -> None:
+    decoder = FrameDecoder(max_frame=1000)
+    try:
+        for i in range(0, len(data), chunk):
+            for payload in decoder.feed(data[i : i + chunk]):
+                assert len(payload) <= 1000
+    except ProtocolError:
+        pass
