@@ -166,11 +166,28 @@ async def open_client(
                     await client.close()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        # Background tasks never raise, so a group only carries what the body raised: unwrap it.
-        if len(group.exceptions) == 1:
-            exc = group.exceptions[0]
-            raise exc from exc.__cause__
-        raise
+        # Background tasks never raise on their own: a group holds what the body raised, plus the
+        # Cancelled of every task when an outer cancel scope fired.  Hand the user one exception.
+        raise _single_exception(group) from None
+
+
+def _single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    _, rest = group.split(trio.Cancelled)
+    if rest is None:
+        leaves = list(_leaves(group))
+        return leaves[0]
+    leaves = list(_leaves(rest))
+    if len(leaves) == 1:
+        return leaves[0]
+    return rest
+
+
+def _leaves(exc: BaseException) -> Iterable[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
 
 
 class Client:
