@@ -1,0 +1,202 @@
+"""Lock recipes under faults: herd, frozen holder, cancellation at every step, ensemble leader loss."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import trio
+
+import zklock
+import zkwire
+from zkwire.tracer import TraceOptions, serve_trace
+
+
+def _upstream(zk_hosts: str) -> tuple[str, int]:
+    host, port = zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)
+    return host, int(port)
+
+
+async def _children(zk: zkwire.Client, path: str) -> list[str]:
+    try:
+        return await zk.get_children(path)
+    except zkwire.NoNodeError:
+        return []
+
+
+async def test_no_herd_each_release_wakes_one_waiter(zk_hosts: str, zk_path: str) -> None:
+    """50 waiters through the tracer: count the watch notifications the server sends per release."""
+    path = f"{zk_path}/lock"
+    n = 50
+    out = io.StringIO()
+    order: list[int] = []
+    async with trio.open_nursery() as proxy_nursery:
+        port = await proxy_nursery.start(
+            serve_trace, ("127.0.0.1", 0), _upstream(zk_hosts), TraceOptions(json_lines=True, out=out)
+        )
+        async with zkwire.open_client(zk_hosts) as holder_zk, zkwire.open_client(f"127.0.0.1:{port}") as zk:
+            holder = zklock.Mutex(holder_zk, path)
+            assert await holder.acquire()
+
+            async def waiter(i: int) -> None:
+                async with zklock.Mutex(zk, path):
+                    order.append(i)
+
+            with trio.fail_after(60):
+                async with trio.open_nursery() as nursery:
+                    for i in range(n):
+                        nursery.start_soon(waiter, i)
+                    while len(await _children(holder_zk, path)) < n + 1:
+                        await trio.sleep(0.05)
+                    out.truncate(0)
+                    out.seek(0)
+                    await holder.release()
+        proxy_nursery.cancel_scope.cancel()
+    assert sorted(order) == list(range(n))
+    events = [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+    events = [e for e in events if e.get("kind") == "event"]
+    types = [e["record"]["type"] for e in events]
+    assert 4 not in types  # no NODE_CHILDREN_CHANGED: nobody watches the parent
+    per_node: dict[str, int] = {}
+    for e in events:
+        per_node[e["path"]] = per_node.get(e["path"], 0) + 1
+    # each deleted node notifies at most its successor and (for a holder) its own node watch
+    assert per_node and max(per_node.values()) <= 2
+    assert len(events) <= 2 * n + 1
+
+
+async def test_waiter_cancelled_at_create_leaves_no_node(zk_hosts: str, zk_path: str) -> None:
+    path = f"{zk_path}/lock"
+    async with zkwire.open_client(zk_hosts) as zk, zkwire.open_client(zk_hosts) as holder_zk:
+        holder = zklock.Mutex(holder_zk, path)
+        assert await holder.acquire()
+        for delay_steps in range(6):
+            with trio.CancelScope() as scope:
+                async with trio.open_nursery() as nursery:
+
+                    async def contend() -> None:
+                        async with zklock.Mutex(zk, path):
+                            pytest.fail("must not acquire")
+
+                    nursery.start_soon(contend)
+                    for _ in range(delay_steps):
+                        await trio.lowlevel.checkpoint()
+                    scope.cancel()
+            with trio.fail_after(5):
+                while len(await _children(zk, path)) != 1:
+                    await trio.sleep(0.02)
+        await holder.release()
+        assert await _children(zk, path) == []
+
+
+async def test_cancelled_during_release_leaves_no_node(zk_hosts: str, zk_path: str) -> None:
+    path = f"{zk_path}/lock"
+    async with zkwire.open_client(zk_hosts) as zk:
+        mutex = zklock.Mutex(zk, path)
+        with trio.CancelScope() as scope:
+            async with mutex:
+                scope.cancel()  # the release runs inside an already-cancelled scope
+        assert await _children(zk, path) == []
+
+
+@pytest.fixture
+def faultproxy():  # type: ignore[no-untyped-def]
+    return pytest.importorskip("faultproxy")
+
+
+async def test_frozen_holder_learns_of_loss_before_anyone_else_acquires(
+    zk_hosts: str, zk_path: str, faultproxy
+) -> None:
+    path = f"{zk_path}/lock"
+    times: dict[str, float] = {}
+    tokens: dict[str, int] = {}
+    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+        async with zkwire.open_client(proxy.hosts, session_timeout=2) as a, zkwire.open_client(zk_hosts) as b:
+
+            async def holder() -> None:
+                with pytest.raises(zklock.LockLostError):
+                    async with zklock.Mutex(a, path) as lease:
+                        tokens["a"] = lease.fencing_token
+                        holding.set()
+                        await trio.sleep_forever()
+                times["a_lost"] = trio.current_time()
+
+            async def contender() -> None:
+                await holding.wait()
+                async with zklock.Mutex(b, path) as lease:
+                    times["b_acquired"] = trio.current_time()
+                    tokens["b"] = lease.fencing_token
+
+            holding = trio.Event()
+            with trio.fail_after(20):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(holder)
+                    nursery.start_soon(contender)
+                    await holding.wait()
+                    proxy.freeze()
+    assert times["a_lost"] < times["b_acquired"]
+    assert tokens["b"] > tokens["a"]
+
+
+async def test_lost_create_reply_exactly_one_node(zk_hosts: str, zk_path: str, faultproxy) -> None:
+    from zkwire.constants import OpCode
+
+    path = f"{zk_path}/lock"
+    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+        async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk, zkwire.open_client(zk_hosts) as observer:
+            await zk.create(zk_path)
+            await zk.create(path, container=True)
+            proxy.swallow_reply(op=OpCode.CREATE2, path_prefix=path)
+            with trio.fail_after(15):
+                async with zklock.Mutex(zk, path) as lease:
+                    names = await observer.get_children(path)
+                    assert names == [lease.node.rsplit("/", 1)[1]]
+            assert await observer.get_children(path) == []
+
+
+@pytest.mark.ensemble
+async def test_mutual_exclusion_while_ensemble_leader_is_killed(ensemble, zk_path: str) -> None:  # type: ignore[no-untyped-def]
+    path = f"{zk_path}/lock"
+    counter = f"{zk_path}/counter"
+    conflicts = 0
+    grants = 0
+    async with zkwire.open_client(ensemble.hosts, session_timeout=8) as setup:
+        try:
+            await setup.create("/zkwire-tests")
+        except zkwire.NodeExistsError:
+            pass
+        await setup.create(zk_path)
+        await setup.create(counter, b"0")
+
+    async def worker(stop: trio.Event) -> None:
+        nonlocal conflicts, grants
+        async with zkwire.open_client(ensemble.hosts, session_timeout=8) as zk:
+            mutex = zklock.Mutex(zk, path)
+            while not stop.is_set():
+                try:
+                    async with mutex:
+                        data, stat = await zk.get_data(counter)
+                        try:
+                            await zk.set_data(counter, str(int(data) + 1).encode(), version=stat.version)
+                            grants += 1
+                        except zkwire.BadVersionError:
+                            conflicts += 1
+                except (zklock.LockLostError, zkwire.ConnectionLossError):
+                    await zk.wait_connected()
+
+    stop = trio.Event()
+    with trio.fail_after(90):
+        async with trio.open_nursery() as nursery:
+            for _ in range(3):
+                nursery.start_soon(worker, stop)
+            await trio.sleep(1.0)
+            before = grants
+            leader = ensemble.leader_index()
+            await trio.to_thread.run_sync(ensemble.stop_member, leader)
+            await trio.sleep(6.0)
+            await trio.to_thread.run_sync(ensemble.start_member, leader)
+            await trio.sleep(2.0)
+            stop.set()
+    assert conflicts == 0
+    assert grants > before > 0
