@@ -328,12 +328,15 @@ class SessionCore:
         self._out.clear()
         self._connect_deadline = now + self.connect_timeout
         self._last_send = self._last_recv = now
+        # A session only ever served by read-only servers is local to that server: a read-write server
+        # would not know it, so it is not presented again (it has no ephemeral nodes to lose).
+        attach = self.session_id if self.seen_read_write else 0
         req = ConnectRequest(
             protocol_version=0,
             last_zxid_seen=self.last_zxid,
             timeout=int(self.requested_timeout * 1000),
-            session_id=self.session_id,
-            passwd=self._passwd,
+            session_id=attach,
+            passwd=self._passwd if attach else bytes(16),
             read_only=self.allow_read_only,
         )
         self._out += encode_connect_request(req, self.max_frame)
@@ -489,6 +492,12 @@ class SessionCore:
         return events
 
     def _handle_connect_response(self, payload: bytes, now: float, events: list[Event]) -> None:
+        if len(payload) == 16:
+            # Observed on 3.8.0: a read-only server refuses to create a session (without local sessions
+            # enabled) by answering the ConnectRequest with a bare ReplyHeader carrying the error.
+            _, _, err = _REPLY_HEADER.unpack_from(payload, 0)
+            events.append(DropConnection(f"server refused the session: {error_for_code(err)}"))
+            return
         resp = decode_connect_response(payload)
         if resp.expired:
             log.warning("session 0x%x expired (server %s)", self.session_id, self.current_host)
