@@ -465,6 +465,29 @@ async def test_standalone_check_op(zk_hosts: str, zk_path: str) -> None:
     await in_thread(body)
 
 
+async def test_failed_writes_use_up_a_zxid(zk_hosts: str, zk_path: str) -> None:
+    def body() -> None:
+        with Session(zk_hosts) as s:
+            s.ensure(zk_path)
+            failing = [
+                (OpCode.CREATE, CreateRequest(zk_path, b"", OPEN_ACL_UNSAFE, 0), -110),
+                (OpCode.SET_DATA, SetDataRequest(f"{zk_path}/none", b"", -1), -101),
+                (OpCode.SET_DATA, SetDataRequest("bad", b"", -1), -8),
+                (OpCode.DELETE, DeleteRequest(zk_path, 9), -103),
+                (OpCode.MULTI, MultiRequest((MultiOp(OpCode.CHECK, CheckVersionRequest(zk_path, 9)),)), 0),
+            ]
+            for op, rec, err in failing:
+                before = s.call(OpCode.EXISTS, ExistsRequest("/", False)).header.zxid
+                f = s.call(op, rec)
+                assert f.header.err == err
+                # the failure went through the transaction log as an error transaction with its own zxid
+                assert f.header.zxid > before
+                # reads report the last processed zxid, which is now at least that one
+                assert s.call(OpCode.EXISTS, ExistsRequest("/", False)).header.zxid >= f.header.zxid
+
+    await in_thread(body)
+
+
 # ---------------------------------------------------------------------------------------- handshake
 
 
