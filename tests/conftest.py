@@ -7,12 +7,16 @@ the locally installed ZooKeeper (see ``zkwire.embedded``). Environment:
   server (restart it, read its log, the ``ensemble`` fixture) are skipped.
 - ``ZK_TEST_BACKEND=docker``: start the ``zookeeper:3.8`` image with testcontainers (skipped when no
   Docker engine is reachable).
+
+Every test gets a fresh path under ``/zkwire-tests`` (``zk_path``); that parent node is created once.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import socket
+import struct
 import time
 import uuid
 from collections.abc import Generator, Iterator
@@ -115,6 +119,45 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+def _ensure_test_root(hosts: str) -> None:
+    """Create ``TEST_ROOT`` (persistent, open ACL) if it is missing, with a session opened by hand.
+
+    Done over a raw socket so that the fixtures do not depend on the client under test.
+    """
+
+    def ustring(text: str) -> bytes:
+        data = text.encode()
+        return struct.pack(">i", len(data)) + data
+
+    def recv_exactly(sock: socket.socket, size: int) -> bytes:
+        buf = b""
+        while len(buf) < size:
+            chunk = sock.recv(size - len(buf))
+            if not chunk:
+                raise ConnectionError(f"{hosts} closed the connection")
+            buf += chunk
+        return buf
+
+    def call(sock: socket.socket, body: bytes) -> bytes:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        (length,) = struct.unpack(">i", recv_exactly(sock, 4))
+        return recv_exactly(sock, length)
+
+    server, _, chroot = hosts.split(",")[0].partition("/")
+    host, _, port = server.rpartition(":")
+    path = f"/{chroot.strip('/')}{TEST_ROOT}" if chroot.strip("/") else TEST_ROOT
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        reply = call(sock, struct.pack(">iqiqi16s?", 0, 0, 10_000, 0, 16, bytes(16), False))
+        if len(reply) < 36:
+            raise ConnectionError(f"{hosts} refused a session")
+        world_anyone = struct.pack(">ii", 1, 31) + ustring("world") + ustring("anyone")
+        create = struct.pack(">ii", 1, 1) + ustring(path) + struct.pack(">i", 0) + world_anyone + bytes(4)
+        _xid, _zxid, err = struct.unpack_from(">iqi", call(sock, create))
+        call(sock, struct.pack(">ii", 2, -11))  # closeSession
+    if err not in (0, -110):  # ok, NODEEXISTS
+        raise RuntimeError(f"cannot create {path} on {hosts}: ZooKeeper error {err}")
+
+
 def _start_docker_zookeeper() -> DockerZooKeeper:
     reason = "no Docker engine available (ZK_TEST_BACKEND=docker)"
     try:
@@ -160,12 +203,14 @@ def zk_server() -> Iterator[ZooKeeperUnderTest]:
     server: ZooKeeperUnderTest
     if ZK_TEST_HOSTS:
         server = ExternalZooKeeper(ZK_TEST_HOSTS)
+        _ensure_test_root(server.hosts)
         yield server
         return
     if ZK_TEST_BACKEND == "docker":
         docker_server = _start_docker_zookeeper()
         _log_sources["zk_server"] = docker_server
         try:
+            _ensure_test_root(docker_server.hosts)
             yield docker_server
         finally:
             _log_sources.pop("zk_server", None)
@@ -175,6 +220,7 @@ def zk_server() -> Iterator[ZooKeeperUnderTest]:
     try:
         embedded.start()
         _log_sources["zk_server"] = embedded
+        _ensure_test_root(embedded.hosts)
         yield embedded
     finally:
         _log_sources.pop("zk_server", None)
@@ -196,6 +242,15 @@ def embedded_zk(zk_server: ZooKeeperUnderTest) -> EmbeddedZooKeeper:
 
 
 @pytest.fixture
+def local_zookeeper() -> None:
+    """For tests that start servers of their own: skipped when the suite runs against other servers."""
+    if ZK_TEST_HOSTS:
+        pytest.skip("starts local servers (ZK_TEST_HOSTS is set)")
+    if ZK_TEST_BACKEND == "docker":
+        pytest.skip("starts local servers (ZK_TEST_BACKEND=docker)")
+
+
+@pytest.fixture
 def zk_path(request: pytest.FixtureRequest) -> str:
     """A fresh absolute path for this test, ``/zkwire-tests/<test name>-<8 hex>`` (not created)."""
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name).strip("_.")[:80] or "test"
@@ -209,6 +264,7 @@ def _shared_ensemble() -> Iterator[EmbeddedEnsemble]:
     ens = EmbeddedEnsemble(3, tick_time_ms=TICK_TIME_MS, extended_types=True, four_letter_words="*")
     try:
         ens.start()
+        _ensure_test_root(ens.member_hosts(ens.leader_index()))
         yield ens
     finally:
         _log_sources.pop("ensemble", None)

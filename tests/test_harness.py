@@ -26,6 +26,9 @@ from zkwire.embedded import (
 TICK_TIME_MS = 200  # as in conftest.py
 TEST_ROOT = "/zkwire-tests"
 
+# Tests that start servers of their own (skipped when the suite runs against external servers).
+local = pytest.mark.usefixtures("local_zookeeper")
+
 # --------------------------------------------------------------------------------------------------------
 # a session opened by hand
 
@@ -79,6 +82,7 @@ def test_raw_session_is_accepted_and_timeout_is_clamped(zk_hosts: str) -> None:
         assert readonly is False
 
 
+@local
 def test_default_session_bounds_are_two_and_twenty_ticks() -> None:
     # A second standalone server next to the session's one: no port clash, and the default bounds of
     # minSessionTimeout and maxSessionTimeout when maxSessionTimeout is 20 ticks.
@@ -136,6 +140,7 @@ def test_zk_path_is_unique_and_absolute(zk_path: str, request: pytest.FixtureReq
     assert request.getfixturevalue("zk_path") == zk_path
 
 
+@local
 def test_stop_is_idempotent_and_cleans_up() -> None:
     zk = EmbeddedZooKeeper()
     zk.stop()  # never started
@@ -152,6 +157,7 @@ def test_stop_is_idempotent_and_cleans_up() -> None:
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
 
 
+@local
 def test_restart_keeps_port_and_data() -> None:
     from kazoo.client import KazooClient
 
@@ -178,13 +184,19 @@ def test_restart_keeps_port_and_data() -> None:
         assert zk.log_path.read_text(errors="replace").count("==== zkwire.embedded:") == 2
 
 
+@local
 def test_two_servers_at_once_get_distinct_ports(embedded_zk: EmbeddedZooKeeper) -> None:
-    with EmbeddedZooKeeper() as a, EmbeddedZooKeeper() as b:
+    with EmbeddedZooKeeper() as a, EmbeddedZooKeeper(four_letter_words="mntr") as b:
         assert len({a.port, b.port, embedded_zk.port}) == 3
         for server in (a, b, embedded_zk):
             assert server.four_letter_word("ruok") == "imok"
+        # a restricted whitelist keeps what the readiness check needs (ruok, srvr, conf)
+        assert "zk_server_state" in b.four_letter_word("mntr")
+        assert "is not executed" in b.four_letter_word("envi")
+        assert "is not executed" not in a.four_letter_word("envi")
 
 
+@local
 def test_fixed_port_in_use_is_an_error_with_the_log() -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -198,6 +210,7 @@ def test_fixed_port_in_use_is_an_error_with_the_log() -> None:
             zk.stop()
 
 
+@local
 def test_bad_configuration_is_an_error_with_the_log() -> None:
     zk = EmbeddedZooKeeper(extra_config={"tickTime": "not-a-number"})
     try:
@@ -224,6 +237,7 @@ def test_free_port_is_bindable() -> None:
         sock.bind(("127.0.0.1", port))
 
 
+@local
 def test_module_runs_a_server_in_the_foreground() -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "zkwire.embedded", "--tick", "200"],
@@ -236,7 +250,7 @@ def test_module_runs_a_server_in_the_foreground() -> None:
         hosts = proc.stdout.readline().strip()
         assert hosts.startswith("127.0.0.1:"), proc.stderr.read() if proc.stderr else ""
         assert four_letter_word(hosts, "ruok") == "imok"
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGTERM)  # as Ctrl-C
         assert proc.wait(30) == 0
         with pytest.raises(OSError):
             socket.create_connection(("127.0.0.1", int(hosts.rsplit(":", 1)[1])), timeout=2).close()
@@ -299,6 +313,7 @@ def test_ensemble_log_tail(ensemble: EmbeddedEnsemble) -> None:
     assert everything.count("==== member ") == 3
 
 
+@local
 @pytest.mark.slow
 def test_read_only_mode_when_the_quorum_is_lost() -> None:
     with EmbeddedEnsemble(3, tick_time_ms=TICK_TIME_MS, read_only_mode=True) as ens:
@@ -315,6 +330,7 @@ def test_read_only_mode_when_the_quorum_is_lost() -> None:
         assert readonly is True and negotiated == 4000
 
 
+@local
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux only")
 def test_server_dies_with_its_python_process(tmp_path: Path) -> None:
     script = (

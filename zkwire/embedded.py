@@ -1015,20 +1015,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         server = EmbeddedEnsemble(args.ensemble, tick_time_ms=args.tick)
     else:
         server = EmbeddedZooKeeper(tick_time_ms=args.tick, port=args.port, data_dir=args.data_dir)
+
+    def terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, terminate)  # stop the server on SIGTERM as on Ctrl-C
     try:
         server.start()
-    except EmbeddedZooKeeperError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    try:
         print(server.hosts, flush=True)
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
-        pass
+        return 0
+    except EmbeddedZooKeeperError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     finally:
         server.stop()
-    return 0
 
 
 if __name__ == "__main__":
