@@ -492,6 +492,21 @@ async def test_multi_success(zk_hosts: str, zk_path: str) -> None:
             txn = zk.transaction().create(f"{zk_path}/t1").set_data(f"{zk_path}/t1", b"x").check(f"{zk_path}/t1", 1)
             out = await txn.commit()
             assert out[0] == f"{zk_path}/t1" and isinstance(out[1], Stat) and out[2] is None
+            # containers and TTL nodes inside a multi (sub-ops 19 and 21)
+            out = await zk.multi(
+                [
+                    Create(f"{zk_path}/box", container=True),
+                    Create(f"{zk_path}/box/item"),
+                    Create(f"{zk_path}/ttl-", ttl=60_000, sequential=True),
+                    Create(f"{zk_path}/eph", ephemeral=True),
+                ]
+            )
+            assert out[0] == f"{zk_path}/box" and out[1] == f"{zk_path}/box/item"
+            assert isinstance(out[2], str) and out[2].startswith(f"{zk_path}/ttl-")
+            eph = await zk.exists(f"{zk_path}/eph")
+            box = await zk.exists(f"{zk_path}/box")
+            assert eph is not None and eph.ephemeral_owner == zk.session_id
+            assert box is not None and box.czxid == eph.czxid and box.ephemeral_owner == 0
 
 
 async def test_multi_failure_results(zk_hosts: str, zk_path: str) -> None:
@@ -845,6 +860,28 @@ async def test_unreadable_data(zk_hosts: str, zk_path: str) -> None:
             data, stat3 = await big.get_data(zk_path)
             assert len(data) == n and stat3 == stat
             await big.set_data(zk_path, b"")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="zkwire bug: create('/', sequential=True) on a chrooted client sends the bare chroot path, so the "
+    "server appends the counter to the chroot itself and the node lands outside the chroot",
+)
+async def test_chroot_sequential_create_of_root_stays_inside(zk_hosts: str, zk_path: str) -> None:
+    with trio.fail_after(LIMIT):
+        async with zkwire.open_client(zk_hosts) as root:
+            await ensure_path(root, zk_path)
+            parent = zk_path.rsplit("/", 1)[0]
+            try:
+                async with zkwire.open_client(zk_hosts + zk_path) as zk:
+                    created = await zk.create("/", sequential=True)
+                    assert created == "/0000000000"
+                    assert await zk.get_children("/") == ["0000000000"]
+            finally:
+                # clean up a node that escaped next to the chroot
+                for name in await root.get_children(parent):
+                    if f"{parent}/{name}".startswith(zk_path) and f"{parent}/{name}" != zk_path:
+                        await root.delete(f"{parent}/{name}")
 
 
 # ----------------------------------------------------------------------------------------- bad input
