@@ -211,6 +211,24 @@ def test_fixed_port_in_use_is_an_error_with_the_log() -> None:
 
 
 @local
+def test_port_taken_after_it_was_chosen_is_chosen_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        choices = iter([taken])
+        real_free_port = embedded.free_port
+        monkeypatch.setattr(
+            embedded, "free_port", lambda host="127.0.0.1": next(choices, None) or real_free_port()
+        )
+        with EmbeddedZooKeeper() as zk:
+            assert zk.port != taken
+            assert zk.four_letter_word("ruok") == "imok"
+            assert zk.log_path is not None
+            assert "Address already in use" in zk.log_path.read_text(errors="replace")
+
+
+@local
 def test_bad_configuration_is_an_error_with_the_log() -> None:
     zk = EmbeddedZooKeeper(extra_config={"tickTime": "not-a-number"})
     try:

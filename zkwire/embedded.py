@@ -327,6 +327,7 @@ class _ServerProcess:
         self.log_path = workdir / "zookeeper.log"
         self.log4j_path = workdir / "log4j.properties"
         self.process: subprocess.Popen[bytes] | None = None
+        self._launch_offset = 0  # where the log of the current run starts
 
     def launch(
         self, cfg: Mapping[str, str], system_properties: Mapping[str, str], jvm_flags: Sequence[str]
@@ -351,6 +352,7 @@ class _ServerProcess:
             str(self.cfg_path),
         ]
         with self.log_path.open("ab") as log:
+            self._launch_offset = log.tell()
             log.write(f"==== zkwire.embedded: {time.strftime('%Y-%m-%d %H:%M:%S')} starting\n".encode())
             log.write((" ".join(cmd) + "\n").encode())
             log.flush()
@@ -399,7 +401,13 @@ class _ServerProcess:
         return _tail(self.log_path, lines)
 
     def bind_failed(self) -> bool:
-        text = self.log_tail(400)
+        """The current run failed to bind one of its ports."""
+        try:
+            with self.log_path.open("rb") as f:
+                f.seek(self._launch_offset)
+                text = f.read(4 << 20).decode("utf-8", "replace")
+        except OSError:
+            return False
         return "Address already in use" in text or "BindException" in text
 
 
