@@ -234,11 +234,17 @@ def zk_hosts(zk_server: ZooKeeperUnderTest) -> str:
 
 
 @pytest.fixture
-def embedded_zk(zk_server: ZooKeeperUnderTest) -> EmbeddedZooKeeper:
-    """``zk_server`` when it is a local server this process controls; skips otherwise."""
+def embedded_zk(zk_server: ZooKeeperUnderTest) -> Iterator[EmbeddedZooKeeper]:
+    """``zk_server`` when it is a local server this process controls; skips otherwise.
+
+    A test may stop or restart it: it is running again (same port) after the test.
+    """
     if not isinstance(zk_server, EmbeddedZooKeeper):
         pytest.skip("needs the local embedded server (not ZK_TEST_HOSTS or Docker)")
-    return zk_server
+    yield zk_server
+    if not zk_server.running:
+        zk_server.start()
+        _ensure_test_root(zk_server.hosts)
 
 
 @pytest.fixture

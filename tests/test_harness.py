@@ -184,6 +184,21 @@ def test_restart_keeps_port_and_data() -> None:
         assert zk.log_path.read_text(errors="replace").count("==== zkwire.embedded:") == 2
 
 
+def test_shared_server_is_running_again_after_a_test_stopped_it(embedded_zk: EmbeddedZooKeeper) -> None:
+    port = embedded_zk.port
+    embedded_zk.stop(keep_data=True)
+    assert not embedded_zk.running
+    embedded_zk.start()
+    assert embedded_zk.port == port
+    embedded_zk.stop(keep_data=True)  # left stopped: the fixture starts it again
+
+
+def test_shared_server_is_back(embedded_zk: EmbeddedZooKeeper, zk_hosts: str) -> None:
+    assert embedded_zk.running
+    assert embedded_zk.hosts == zk_hosts
+    assert _connect_raw(zk_hosts, 4000)[1] == 4000
+
+
 @local
 def test_two_servers_at_once_get_distinct_ports(embedded_zk: EmbeddedZooKeeper) -> None:
     with EmbeddedZooKeeper() as a, EmbeddedZooKeeper(four_letter_words="mntr") as b:
