@@ -74,6 +74,9 @@ DEFAULT_JVM_FLAGS: tuple[str, ...] = (
     "-Djava.awt.headless=true",
 )
 
+# Timeout of each four-letter word of the readiness check (see _is_serving).
+_PROBE_TIMEOUT = 0.5
+
 # Commands the readiness check needs; always added to the 4lw whitelist.
 _REQUIRED_4LW = ("ruok", "srvr", "conf")
 
@@ -457,13 +460,18 @@ def _is_serving(
     address: tuple[str, int], data_dir: Path, modes: Sequence[str], read_only: bool = False
 ) -> bool:
     """The server at ``address`` is ours (its ``conf`` names our data dir), in one of ``modes``, and
-    accepts a session."""
+    accepts a session.
+
+    The 4lw timeouts are short on purpose: a 3.8 server listens before its database is loaded, and a
+    command that arrives then is answered but its connection is never closed (a NullPointerException
+    in the server), so a reader waiting for the end of the reply would wait for its whole timeout.
+    """
     try:
-        if four_letter_word(address, "ruok", 2.0) != "imok":
+        if four_letter_word(address, "ruok", _PROBE_TIMEOUT) != "imok":
             return False
-        if _srvr_mode(address) not in modes:
+        if _srvr_mode(address, _PROBE_TIMEOUT) not in modes:
             return False
-        if f"dataDir={data_dir}" not in four_letter_word(address, "conf", 2.0):
+        if f"dataDir={data_dir}" not in four_letter_word(address, "conf", _PROBE_TIMEOUT):
             return False
         _probe_session(address, 2.0, read_only=read_only)
     except (OSError, struct.error):
@@ -801,9 +809,9 @@ class EmbeddedEnsemble:
     def running_members(self) -> list[int]:
         return [i for i in range(self.size) if self._members and self.is_running(i)]
 
-    def member_mode(self, index: int) -> str | None:
+    def member_mode(self, index: int, timeout: float = 2.0) -> str | None:
         """``leader``, ``follower``, ``read-only``..., or None if the member does not serve."""
-        return _srvr_mode((self.host, self._member(index).client_port))
+        return _srvr_mode((self.host, self._member(index).client_port), timeout)
 
     def four_letter_word(self, index: int, cmd: str, timeout: float = 5.0) -> str:
         return four_letter_word((self.host, self._member(index).client_port), cmd, timeout)
@@ -978,7 +986,7 @@ class EmbeddedEnsemble:
         if self.read_only_mode:
             return _is_serving(address, data_dir, ("read-only",), read_only=True)
         try:
-            return four_letter_word(address, "ruok", 2.0) == "imok"
+            return four_letter_word(address, "ruok", _PROBE_TIMEOUT) == "imok"
         except OSError:
             return False
 
@@ -987,7 +995,7 @@ class EmbeddedEnsemble:
         deadline = time.monotonic() + timeout
         while True:
             for i in self.running_members():
-                if self.member_mode(i) == "leader":
+                if self.member_mode(i, _PROBE_TIMEOUT) == "leader":
                     return i
             if time.monotonic() > deadline:
                 raise EmbeddedZooKeeperError(f"no leader within {timeout} s")
