@@ -349,7 +349,7 @@ class Context:
         if not self.print_watches:
             return
         if self.interactive:
-            self.print_async(f"\nWATCHER::\n\n{fmt.format_event(event)}")
+            self.print_async(f"WATCHER::\n\n{fmt.format_event(event)}")
         else:
             self.print(fmt.format_event(event))
 
@@ -374,7 +374,6 @@ class Context:
         done, finished = trio.Event(), trio.Event()
         client: Client = await self.nursery.start(self._run_connection, hosts, done, finished)
         self.client, self._conn_done, self._conn_finished = client, done, finished
-        self.hosts = hosts
         try:
             with trio.fail_after(self.connect_timeout):
                 await client.wait_connected()
@@ -390,6 +389,7 @@ class Context:
         except BaseException:
             await self.close()
             raise
+        self.hosts = hosts
 
     async def _run_connection(
         self,
@@ -429,7 +429,7 @@ class Context:
 
     def _print_state(self, client: Client, state: SessionState) -> None:
         if client is self.client and self.print_watches:
-            self.print_async(f"\nWATCHER::\n\n{fmt.format_state_event(state)}")
+            self.print_async(f"WATCHER::\n\n{fmt.format_state_event(state)}")
 
     async def close(self) -> None:
         """Close the session, if one is open (waits for the server's answer, briefly)."""

@@ -1,0 +1,393 @@
+"""``zklock``: a distributed flock(1) on ZooKeeper.
+
+::
+
+    zklock run --server HOSTS [--nowait | --wait SECONDS] [--identifier TEXT] LOCKPATH -- COMMAND ARGS...
+    zklock status --server HOSTS LOCKPATH
+
+``run`` takes the :class:`zklock.Mutex` on ``LOCKPATH``, runs ``COMMAND`` while holding it and releases
+it when ``COMMAND`` ends.  ``COMMAND`` gets ``ZKLOCK_FENCING_TOKEN`` (the lease's fencing token: it
+grows with every grant, so the protected resource can refuse a stale holder), ``ZKLOCK_PATH`` and
+``ZKLOCK_NODE`` in its environment.
+
+``COMMAND`` runs in its own process group (unless ``--foreground``), so a terminal's Ctrl-C reaches it
+once, through zklock: SIGTERM, SIGINT and SIGHUP sent to ``zklock run`` are forwarded to that group.
+If the lock is lost while ``COMMAND`` runs (the lock node was deleted, the connection was lost -- another
+contender may be granted the lock once our session expires -- or the session expired), ``COMMAND``'s
+group gets SIGTERM, then SIGKILL after ``--grace`` seconds, and ``zklock run`` exits 70.
+
+Exit codes of ``zklock run``:
+
+* ``COMMAND``'s exit code; ``128 + N`` when it was killed by signal N;
+* 75 (EX_TEMPFAIL): the lock is held by someone else (``--nowait``) or was not granted within ``--wait``;
+* 70 (EX_SOFTWARE): the lock was lost while ``COMMAND`` ran; ``COMMAND`` was terminated;
+* 69 (EX_UNAVAILABLE): no ZooKeeper session within ``--timeout``, or ZooKeeper refused the lock
+  (for example no permission on ``LOCKPATH``);
+* 126 / 127: ``COMMAND`` could not be executed / was not found;
+* 128 + N: signal N arrived while waiting for the lock (``COMMAND`` was never started);
+* 2: usage error.
+
+``zklock status`` prints the holder and the waiting contenders (identifier and node name of each) and
+exits 0 (69 when ZooKeeper cannot be reached, 2 on usage errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+import trio
+
+from zkwire import Client, open_client
+from zkwire.cli_format import format_zxid
+from zkwire.errors import InvalidInputError, NoNodeError, ZKError
+
+from .errors import LockError
+from .lease import Lease
+from .mutex import Mutex
+
+__all__ = [
+    "main",
+    "EXIT_LOCK_BUSY",
+    "EXIT_LOCK_LOST",
+    "EXIT_UNAVAILABLE",
+    "EXIT_USAGE",
+    "EXIT_CANNOT_EXECUTE",
+    "EXIT_NOT_FOUND",
+]
+
+EXIT_USAGE = 2
+EXIT_UNAVAILABLE = 69
+EXIT_LOCK_LOST = 70
+EXIT_LOCK_BUSY = 75
+EXIT_CANNOT_EXECUTE = 126
+EXIT_NOT_FOUND = 127
+
+FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _say(message: str) -> None:
+    sys.stdout.flush()
+    print(f"zklock: {message}", file=sys.stderr, flush=True)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zklock",
+        description="Distributed locks on ZooKeeper: run a command while holding a lock, or show a lock.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "exit codes of run: COMMAND's own (128+N if killed by signal N); 75 lock busy (--nowait) or\n"
+            "not granted within --wait; 70 lock lost while COMMAND ran; 69 ZooKeeper unreachable or\n"
+            "refused the lock; 126/127 COMMAND not executable / not found; 2 usage error."
+        ),
+    )
+    sub = parser.add_subparsers(dest="action", required=True, metavar="{run,status}")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--server",
+            default=os.environ.get("ZKLOCK_SERVER", os.environ.get("ZKWIRE_SERVER", "localhost:2181")),
+            metavar="HOSTS",
+            help="connect string host:port[,...][/chroot] (default: $ZKLOCK_SERVER or localhost:2181)",
+        )
+        p.add_argument(
+            "--timeout",
+            type=_positive_float,
+            default=10.0,
+            metavar="SECONDS",
+            help="how long to wait for a ZooKeeper session (default: %(default)s)",
+        )
+        p.add_argument(
+            "--session-timeout",
+            type=_positive_float,
+            default=10.0,
+            metavar="SECONDS",
+            help="session timeout: how soon others may take the lock if this host dies (default: %(default)s)",
+        )
+
+    run = sub.add_parser(
+        "run",
+        help="run COMMAND while holding the lock",
+        usage="zklock run [options] LOCKPATH -- COMMAND [ARGS...]",
+        description="Run COMMAND while holding the mutex on LOCKPATH; exit with COMMAND's exit code.",
+    )
+    common(run)
+    wait = run.add_mutually_exclusive_group()
+    wait.add_argument("--nowait", "-n", action="store_true", help="fail at once (exit 75) if the lock is held")
+    wait.add_argument(
+        "--wait",
+        "-w",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="give up (exit 75) if the lock is not granted within SECONDS (default: wait forever)",
+    )
+    run.add_argument("--identifier", metavar="TEXT", help="what others see as the holder (default: hostname:pid)")
+    run.add_argument(
+        "--grace",
+        type=_positive_float,
+        default=5.0,
+        metavar="SECONDS",
+        help="after losing the lock: time between SIGTERM and SIGKILL for COMMAND (default: %(default)s)",
+    )
+    run.add_argument(
+        "--foreground",
+        action="store_true",
+        help="keep COMMAND in zklock's process group (it may read the terminal; the terminal's Ctrl-C "
+        "reaches it directly, so SIGINT is not forwarded)",
+    )
+    run.add_argument("lockpath", metavar="LOCKPATH", help="the lock's znode path, e.g. /locks/backup")
+    run.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command and its arguments")
+
+    status = sub.add_parser("status", help="show the holder and the queue of a lock")
+    common(status)
+    status.add_argument("--json", action="store_true", help="print one JSON object")
+    status.add_argument("lockpath", metavar="LOCKPATH")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    opts = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    if opts.action == "run":
+        command = list(opts.command)
+        if command and command[0] == "--":
+            command = command[1:]
+        if not command:
+            parser.error("run: no COMMAND given (zklock run LOCKPATH -- COMMAND ARGS...)")
+        opts.command = command
+        runner = _Runner(opts)
+        try:
+            return trio.run(runner.run)
+        except KeyboardInterrupt:  # pragma: no cover - SIGINT is handled by the runner
+            return 128 + signal.SIGINT
+    try:
+        return trio.run(_status, opts)
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+
+
+class _Unavailable(Exception):
+    """No session, or ZooKeeper refused what we need: exit 69 with this message."""
+
+
+async def _connected(client: Client, hosts: str, limit: float) -> None:
+    try:
+        with trio.fail_after(limit):
+            await client.wait_connected()
+    except trio.TooSlowError:
+        raise _Unavailable(f"cannot connect to ZooKeeper at {hosts} within {limit:g}s") from None
+    except ZKError as e:
+        raise _Unavailable(f"cannot connect to ZooKeeper at {hosts}: {e}") from None
+
+
+@dataclass
+class _Child:
+    process: trio.Process
+    own_group: bool
+
+    def signal(self, signum: int) -> None:
+        if self.process.returncode is not None:
+            return
+        try:
+            if self.own_group:
+                os.killpg(self.process.pid, signum)
+            else:
+                self.process.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+
+class _Runner:
+    def __init__(self, opts: argparse.Namespace) -> None:
+        self.opts = opts
+        self.child: _Child | None = None
+        self.signal_before_start: int | None = None
+        self.work_scope = trio.CancelScope()
+
+    async def run(self) -> int:
+        with trio.open_signal_receiver(*FORWARDED_SIGNALS) as signals:
+            code = EXIT_UNAVAILABLE
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._dispatch_signals, signals)
+                with self.work_scope:
+                    code = await self._run()
+                nursery.cancel_scope.cancel()
+            if self.work_scope.cancelled_caught and self.signal_before_start is not None:
+                _say(f"{signal.Signals(self.signal_before_start).name} while waiting for the lock; COMMAND not run")
+                code = 128 + self.signal_before_start
+            return code
+
+    async def _dispatch_signals(self, signals: AsyncIterator[int]) -> None:
+        async for signum in signals:
+            child = self.child
+            if child is not None:
+                if signum == signal.SIGINT and not child.own_group:
+                    continue  # the terminal sent it to COMMAND already
+                child.signal(signum)
+            elif self.signal_before_start is None:
+                self.signal_before_start = signum
+                self.work_scope.cancel()
+
+    async def _run(self) -> int:
+        opts = self.opts
+        try:
+            async with open_client(opts.server, session_timeout=opts.session_timeout, wait_connected=False) as client:
+                await _connected(client, opts.server, opts.timeout)
+                mutex = Mutex(client, opts.lockpath, identifier=opts.identifier, cancel_on_loss=False)
+                if not await self._acquire(mutex):
+                    holder = None
+                    with trio.move_on_after(opts.timeout):
+                        try:
+                            holder = await mutex.holder()
+                        except ZKError:
+                            pass
+                    by = f" by {holder}" if holder else ""
+                    if opts.nowait:
+                        _say(f"{opts.lockpath} is locked{by}")
+                    else:
+                        _say(f"{opts.lockpath} was not granted within {opts.wait:g}s (locked{by})")
+                    return EXIT_LOCK_BUSY
+                lease = mutex.lease
+                assert lease is not None
+                try:
+                    return await self._run_command(lease)
+                finally:
+                    with trio.CancelScope(shield=True), trio.move_on_after(opts.timeout):
+                        try:
+                            await mutex.release()
+                        except (ZKError, LockError) as e:
+                            _say(f"releasing {opts.lockpath}: {e}")
+        except _Unavailable as e:
+            _say(str(e))
+            return EXIT_UNAVAILABLE
+        except InvalidInputError as e:
+            _say(str(e))
+            return EXIT_USAGE
+        except ZKError as e:
+            _say(f"{opts.lockpath}: {e}")
+            return EXIT_UNAVAILABLE
+
+    async def _acquire(self, mutex: Mutex) -> bool:
+        opts = self.opts
+        if opts.nowait:
+            return await mutex.acquire(blocking=False)
+        if opts.wait is not None:
+            with trio.move_on_after(opts.wait):
+                return await mutex.acquire()
+            return False
+        return await mutex.acquire()
+
+    async def _run_command(self, lease: Lease) -> int:
+        opts = self.opts
+        if lease.lost:
+            _say(f"lock {opts.lockpath} lost before COMMAND started ({lease.lost_reason})")
+            return EXIT_LOCK_LOST
+        env = dict(os.environ)
+        env["ZKLOCK_FENCING_TOKEN"] = str(lease.fencing_token)
+        env["ZKLOCK_PATH"] = lease.path
+        env["ZKLOCK_NODE"] = lease.node
+        own_group = not opts.foreground
+        try:
+            process = await trio.lowlevel.open_process(opts.command, env=env, process_group=0 if own_group else None)
+        except FileNotFoundError:
+            _say(f"{opts.command[0]}: command not found")
+            return EXIT_NOT_FOUND
+        except OSError as e:
+            _say(f"{opts.command[0]}: cannot execute: {e.strerror or e}")
+            return EXIT_CANNOT_EXECUTE
+        child = _Child(process, own_group)
+        self.child = child
+        lost_reason: str | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+
+                async def terminate_on_loss() -> None:
+                    nonlocal lost_reason
+                    lost_reason = await lease.wait_lost()
+                    _say(f"lock {opts.lockpath} lost ({lost_reason}); terminating COMMAND")
+                    child.signal(signal.SIGTERM)
+                    with trio.move_on_after(opts.grace):
+                        await process.wait()
+                        return
+                    _say(f"COMMAND still running {opts.grace:g}s after SIGTERM; killing it")
+                    child.signal(signal.SIGKILL)
+
+                nursery.start_soon(terminate_on_loss)
+                await process.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            if process.returncode is None:
+                child.signal(signal.SIGKILL)
+                with trio.CancelScope(shield=True):
+                    await process.wait()
+            self.child = None
+        if lost_reason is not None:
+            return EXIT_LOCK_LOST
+        returncode: int | None = process.returncode
+        assert returncode is not None
+        return 128 - returncode if returncode < 0 else returncode
+
+
+async def _status(opts: argparse.Namespace) -> int:
+    entries: list[dict[str, str | int]] = []
+    try:
+        async with open_client(opts.server, session_timeout=opts.session_timeout, wait_connected=False) as client:
+            await _connected(client, opts.server, opts.timeout)
+            mutex = Mutex(client, opts.lockpath)
+            for name in await mutex.contenders():
+                try:
+                    data, stat = await client.get_data(f"{mutex.path}/{name}")
+                except NoNodeError:
+                    continue
+                entries.append(
+                    {
+                        "node": name,
+                        "identifier": data.decode("utf-8", "replace"),
+                        "session": format_zxid(stat.ephemeral_owner),
+                        "fencing_token": stat.czxid,
+                    }
+                )
+    except _Unavailable as e:
+        _say(str(e))
+        return EXIT_UNAVAILABLE
+    except InvalidInputError as e:
+        _say(str(e))
+        return EXIT_USAGE
+    except ZKError as e:
+        _say(f"{opts.lockpath}: {e}")
+        return EXIT_UNAVAILABLE
+    if opts.json:
+        holder = entries[0] if entries else None
+        print(json.dumps({"path": opts.lockpath, "holder": holder, "waiting": entries[1:]}))
+        return 0
+    if not entries:
+        print(f"{opts.lockpath}: free")
+        return 0
+    first = entries[0]
+    print(
+        f"{opts.lockpath}: held by {first['identifier']} (node {first['node']}, session {first['session']}, "
+        f"fencing token {first['fencing_token']})"
+    )
+    if len(entries) > 1:
+        print(f"waiting ({len(entries) - 1}):")
+        for i, entry in enumerate(entries[1:], 1):
+            print(f"  {i}. {entry['identifier']} (node {entry['node']})")
+    else:
+        print("waiting: none")
+    return 0
