@@ -522,7 +522,6 @@ async def test_one_shot_watch_that_does_not_fire_exits_4(zk_hosts: str, zk_path:
     assert (r.code, r.err) == (4, "No watch event within 1s\n")
 
 
-@pytest.mark.xfail(reason="zkwire bug: Client.exists(watch=True) on a missing node sets no local watcher", strict=True)
 async def test_one_shot_stat_w_on_missing_node_waits_for_its_creation(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
         await ensure_path(zk, zk_path)

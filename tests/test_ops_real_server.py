@@ -678,12 +678,6 @@ async def test_one_shot_watches(zk_hosts: str, zk_path: str) -> None:
             assert await zk.check_watches(node) is False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="zkwire bug: exists(watch=True) on a missing node registers the local watcher in the DATA table, "
-    "but SessionCore only keeps a watcher after a NoNode reply for WatchKind.EXIST, so the server's "
-    "NODE_CREATED notification wakes nobody",
-)
 async def test_exists_watch_on_missing_node_fires_on_create(zk_hosts: str, zk_path: str) -> None:
     with trio.fail_after(LIMIT):
         async with zkwire.open_client(zk_hosts) as zk, zkwire.open_client(zk_hosts) as writer:
@@ -817,11 +811,6 @@ async def test_chroot_paths_are_relative(zk_hosts: str, zk_path: str) -> None:
                     raise AssertionError("NodeExistsError expected")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="zkwire bug: errors of single ops carry the server path (chroot included) in .path, while multi "
-    "errors and every returned path are relative to the chroot",
-)
 async def test_chroot_error_paths_are_relative(zk_hosts: str, zk_path: str) -> None:
     with trio.fail_after(LIMIT):
         async with zkwire.open_client(zk_hosts) as root:
@@ -862,11 +851,6 @@ async def test_unreadable_data(zk_hosts: str, zk_path: str) -> None:
             await big.set_data(zk_path, b"")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="zkwire bug: create('/', sequential=True) on a chrooted client sends the bare chroot path, so the "
-    "server appends the counter to the chroot itself and the node lands outside the chroot",
-)
 async def test_chroot_sequential_create_of_root_stays_inside(zk_hosts: str, zk_path: str) -> None:
     with trio.fail_after(LIMIT):
         async with zkwire.open_client(zk_hosts) as root:

@@ -548,7 +548,10 @@ class Client:
     # ------------------------------------------------------------------ request plumbing
 
     def _path(self, path: str, *, sequential: bool = False) -> str:
-        return join_chroot(self._chroot, validate_path(path, sequential=sequential))
+        validate_path(path, sequential=sequential)
+        if sequential and path == "/" and self._chroot:
+            return self._chroot + "/"  # children of the chroot, not siblings of it
+        return join_chroot(self._chroot, path)
 
     def _client_path(self, server_path: str | None) -> str:
         return strip_chroot(self._chroot, server_path or "/")
@@ -562,6 +565,8 @@ class Client:
     ) -> Record | None:
         core = self._core
         call = _Call()
+        if path is not None and self._chroot:
+            path = strip_chroot(self._chroot, path)  # errors name the path as the caller knows it
         while True:
             try:
                 core.send_request(op, record, call, trio.current_time(), path=path, watch=watch)
@@ -1027,8 +1032,7 @@ class Client:
     async def who_am_i(self) -> list[tuple[str | None, str | None]]:
         """The server's view of this session's identities (op whoAmI, ZooKeeper 3.7+).
 
-        A 3.8.0 server does not implement it: it answers UnimplementedError and closes the connection
-        (the client reconnects).
+        Servers before 3.7 answer UnimplementedError and close the connection (the client reconnects).
         """
         body = await self._call(OpCode.WHO_AM_I, None)
         assert isinstance(body, WhoAmIResponse)
