@@ -6,7 +6,6 @@ fields, versions, zxid ordering), not just that a call did not raise.
 
 from __future__ import annotations
 
-import pytest
 import trio
 from rawwire import open_session
 
