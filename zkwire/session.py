@@ -36,6 +36,7 @@ from .errors import (
     AuthFailedError,
     ClientClosedError,
     ConnectionLossError,
+    NoNodeError,
     ProtocolError,
     ServerError,
     SessionExpiredError,
@@ -357,10 +358,10 @@ class SessionCore:
         if phase in (_Phase.IDLE, _Phase.HANDSHAKE):
             self._failed_in_row += 1
         self._fail_pending(events, error or ConnectionLossError())
-        if self.state.is_connected:
-            self._set_state(events, SessionState.SUSPENDED)
-        elif phase is _Phase.CLOSING:
+        if phase is _Phase.CLOSING:
             self._set_state(events, SessionState.CLOSED)
+        elif self.state.is_connected:
+            self._set_state(events, SessionState.SUSPENDED)
         return events
 
     def _fail_pending(self, events: list[Event], error: ZKError) -> None:
@@ -375,6 +376,13 @@ class SessionCore:
                 # Not yet confirmed: it stays remembered and is sent again on the next connection.
                 pass
         self._sync_outstanding = 0
+
+    def _fail_auth_waiters(self, events: list[Event], error: ZKError) -> None:
+        """The session ended: nobody waiting for a credential's verdict will ever get one from a server."""
+        for cred in self._credentials:
+            if cred.token is not None:
+                token, cred.token = cred.token, None
+                events.append(AuthResult(token, _copy_error(error, None)))
 
     @property
     def outstanding(self) -> int:
@@ -432,6 +440,12 @@ class SessionCore:
         self._credentials.append(cred)
         if self._phase is _Phase.OPEN:
             self._send_credential(cred)
+            self._last_send = now
+        elif self._phase is _Phase.SYNCING:
+            # The re-attach already sent the credentials it knew of: send this one too, and hold the
+            # session back from CONNECTED until it is answered, like the others.
+            self._send_credential(cred)
+            self._sync_outstanding += 1
             self._last_send = now
 
     def _send_credential(self, cred: _Credential) -> None:
@@ -592,24 +606,38 @@ class SessionCore:
         p = self._pending[0]
         if p.xid != xid:
             raise ProtocolError(f"reply xid {xid} does not match the oldest request's xid {p.xid}")
+        if p.token is None:  # internal request
+            self._pending.popleft()
+            if zxid > self.last_zxid:
+                self.last_zxid = zxid
+            self._internal_reply(p, err, events)
+            return
+        # Decode before taking the request off the queue: if the reply is malformed, the request stays
+        # pending and fails with ConnectionLossError when the connection is dropped.
+        body: Record | None = None
+        if err:
+            if len(payload) != 16:
+                raise ProtocolError(f"error reply carries {len(payload) - 16} unexpected body bytes")
+        else:
+            body = decode_response_body(p.op, payload)
         self._pending.popleft()
         if zxid > self.last_zxid:
             self.last_zxid = zxid
-        if p.token is None:  # internal request
-            self._internal_reply(p, err, events)
-            return
-        if err:
-            error = error_for_code(err, p.path)
-            if p.watch is not None and p.watch.kind is WatchKind.EXIST and err == -101:
-                self.watches.add(WatchKind.EXIST, p.watch.path, p.watch.watcher)
-            if len(payload) != 16:
-                raise ProtocolError(f"error reply carries {len(payload) - 16} unexpected body bytes")
-            events.append(Reply(p.token, zxid, None, error))
-            return
-        body = decode_response_body(p.op, payload)
         if p.watch is not None:
+            self._register_watch(p, err)
+        events.append(Reply(p.token, zxid, body, error_for_code(err, p.path) if err else None))
+
+    def _register_watch(self, p: _Pending, err: int) -> None:
+        assert p.watch is not None
+        if p.op == OpCode.EXISTS:
+            # As the server does: exists arms a data watch on a node that exists, an exist watch on one
+            # that does not (NoNode), whatever table the caller named.
+            if err == 0:
+                self.watches.add(WatchKind.DATA, p.watch.path, p.watch.watcher)
+            elif err == NoNodeError.code:
+                self.watches.add(WatchKind.EXIST, p.watch.path, p.watch.watcher)
+        elif err == 0:
             self.watches.add(p.watch.kind, p.watch.path, p.watch.watcher)
-        events.append(Reply(p.token, zxid, body, None))
 
     def _internal_reply(self, p: _Pending, err: int, events: list[Event]) -> None:
         if p.op == OpCode.CLOSE_SESSION:
@@ -667,6 +695,8 @@ class SessionCore:
             return
         self.state = new
         log.info("session 0x%x: %s -> %s", self.session_id, old.value, new.value)
+        if new.is_terminal:
+            self._fail_auth_waiters(events, self._terminal_error())
         events.append(StateChanged(old, new, error))
 
     def _expire(self, events: list[Event], error: ZKError) -> list[Event]:

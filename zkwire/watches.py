@@ -43,7 +43,10 @@ def _ancestors(path: str) -> Iterator[str]:
     """``path`` itself, then each ancestor up to "/"."""
     yield path
     while path != "/":
-        path = path.rsplit("/", 1)[0] or "/"
+        parent = path.rsplit("/", 1)[0] or "/"
+        if parent == path:  # not an absolute path (a malformed notification): no ancestors
+            return
+        path = parent
         yield path
 
 
