@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import sys
@@ -113,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="SECONDS",
             help="how long to wait for a ZooKeeper session (default: %(default)s)",
         )
+        p.add_argument("--verbose", "-v", action="count", default=0, help="log the client's activity to stderr")
         p.add_argument(
             "--session-timeout",
             type=_positive_float,
@@ -164,6 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     opts = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    # zklock reports what matters itself; the libraries' own warnings only with --verbose.
+    logging.basicConfig(
+        level=(logging.ERROR, logging.INFO, logging.DEBUG)[min(opts.verbose, 2)],
+        format="%(name)s: %(message)s",
+        stream=sys.stderr,
+    )
     if opts.action == "run":
         command = list(opts.command)
         if command and command[0] == "--":
@@ -217,6 +225,10 @@ class _Runner:
     def __init__(self, opts: argparse.Namespace) -> None:
         self.opts = opts
         self.child: _Child | None = None
+        #: COMMAND is being started (signals are held back until it exists) or has run (they are ignored).
+        self.launching = False
+        self.launched = False
+        self.held_signals: list[int] = []
         self.signal_before_start: int | None = None
         self.work_scope = trio.CancelScope()
 
@@ -237,12 +249,20 @@ class _Runner:
         async for signum in signals:
             child = self.child
             if child is not None:
-                if signum == signal.SIGINT and not child.own_group:
-                    continue  # the terminal sent it to COMMAND already
-                child.signal(signum)
+                self._forward(child, signum)
+            elif self.launching:
+                self.held_signals.append(signum)
+            elif self.launched:
+                continue  # COMMAND has ended; the lock is being released
             elif self.signal_before_start is None:
                 self.signal_before_start = signum
                 self.work_scope.cancel()
+
+    @staticmethod
+    def _forward(child: _Child, signum: int) -> None:
+        if signum == signal.SIGINT and not child.own_group:
+            return  # the terminal sent it to COMMAND already
+        child.signal(signum)
 
     async def _run(self) -> int:
         opts = self.opts
@@ -303,6 +323,9 @@ class _Runner:
         env["ZKLOCK_PATH"] = lease.path
         env["ZKLOCK_NODE"] = lease.node
         own_group = not opts.foreground
+        # From here on a signal is meant for COMMAND: the process may run (and be signalled by someone who
+        # saw its output) before open_process returns, so signals are held until it does.
+        self.launching = True
         try:
             process = await trio.lowlevel.open_process(opts.command, env=env, process_group=0 if own_group else None)
         except FileNotFoundError:
@@ -311,8 +334,14 @@ class _Runner:
         except OSError as e:
             _say(f"{opts.command[0]}: cannot execute: {e.strerror or e}")
             return EXIT_CANNOT_EXECUTE
+        finally:
+            self.launching = False
+            self.launched = True
         child = _Child(process, own_group)
         self.child = child
+        for signum in self.held_signals:
+            self._forward(child, signum)
+        self.held_signals.clear()
         lost_reason: str | None = None
         try:
             async with trio.open_nursery() as nursery:
