@@ -18,6 +18,7 @@ import zkwire
 from zkwire.acl import digest_id
 from zkwire.cli_commands import format_limits, parse_quota
 from zkwire.cli_format import format_data, format_stat, format_zxid
+from zkwire.embedded import EmbeddedZooKeeper
 
 STAT_FIELDS = [
     "cZxid",
@@ -839,3 +840,33 @@ async def test_shell_on_a_terminal_has_a_prompt_and_history(zk_hosts: str, tmp_p
             code = await process.wait()
     assert code == 0
     assert history.read_text().splitlines()[-2:] == ["ls /zookeeper", "quit"]
+
+
+async def test_connection_loss_one_shot_gives_up_and_the_shell_reports_it(
+    embedded_zk: EmbeddedZooKeeper, zk_path: str
+) -> None:
+    hosts = embedded_zk.hosts
+    async with zkwire.open_client(hosts) as zk:
+        await ensure_path(zk, zk_path)
+        await zk.set_data(zk_path, b"here")
+    one_shot = await start_interactive(hosts, "--timeout", "1", "get", "-w", zk_path)
+    shell = await start_interactive(hosts, "--session-timeout", "20")
+    try:
+        await one_shot.expect("here\n")
+        await shell.send(f"get {zk_path}")
+        await shell.expect("here\n")
+        await trio.to_thread.run_sync(lambda: embedded_zk.stop(keep_data=True))
+        code, rest = await one_shot.finish()
+        assert code == 3
+        assert rest.startswith("Connection lost: ") and rest.count("\n") == 1, rest
+        await shell.expect("WATCHER::\n\nWatchedEvent state:Disconnected type:None path:null\n")
+        await trio.to_thread.run_sync(embedded_zk.start)
+        await shell.expect("WATCHER::\n\nWatchedEvent state:SyncConnected type:None path:null\n", limit=20)
+        await shell.send(f"get {zk_path}")  # the same session carries on
+        await shell.expect("here\n")
+        code, _ = await shell.finish()
+        assert code == 0
+    finally:
+        for run in (one_shot, shell):
+            if run.process.returncode is None:
+                run.process.kill()

@@ -128,6 +128,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="run COMMAND while holding the lock",
         usage="zklock run [options] LOCKPATH -- COMMAND [ARGS...]",
         description="Run COMMAND while holding the mutex on LOCKPATH; exit with COMMAND's exit code.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "COMMAND's environment: ZKLOCK_FENCING_TOKEN (grows with every grant of the lock), ZKLOCK_PATH,\n"
+            "ZKLOCK_NODE.  SIGTERM, SIGINT and SIGHUP are forwarded to COMMAND's process group.\n\n"
+            "exit codes: COMMAND's own (128+N if killed by signal N)\n"
+            "  75  the lock is held (--nowait) or was not granted within --wait\n"
+            "  70  the lock was lost while COMMAND ran (COMMAND got SIGTERM, SIGKILL after --grace)\n"
+            "  69  no ZooKeeper session within --timeout, or ZooKeeper refused the lock\n"
+            "  126 / 127  COMMAND could not be executed / was not found\n"
+            "  128+N  signal N arrived while waiting for the lock (COMMAND not run)\n"
+            "  2   usage error"
+        ),
     )
     common(run)
     wait = run.add_mutually_exclusive_group()

@@ -36,6 +36,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -248,6 +249,10 @@ async def _wait_for_events(ctx: Context, wait_seconds: float, code: int) -> int:
     with trio.move_on_after(wait_seconds):
         await ctx.event_arrived.wait()
         return EXIT_OK
+    client = ctx.client
+    if client is not None and not client.state.is_connected:
+        ctx.error(f"Connection lost: no watch event within {wait_seconds:g}s (session {client.state.value})")
+        return EXIT_CONNECTION
     ctx.error(f"No watch event within {wait_seconds:g}s")
     return EXIT_NO_EVENT
 
@@ -289,7 +294,14 @@ class _LineReader:
         self.prompt = ""
         self._readline: object | None = None
         self._history_file: Path | None = None
+        self._terminal: list[Any] | None = None
         if self.tty:
+            try:
+                import termios
+
+                self._terminal = termios.tcgetattr(sys.stdin.fileno())
+            except (ImportError, OSError):
+                pass
             try:
                 import readline
             except ImportError:  # pragma: no cover - platforms without readline
@@ -328,6 +340,16 @@ class _LineReader:
                 buffer = self._readline.get_line_buffer()  # type: ignore[attr-defined]
             sys.stdout.write(self.prompt + buffer)
             sys.stdout.flush()
+
+    def restore_terminal(self) -> None:
+        """Leave the terminal as we found it (an abandoned readline call may have changed its modes)."""
+        if self._terminal is not None:
+            import termios
+
+            try:
+                termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, self._terminal)
+            except OSError:
+                pass
 
     def save(self) -> None:
         if self._readline is not None and self._history_file is not None:
@@ -395,6 +417,7 @@ async def _shell(ctx: Context) -> int:
                 if scope.cancelled_caught:
                     ctx.error("Interrupted")
         if shell_scope.cancelled_caught and reader.tty:
+            reader.restore_terminal()
             ctx.print()
         reader.save()
         await ctx.close()
