@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -34,8 +35,9 @@ JOB = (
 
 
 def _zklock_run(hosts: str, name: str, session_timeout: float, command: list[str]) -> list[str]:
+    # --foreground keeps COMMAND in zklock run's process group, so killing that group takes both down.
     return [
-        sys.executable, "-m", "zklock", "run", "--server", hosts, "--identifier", name,
+        sys.executable, "-m", "zklock", "run", "--foreground", "--server", hosts, "--identifier", name,
         "--session-timeout", str(session_timeout), LOCK, "--", *command,
     ]  # fmt: skip
 
@@ -69,7 +71,9 @@ async def demo(workers: int, rounds: int, session_timeout: float) -> None:
             observer = Mutex(zk, LOCK)
             print(f"  victim: takes {LOCK} and hangs (zklock run -- sleep 600)", flush=True)
             victim = await trio.lowlevel.open_process(
-                _zklock_run(hosts, "victim", session_timeout, ["sleep", "600"]), start_new_session=True
+                _zklock_run(hosts, "victim", session_timeout, ["sleep", "600"]),
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
             )
             try:
                 with trio.fail_after(30):
