@@ -264,3 +264,23 @@ async def test_bad_input_sends_nothing(zk_hosts: str, zk_path: str) -> None:
             await zk.set_data(zk_path, "text")  # type: ignore[arg-type]
         assert zk.state is SessionState.CONNECTED
         assert await zk.create(zk_path) == zk_path
+
+
+async def test_one_shot_watch_does_not_break_persistent_watch_on_same_path(zk_hosts: str, zk_path: str) -> None:
+    """On 3.8 a second watch on a path would reset the persistent one; the client keeps it local."""
+    async with zkwire.open_client(zk_hosts) as zk, zkwire.open_client(zk_hosts) as writer:
+        await zk.create(zk_path, b"0")
+        async with zk.add_watch(zk_path) as events:
+            _, _, one_shot = await zk.get_data(zk_path, watch=True)
+            _, child_watch = await zk.get_children(zk_path, watch=True)
+            with trio.fail_after(5):
+                await writer.set_data(zk_path, b"1")
+                assert (await one_shot.wait()).type is EventType.NODE_DATA_CHANGED
+                assert (await events.__anext__()).type is EventType.NODE_DATA_CHANGED
+                await writer.create(f"{zk_path}/c")
+                assert (await child_watch.wait()).type is EventType.NODE_CHILDREN_CHANGED
+                assert (await events.__anext__()).type is EventType.NODE_CHILDREN_CHANGED
+                await writer.set_data(zk_path, b"2")  # the persistent watch still works after both fired
+                assert (await events.__anext__()).type is EventType.NODE_DATA_CHANGED
+                await writer.set_data(zk_path, b"3")
+                assert (await events.__anext__()).type is EventType.NODE_DATA_CHANGED

@@ -666,8 +666,9 @@ class Client:
         server_path = self._path(path)
         w = Watch(path) if watch else None
         wr = WatchRequest(WatchKind.DATA, server_path, w) if w is not None else None
+        ask = watch and not self._core.watches.covered(WatchKind.DATA, server_path)
         try:
-            body = await self._call(OpCode.EXISTS, ExistsRequest(server_path, watch), server_path, wr)
+            body = await self._call(OpCode.EXISTS, ExistsRequest(server_path, ask), server_path, wr)
         except NoNodeError:
             if w is not None:
                 return None, w
@@ -689,7 +690,7 @@ class Client:
             w = Watch(path)
             body = await self._call(
                 OpCode.GET_DATA,
-                GetDataRequest(server_path, True),
+                GetDataRequest(server_path, not self._core.watches.covered(WatchKind.DATA, server_path)),
                 server_path,
                 WatchRequest(WatchKind.DATA, server_path, w),
             )
@@ -716,7 +717,8 @@ class Client:
         server_path = self._path(path)
         w = Watch(path) if watch else None
         wr = WatchRequest(WatchKind.CHILD, server_path, w) if w is not None else None
-        body = await self._call(OpCode.GET_CHILDREN, GetChildrenRequest(server_path, watch), server_path, wr)
+        ask = watch and not self._core.watches.covered(WatchKind.CHILD, server_path)
+        body = await self._call(OpCode.GET_CHILDREN, GetChildrenRequest(server_path, ask), server_path, wr)
         assert isinstance(body, GetChildrenResponse)
         children = sorted(c for c in body.children or () if c is not None)
         return (children, w) if w is not None else children
@@ -733,7 +735,8 @@ class Client:
         server_path = self._path(path)
         w = Watch(path) if watch else None
         wr = WatchRequest(WatchKind.CHILD, server_path, w) if w is not None else None
-        body = await self._call(OpCode.GET_CHILDREN2, GetChildren2Request(server_path, watch), server_path, wr)
+        ask = watch and not self._core.watches.covered(WatchKind.CHILD, server_path)
+        body = await self._call(OpCode.GET_CHILDREN2, GetChildren2Request(server_path, ask), server_path, wr)
         assert isinstance(body, GetChildren2Response)
         children = sorted(c for c in body.children or () if c is not None)
         return (children, body.stat, w) if w is not None else (children, body.stat)

@@ -77,6 +77,14 @@ class WatchRegistry:
     def has(self, kind: WatchKind, path: str) -> bool:
         return path in self._tables[kind]
 
+    def covered(self, kind: WatchKind, path: str) -> bool:
+        """Whether a persistent watch on ``path`` already brings every event a one-shot ``kind`` watch
+        would get.  Then the one-shot watch is kept locally only: on 3.8 servers a second watch on the
+        same path would turn the persistent one into a one-shot one."""
+        if path in self._tables[WatchKind.PERSISTENT]:
+            return True
+        return kind in (WatchKind.DATA, WatchKind.EXIST) and path in self._tables[WatchKind.RECURSIVE]
+
     def has_any(self, path: str) -> bool:
         return any(path in table for table in self._tables.values())
 
