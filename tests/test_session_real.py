@@ -57,9 +57,7 @@ async def test_pipelined_burst_replies_in_order(zk_hosts: str, zk_path: str) -> 
         assert len(await zk.get_children(zk_path)) == 300
 
 
-async def test_severed_mid_burst_every_request_ends(
-    zk_hosts: str, zk_path: str, faultproxy
-) -> None:
+async def test_severed_mid_burst_every_request_ends(zk_hosts: str, zk_path: str, faultproxy) -> None:
     async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
         async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             sid = zk.session_id
@@ -85,9 +83,7 @@ async def test_severed_mid_burst_every_request_ends(
             await zk.get_data(zk_path)
 
 
-async def test_watch_fires_for_change_made_while_disconnected(
-    zk_hosts: str, zk_path: str, faultproxy
-) -> None:
+async def test_watch_fires_for_change_made_while_disconnected(zk_hosts: str, zk_path: str, faultproxy) -> None:
     async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
         async with zkwire.open_client(zk_hosts) as other, zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             await other.create(zk_path, b"v1")
@@ -284,3 +280,48 @@ async def test_one_shot_watch_does_not_break_persistent_watch_on_same_path(zk_ho
                 assert (await events.__anext__()).type is EventType.NODE_DATA_CHANGED
                 await writer.set_data(zk_path, b"3")
                 assert (await events.__anext__()).type is EventType.NODE_DATA_CHANGED
+
+
+@pytest.mark.ensemble
+async def test_ensemble_member_stopped_client_moves_with_session_and_watches(ensemble) -> None:  # type: ignore[no-untyped-def]
+    async with zkwire.open_client(ensemble.hosts, session_timeout=8) as zk, zkwire.open_client(ensemble.hosts) as other:
+        try:
+            await zk.create("/failover")
+        except zkwire.NodeExistsError:
+            pass
+        sid = zk.session_id
+        _, _, watch = await zk.get_data("/failover", watch=True)
+        await zk.create("/failover/eph", ephemeral=True)
+        host = zk.connected_host
+        assert host is not None
+        index = next(i for i in range(ensemble.size) if ensemble.member_hosts(i) == str(host))
+        await trio.to_thread.run_sync(ensemble.stop_member, index)
+        with trio.fail_after(20):
+            await zk.wait_for_state(SessionState.SUSPENDED)
+            await zk.wait_connected()
+        assert zk.session_id == sid and zk.connected_host != host
+        await other.set_data("/failover", b"after failover")
+        with trio.fail_after(10):
+            assert (await watch.wait()).type is EventType.NODE_DATA_CHANGED
+        assert await other.exists("/failover/eph") is not None  # the session and its ephemerals live on
+        await zk.delete("/failover/eph")
+
+
+@pytest.mark.ensemble
+async def test_majority_lost_suspends_then_recovers_same_session(ensemble) -> None:  # type: ignore[no-untyped-def]
+    async with zkwire.open_client(ensemble.hosts, session_timeout=20) as zk:
+        sid = zk.session_id
+        leader = ensemble.leader_index()
+        others = [i for i in range(ensemble.size) if i != leader]
+        await trio.to_thread.run_sync(ensemble.stop_member, leader)
+        await trio.to_thread.run_sync(ensemble.stop_member, others[0])
+        with trio.fail_after(20):
+            await zk.wait_for_state(SessionState.SUSPENDED)
+        with pytest.raises(trio.TooSlowError), trio.fail_after(1):
+            await zk.get_data("/")  # requests wait while suspended
+        await trio.to_thread.run_sync(ensemble.start_member, leader)
+        await trio.to_thread.run_sync(ensemble.start_member, others[0])
+        with trio.fail_after(30):
+            await zk.wait_for_state(SessionState.CONNECTED)
+            await zk.get_data("/")
+        assert zk.session_id == sid
