@@ -207,3 +207,59 @@ async def test_suspension_counts_as_loss(zk_server: object, zk_hosts: str, zk_pa
             with trio.fail_after(5):
                 while await _children(zk, path):
                     await trio.sleep(0.05)
+
+
+async def test_kazoo_and_zklock_contend_with_counter(zk_hosts: str, zk_path: str) -> None:
+    """kazoo's Lock (seeing our nodes through extra_lock_patterns) and zklock bump one counter."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import BadVersionError as KazooBadVersion
+
+    path, counter, rounds = f"{zk_path}/lock", f"{zk_path}/counter", 15
+    conflicts = 0
+
+    def kazoo_worker() -> int:
+        kz = KazooClient(hosts=zk_hosts)
+        kz.start(timeout=10)
+        bad = 0
+        try:
+            lock = kz.Lock(path, "kazoo", extra_lock_patterns=["-lock-"])
+            for _ in range(rounds):
+                with lock:
+                    data, stat = kz.get(counter)
+                    try:
+                        kz.set(counter, str(int(data) + 1).encode(), version=stat.version)
+                    except KazooBadVersion:
+                        bad += 1
+        finally:
+            kz.stop()
+            kz.close()
+        return bad
+
+    async with zkwire.open_client(zk_hosts) as zk:
+        await zk.create(zk_path)
+        await zk.create(counter, b"0")
+
+        async def zklock_worker() -> None:
+            nonlocal conflicts
+            mutex = zklock.Mutex(zk, path)
+            for _ in range(rounds):
+                async with mutex:
+                    data, stat = await zk.get_data(counter)
+                    await trio.sleep(0.001)
+                    try:
+                        await zk.set_data(counter, str(int(data) + 1).encode(), version=stat.version)
+                    except zkwire.BadVersionError:
+                        conflicts += 1
+
+        kazoo_conflicts: list[int] = []
+
+        async def run_kazoo() -> None:
+            kazoo_conflicts.append(await trio.to_thread.run_sync(kazoo_worker))
+
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(run_kazoo)
+                nursery.start_soon(zklock_worker)
+        data, _ = await zk.get_data(counter)
+    assert conflicts == 0 and kazoo_conflicts == [0]
+    assert int(data) == 2 * rounds
