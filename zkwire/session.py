@@ -7,8 +7,8 @@ requests awaiting replies, and the ping and read-timeout clocks.
 
 The I/O layer drives it like this::
 
-    host = core.next_host(now)            # where to connect (after core.reconnect_delay(now))
-    core.connection_made(now)             # TCP is up: a ConnectRequest is queued
+    host = core.next_host()               # where to connect (after sleeping core.reconnect_delay())
+    core.connection_made(host, now)       # TCP is up: a ConnectRequest is queued
     send(core.data_to_send())
     events = core.receive_data(chunk, now)    # for every chunk read
     events = core.handle_timer(now)       # at core.next_deadline()
