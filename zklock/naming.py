@@ -15,6 +15,8 @@ parents are container nodes that vanish when empty, which resets the counter lon
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 import uuid
 from collections.abc import Iterable
@@ -35,6 +37,7 @@ MUTEX_MARKERS = ("lock-", "__lock__")
 READ_MARKERS = ("__READ__", "__rlock__")
 WRITE_MARKERS = ("__WRIT__", "__lock__")
 
+_ORDER = operator.attrgetter("sequence", "name")
 _SEQUENCE = re.compile(r"-?\d{9,10}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _KAZOO_UUID = re.compile(r"[0-9a-fA-F]{32}")
@@ -50,8 +53,8 @@ class Contender:
     uuid: str | None
 
 
-def parse_contender(name: str, markers: Iterable[str]) -> Contender | None:
-    """The contender ``name`` stands for, or None if it carries none of ``markers`` and a sequence."""
+@functools.lru_cache(maxsize=65536)
+def _parse(name: str, markers: tuple[str, ...]) -> Contender | None:
     for marker in markers:
         at = name.rfind(marker)
         if at == -1:
@@ -69,10 +72,16 @@ def parse_contender(name: str, markers: Iterable[str]) -> Contender | None:
     return None
 
 
+def parse_contender(name: str, markers: Iterable[str]) -> Contender | None:
+    """The contender ``name`` stands for, or None if it carries none of ``markers`` and a sequence."""
+    return _parse(name, tuple(markers))
+
+
 def sort_contenders(children: Iterable[str], markers: Iterable[str]) -> list[Contender]:
-    markers = tuple(markers)
-    out = [c for c in (parse_contender(n, markers) for n in children) if c is not None]
-    out.sort()
+    """The lock nodes among ``children``, in queue order (names are parsed once and remembered)."""
+    key = tuple(markers)
+    out = [c for c in (_parse(n, key) for n in children) if c is not None]
+    out.sort(key=_ORDER)
     return out
 
 
