@@ -1,220 +1,594 @@
 """Benchmarks: zkwire/zklock beside a raw-socket client, kazoo, aiozk and the Java client / Curator.
 
-``python bench/run.py`` starts a fresh local ZooKeeper (forceSync=no, so the clients' cost is what
-differs, not the disk), compiles the Java peer with the machine's javac, then runs every (metric, peer)
-pair in interleaved rounds (A B C ... A B C ...), each in a fresh process, discards the first round as
-warm-up, and prints a Markdown table of medians with ratios to the Java client (Curator for locks).
-Results also go to bench/results/latest.json, and to a PNG chart when matplotlib is installed.
+    .venv/bin/python bench/run.py [--quick] [--rounds N] [--json PATH] [--png PATH]
+                                  [--peers zkwire,raw,kazoo,aiozk,java] [--metrics ...] [--hosts H:P]
+
+Starts a fresh local ZooKeeper (standalone, tickTime 2000, forceSync=no: the clients' cost differs, not
+the disk's), compiles the Java peer with the machine's javac, and runs every (metric, peer) pair in a
+child process of its own, in interleaved rounds (A B C ... A B C ...); the first round is a warm-up and
+is discarded.  The herd check and the memory figures run once per peer after the rounds.  Prints a
+Markdown table of medians with ratios to the Java client (Curator for the lock metrics), writes JSON
+(default bench/results/latest.json) and a PNG chart (matplotlib, Agg; skipped with a message when
+matplotlib is missing).  See bench/README.md for what each metric means.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-SHARE = Path("/usr/share/java")
-JARS = [
-    "curator-recipes.jar",
-    "curator-framework.jar",
-    "curator-client.jar",
-    "zookeeper.jar",
-    "zookeeper-jute.jar",
-    "guava.jar",
-    "slf4j-api.jar",
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(ROOT))
+
+from peers import (  # noqa: E402
+    PEERS,
+    Params,
+    java_peer,
+)
+
+#: Metrics run in interleaved rounds, in this order.
+ROUND_METRICS = ["seq", "pipelined", "create_delete", "lock_cycle", "contended", "handoff"]
+#: Metrics run once per peer, after the rounds.
+ONCE_METRICS = ["herd", "mem_session", "mem_waiter"]
+ALL_METRICS = ROUND_METRICS + ONCE_METRICS
+
+FULL = Params(
+    warm=1.0,
+    jit_warm=2.0,
+    measure=2.0,
+    samples=3000,
+    handoffs=100,
+    waiters=100,
+    idle_sessions=50,
+    mem_waiters=200,
+)
+QUICK = Params(
+    warm=0.25,
+    jit_warm=0.5,
+    measure=0.5,
+    samples=1000,
+    handoffs=30,
+    waiters=100,
+    idle_sessions=10,
+    mem_waiters=50,
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: a figure of a metric."""
+
+    metric: str
+    figure: str
+    label: str
+    unit: str
+    higher_is_better: bool
+    #: The target against the Java column: (comparison, factor), e.g. (">=", 0.9); None: no target.
+    java_target: tuple[str, float] | None = None
+    #: What the Java column is for this row.
+    java_is: str = "Java client"
+    #: Absolute slack when comparing with kazoo and aiozk (counts of watch events are small integers).
+    slack: float = 0.0
+
+
+ROWS = [
+    Row("seq", "p50_us", "sequential getData latency, p50", "µs", False, ("<=", 1.5)),
+    Row("seq", "p99_us", "sequential getData latency, p99", "µs", False, ("<=", 1.5)),
+    Row("pipelined", "ops_per_s", "pipelined getData, one session, 128 in flight", "ops/s", True, (">=", 0.9)),
+    Row("create_delete", "ops_per_s", "create+delete, sequential (each request one op)", "ops/s", True),
+    Row("lock_cycle", "ms", "uncontended lock acquire+release", "ms/cycle", False, ("<=", 1.0), "Curator"),
+    Row(
+        "contended", "grants_per_s", "contended lock, 4 workers / 2 sessions", "grants/s", True, (">=", 1.0), "Curator"
+    ),
+    Row("handoff", "p50_ms", "lock handoff latency, p50", "ms", False, None, "Curator"),
+    Row("handoff", "p99_ms", "lock handoff latency, p99", "ms", False, None, "Curator"),
+    Row(
+        "herd",
+        "server_triggers_per_release",
+        "herd: watchers the server triggers per release",
+        "count",
+        False,
+        None,
+        "Curator",
+        0.05,
+    ),
+    Row(
+        "herd",
+        "wakeups_per_release",
+        "herd: waiters woken per release (client side)",
+        "count",
+        False,
+        None,
+        "Curator",
+        0.05,
+    ),
+    Row("mem_session", "rss_kib", "memory per idle session, RSS", "KiB", False),
+    Row("mem_session", "heap_kib", "memory per idle session, heap (tracemalloc / JVM heap)", "KiB", False),
+    Row("mem_waiter", "rss_kib", "memory per waiting lock contender, RSS", "KiB", False, None, "Curator"),
+    Row("mem_waiter", "heap_kib", "memory per waiting lock contender, heap", "KiB", False, None, "Curator"),
 ]
-# metric -> (figure, unit, higher is better, count n per run, full-run n)
-METRICS: dict[str, tuple[str, str, bool, int]] = {
-    "seq": ("p50_us", "µs", False, 2000),
-    "pipelined": ("ops_per_s", "ops/s", True, 20000),
-    "create_delete": ("ops_per_s", "ops/s", True, 500),
-    "lock_cycle": ("ms", "ms", False, 300),
-    "contended": ("grants_per_s", "grants/s", True, 3000),  # n = milliseconds of contention
-}
-LABELS = {
-    "seq": "sequential getData latency, p50",
-    "pipelined": "pipelined getData, one session",
-    "create_delete": "create+delete (ephemeral sequential)",
-    "lock_cycle": "uncontended lock acquire+release",
-    "contended": "contended lock, 4 workers / 2 sessions",
-}
-SUPPORTED = {
-    "zkwire": set(METRICS),
-    "raw": {"seq", "pipelined"},
-    "kazoo": set(METRICS),
-    "aiozk": {"seq", "pipelined", "create_delete", "lock_cycle"},
-    "java": set(METRICS),
-}
 
 
-def compile_java(out: Path) -> str:
-    cp = ":".join(str(SHARE / j) for j in JARS)
-    subprocess.run(["javac", "-d", str(out), "-cp", cp, str(HERE / "ZkBench.java")], check=True, timeout=300)
-    return f"{out}:{cp}:{SHARE}/*"
+# --------------------------------------------------------------------------------------------------------
+# the server
 
 
-def run_child(peer: str, metric: str, hosts: str, path: str, n: int, java_cp: str | None) -> dict[str, float]:
-    if peer == "java":
-        assert java_cp is not None
-        cmd = ["java", "-cp", java_cp, "ZkBench", hosts, metric, path, str(n)]
-    else:
-        cmd = [sys.executable, str(HERE / "run.py"), "--child", peer, metric, hosts, path, str(n)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{peer} {metric} failed: {proc.stderr[-2000:]}")
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+class Server:
+    """A fresh standalone ZooKeeper: zkwire.embedded when it is there, else a plain subprocess."""
+
+    SETTINGS = {"tickTime": "2000", "forceSync": "no", "admin.enableServer": "false", "4lw.commands.whitelist": "*"}
+
+    def __init__(self) -> None:
+        self.hosts = ""
+        self.how = ""
+        self._stop: Callable[[], None] = lambda: None
+
+    def start(self) -> None:
+        try:
+            from zkwire.embedded import EmbeddedZooKeeper
+        except ImportError:
+            self._start_subprocess()
+            return
+        zk = EmbeddedZooKeeper(
+            tick_time_ms=2000,
+            jvm_flags=["-XX:TieredStopAtLevel=4", "-Xms256m", "-Xmx1g"],
+            extra_config={"forceSync": "no"},
+        )
+        zk.start()
+        self.hosts = zk.hosts
+        self.how = "zkwire.embedded.EmbeddedZooKeeper (C2 JIT, -Xmx1g, serial GC)"
+        self._stop = zk.stop
+
+    def _start_subprocess(self) -> None:
+        import socket
+
+        tmp = Path(tempfile.mkdtemp(prefix="zkbench-"))
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        cfg = tmp / "zoo.cfg"
+        cfg.write_text(
+            f"dataDir={tmp / 'data'}\nclientPort={port}\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\n"
+            + "".join(f"{k}={v}\n" for k, v in self.SETTINGS.items())
+        )
+        cp = "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar:/usr/share/java/*"
+        log = open(tmp / "server.log", "wb")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [
+                "java",
+                "-Dzookeeper.forceSync=no",
+                "-cp",
+                cp,
+                "org.apache.zookeeper.server.ZooKeeperServerMain",
+                str(cfg),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.hosts = f"127.0.0.1:{port}"
+        self.how = "ZooKeeperServerMain subprocess (JVM defaults)"
+
+        def stop() -> None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            log.close()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+        self._stop = stop
+        from peers import four_letter_word
+
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if four_letter_word(self.hosts, "ruok", 0.5) == "imok":
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        stop()
+        raise RuntimeError("ZooKeeper did not start")
+
+    def stop(self) -> None:
+        self._stop()
+
+
+# --------------------------------------------------------------------------------------------------------
+# children
 
 
 def child(argv: list[str]) -> int:
-    sys.path.insert(0, str(HERE))
-    from peers import PEERS
+    import importlib
 
-    peer, metric, hosts, path, n = argv[0], argv[1], argv[2], argv[3], int(argv[4])
-    print(json.dumps(PEERS[peer](metric, hosts, path, n)))
+    peer, metric, hosts, path, params = argv
+    module = importlib.import_module(f"peers.{PEERS[peer][0]}")
+    result = module.run(metric, hosts, path, Params.from_json(json.loads(params)))
+    print("RESULT " + json.dumps(result), flush=True)
     return 0
 
 
-def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        return child(sys.argv[2:])
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=4, help="rounds including the discarded warm-up round")
-    parser.add_argument("--quick", action="store_true", help="2 rounds, smaller counts")
-    parser.add_argument("--peers", default="zkwire,raw,kazoo,aiozk,java")
-    parser.add_argument("--metrics", default=",".join(METRICS))
-    parser.add_argument("--hosts", help="use this server instead of starting one")
-    parser.add_argument("--json", default=str(HERE / "results" / "latest.json"))
-    parser.add_argument("--png", default=str(HERE / "results" / "latest.png"))
-    args = parser.parse_args()
-    peers = args.peers.split(",")
-    metrics = args.metrics.split(",")
-    rounds = 2 if args.quick else args.rounds
-    scale = 0.25 if args.quick else 1.0
-
-    sys.path.insert(0, str(HERE.parent))
-    from zkwire.embedded import EmbeddedZooKeeper
-
-    server = None
-    if args.hosts:
-        hosts = args.hosts
+def run_child(peer: str, metric: str, hosts: str, path: str, p: Params, java_cp: str | None) -> dict[str, Any]:
+    if peer == "java":
+        assert java_cp is not None
+        cmd = java_peer.command(java_cp, metric, hosts, path, p)
     else:
-        server = EmbeddedZooKeeper(tick_time_ms=2000, jvm_flags=["-XX:TieredStopAtLevel=4", "-Xmx1g"])
-        server.start()
-        hosts = server.hosts
+        cmd = [sys.executable, str(HERE / "run.py"), "--child", peer, metric, hosts, path, json.dumps(p.to_json())]
+    limit = p.warm + p.jit_warm + p.measure + 3 * p.timeout
+    load = os.getloadavg()[0]
     try:
-        with tempfile.TemporaryDirectory() as tmp:
-            java_cp = compile_java(Path(tmp)) if "java" in peers else None
-            path = f"/bench-{os.getpid()}"
-            _prepare(hosts, path)
-            results: dict[str, dict[str, list[dict[str, float]]]] = {m: {p: [] for p in peers} for m in metrics}
-            for r in range(rounds):
-                for metric in metrics:
-                    n = max(1, int(METRICS[metric][3] * scale))
-                    for peer in peers:
-                        if metric not in SUPPORTED[peer]:
-                            continue
-                        figure = run_child(peer, metric, hosts, path, n, java_cp)
-                        print(f"round {r} {metric:<14} {peer:<7} {figure}", file=sys.stderr, flush=True)
-                        if r > 0 or rounds == 1:
-                            results[metric][peer].append(figure)
-    finally:
-        if server is not None:
-            server.stop()
-    report = _report(results, peers, metrics, hosts, rounds)
-    print(report["markdown"])
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(report, indent=2))
-    _chart(report, Path(args.png))
-    return 0
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {limit:.0f} s"}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return {**json.loads(line[7:]), "load1_at_start": load}
+    tail = (proc.stderr or proc.stdout)[-1500:]
+    return {"error": f"exit {proc.returncode}: {tail}"}
 
 
-def _prepare(hosts: str, path: str) -> None:
-    import trio
-
-    import zkwire
-
-    async def go() -> None:
-        async with zkwire.open_client(hosts) as zk:
-            await zk.create(path, b"x" * 100)
-
-    trio.run(go)
+# --------------------------------------------------------------------------------------------------------
+# report
 
 
-def _report(
-    results: dict[str, dict[str, list[dict[str, float]]]], peers: list[str], metrics: list[str], hosts: str, rounds: int
-) -> dict[str, object]:
-    medians: dict[str, dict[str, dict[str, float]]] = {}
-    for metric in metrics:
-        medians[metric] = {}
-        for peer in peers:
-            runs = results[metric][peer]
-            if runs:
-                medians[metric][peer] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-    head = "| metric | " + " | ".join(peers) + " | zkwire / java |"
-    lines = [head, "|" + "---|" * (len(peers) + 2)]
-    for metric in metrics:
-        figure, unit, higher, _ = METRICS[metric]
-        cells = []
-        for peer in peers:
-            m = medians[metric].get(peer)
-            cells.append("n/a" if m is None else f"{m[figure]:,.0f}" if m[figure] >= 100 else f"{m[figure]:.2f}")
-        ratio = "n/a"
-        z, j = medians[metric].get("zkwire"), medians[metric].get("java")
-        if z and j:
-            ratio = f"{z[figure] / j[figure]:.2f}x"
+def fmt(v: float | None) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    if abs(v) >= 10:
+        return f"{v:.1f}"
+    return f"{v:.2f}"
+
+
+def medians(results: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, dict[str, dict[str, float | None]]]:
+    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    for metric, by_peer in results.items():
+        out[metric] = {}
+        for peer, runs in by_peer.items():
+            good = [r for r in runs if "error" not in r]
+            if not good:
+                continue
+            keys = [k for k, v in good[0].items() if isinstance(v, int | float) or v is None]
+            out[metric][peer] = {}
+            for k in keys:
+                vals = [r[k] for r in good if r.get(k) is not None]
+                out[metric][peer][k] = statistics.median(vals) if vals else None
+    return out
+
+
+def _better_or_equal(a: float, b: float, higher: bool, slack: float = 0.0) -> bool:
+    """``a`` is at least as good as ``b`` (within 0.5 %, or ``slack`` absolute)."""
+    return a >= b * 0.995 - slack if higher else a <= b * 1.005 + slack
+
+
+def table(
+    med: dict[str, dict[str, dict[str, float | None]]], peers: list[str], metrics: list[str]
+) -> tuple[str, list[dict[str, Any]]]:
+    names = {p: PEERS[p][1] for p in peers}
+    head = ["metric"] + [names[p] for p in peers]
+    has_java = "java" in peers and "zkwire" in peers
+    if has_java:
+        head += ["zkwire ÷ Java/Curator", "target vs Java/Curator"]
+    rivals = [p for p in ("kazoo", "aiozk") if p in peers]
+    if "zkwire" in peers and rivals:
+        head.append("ahead of " + " & ".join(rivals))
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    verdicts: list[dict[str, Any]] = []
+    for row in ROWS:
+        if row.metric not in metrics:
+            continue
+        vals = {p: med.get(row.metric, {}).get(p, {}).get(row.figure) for p in peers}
+        if all(v is None for v in vals.values()):
+            continue
+        better = "higher" if row.higher_is_better else "lower"
+        cells = [f"{row.label} ({row.unit}, {better} is better)"] + [fmt(vals[p]) for p in peers]
+        verdict: dict[str, Any] = {"metric": row.metric, "figure": row.figure, "label": row.label}
+        z = vals.get("zkwire")
+        if has_java:
+            j = vals.get("java")
+            ratio = z / j if z is not None and j is not None and j else None
+            cells.append(f"{ratio:.2f}x" if ratio is not None else "n/a")
+            verdict["ratio_to_java"] = ratio
+            if row.java_target is None:
+                cells.append("—")
+            elif ratio is None:
+                cells.append(f"{row.java_target[0]} {row.java_target[1]}x: n/a")
+            else:
+                op, factor = row.java_target
+                met = ratio >= factor if op == ">=" else ratio <= factor
+                verdict["java_target"] = f"{op} {factor}"
+                verdict["java_target_met"] = met
+                cells.append(f"{op.replace('>=', '≥').replace('<=', '≤')} {factor}x: {'met' if met else 'MISSED'}")
+        if "zkwire" in peers and rivals:
+            if z is None:
+                cells.append("n/a")
+            else:
+                behind = [
+                    p
+                    for p in rivals
+                    if vals.get(p) is not None and not _better_or_equal(z, vals[p], row.higher_is_better, row.slack)
+                ]  # type: ignore[arg-type]
+                compared = [p for p in rivals if vals.get(p) is not None]
+                verdict["behind"] = behind
+                cells.append("n/a" if not compared else "yes" if not behind else "NO (" + ", ".join(behind) + ")")
+        verdicts.append(verdict)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines), verdicts
+
+
+def codec_table(codec: dict[str, Any] | None) -> str:
+    if not codec or "results" not in codec:
+        return ""
+    lines = ["| codec, per message | implementation | µs | x fast path |", "|---|---|---:|---:|"]
+    for r in codec["results"]:
         lines.append(
-            f"| {LABELS[metric]} ({unit}, {'higher' if higher else 'lower'} is better) | "
-            + " | ".join(cells)
-            + f" | {ratio} |"
+            f"| {r['operation']} | {r['implementation']} | {r['us_per_op']:.2f} | {r['relative_to_fast']:.1f} |"
         )
-        if metric == "seq":
-            p99 = [("n/a" if medians[metric].get(p) is None else f"{medians[metric][p]['p99_us']:,.0f}") for p in peers]
-            zr = medians[metric].get("zkwire")
-            jr = medians[metric].get("java")
-            r99 = f"{zr['p99_us'] / jr['p99_us']:.2f}x" if zr and jr else "n/a"
-            lines.append("| sequential getData latency, p99 (µs, lower is better) | " + " | ".join(p99) + f" | {r99} |")
-    md = "\n".join(lines)
-    return {
-        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "machine": {"cores": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
-        "server": "ZooKeeper 3.8.0 (Debian), standalone, tickTime 2000, forceSync=no, loopback",
-        "rounds_measured": max(1, rounds - 1),
-        "medians": medians,
-        "markdown": md,
-        "hosts": hosts,
-    }
+    return "\n".join(lines)
 
 
-def _chart(report: dict[str, object], png: Path) -> None:
+def run_codec(quick: bool) -> dict[str, Any] | None:
+    script = HERE / "codec_bench.py"
+    if not script.exists():
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "codec.json"
+        proc = subprocess.run(
+            [sys.executable, str(script), "--repeat", "3" if quick else "7", "--json", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=ROOT,
+        )
+        if proc.returncode != 0 or not out.exists():
+            return {"error": proc.stderr[-1500:]}
+        return dict(json.loads(out.read_text()))
+
+
+def chart(med: dict[str, dict[str, dict[str, float | None]]], peers: list[str], png: Path) -> str:
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("(matplotlib is not installed: no chart)", file=sys.stderr)
-        return
-    medians = report["medians"]
-    assert isinstance(medians, dict)
-    fig, axes = plt.subplots(1, len(medians), figsize=(4 * len(medians), 3.5))
-    for ax, (metric, by_peer) in zip(axes if len(medians) > 1 else [axes], medians.items(), strict=False):
-        figure, unit, _, _ = METRICS[metric]
-        names = list(by_peer)
-        ax.bar(names, [by_peer[p][figure] for p in names])
-        ax.set_title(LABELS[metric], fontsize=8)
-        ax.set_ylabel(unit)
-        ax.tick_params(axis="x", labelsize=7)
+        return "matplotlib is not installed: no chart (pip install matplotlib, or the project's bench extra)"
+    rows = [r for r in ROWS if any(med.get(r.metric, {}).get(p, {}).get(r.figure) is not None for p in peers)]
+    if not rows:
+        return "nothing to chart"
+    cols = 4
+    nrows = (len(rows) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
+    colors = {"zkwire": "#d62728", "raw": "#7f7f7f", "kazoo": "#1f77b4", "aiozk": "#2ca02c", "java": "#ff7f0e"}
+    for ax, row in zip(axes.flat, rows, strict=False):
+        names, values, cs = [], [], []
+        for p in peers:
+            v = med.get(row.metric, {}).get(p, {}).get(row.figure)
+            if v is not None:
+                names.append(p)
+                values.append(v)
+                cs.append(colors.get(p, "#999999"))
+        ax.bar(names, values, color=cs)
+        ax.set_title(
+            f"{row.label}\n({row.unit}, {'higher' if row.higher_is_better else 'lower'} is better)", fontsize=8
+        )
+        ax.tick_params(axis="both", labelsize=7)
+    for ax in list(axes.flat)[len(rows) :]:
+        ax.axis("off")
     fig.tight_layout()
     png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=100)
+    fig.savefig(png, dpi=90)
+    plt.close(fig)
+    return f"chart written to {png}"
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    java = ""
+    try:
+        java = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=30).stderr.splitlines()[0]
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        pass
+    return {
+        "cores": os.cpu_count(),
+        "cpu": model,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "java": java,
+        "load_avg_at_start": os.getloadavg(),
+    }
+
+
+# --------------------------------------------------------------------------------------------------------
+# main
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        return child(sys.argv[2:])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="2 rounds, shorter phases (about 2 minutes)")
+    parser.add_argument("--rounds", type=int, help="rounds including the discarded warm-up round (full: 5, quick: 2)")
+    parser.add_argument("--peers", default="zkwire,raw,kazoo,aiozk,java", help="comma-separated: " + ",".join(PEERS))
+    parser.add_argument("--metrics", default=",".join(ALL_METRICS), help="comma-separated: " + ",".join(ALL_METRICS))
+    parser.add_argument("--no-codec", action="store_true", help="skip the codec micro-benchmark")
+    parser.add_argument("--hosts", help="use this running server instead of starting one")
+    parser.add_argument("--json", type=Path, default=HERE / "results" / "latest.json")
+    parser.add_argument("--png", type=Path, default=HERE / "results" / "latest.png")
+    args = parser.parse_args()
+
+    peers = [p for p in args.peers.split(",") if p]
+    metrics = [m for m in args.metrics.split(",") if m]
+    for p in peers:
+        if p not in PEERS:
+            parser.error(f"unknown peer {p!r}")
+    for m in metrics:
+        if m not in ALL_METRICS:
+            parser.error(f"unknown metric {m!r}")
+    params = QUICK if args.quick else FULL
+    rounds = args.rounds if args.rounds is not None else (2 if args.quick else 5)
+    rounds = max(1, rounds)
+    notes: list[str] = []
+    if "java" in peers and (why := java_peer.missing()):
+        notes.append(f"java peer skipped: {why}")
+        peers.remove("java")
+    support = {p: set(PEERS[p][2]) for p in peers}
+
+    started = time.monotonic()
+    server = Server()
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {m: {p: [] for p in peers} for m in metrics}
+    tmp = tempfile.TemporaryDirectory(prefix="zkbench-java-")
+    javac: subprocess.Popen[bytes] | None = None
+    java_cp: str | None = None
+    codec: dict[str, Any] | None = None
+    server_info = ""
+    try:
+        if "java" in peers:
+            # Compile while the server starts.
+            cp = ":".join(str(java_peer.SHARE / j) for j in java_peer.COMPILE_JARS)
+            javac = subprocess.Popen(["javac", "-nowarn", "-d", tmp.name, "-cp", cp, str(java_peer.SOURCE)])
+            java_cp = f"{tmp.name}:{cp}:{java_peer.SHARE}/*"
+        if args.hosts:
+            hosts, server.how = args.hosts, "given with --hosts"
+        else:
+            server.start()
+            hosts = server.hosts
+        if javac is not None and javac.wait(300) != 0:
+            raise RuntimeError("javac failed on bench/java/ZkBench.java")
+        from peers import four_letter_word
+
+        server_info = four_letter_word(hosts, "srvr").splitlines()[0]
+        path = _prepare(hosts)
+        log(f"server {hosts} ({server.how}); {server_info}; {rounds} rounds; peers {','.join(peers)}")
+
+        round_metrics = [m for m in ROUND_METRICS if m in metrics]
+        for r in range(rounds):
+            for metric in round_metrics:
+                for peer in peers:
+                    if metric not in support[peer]:
+                        continue
+                    figure = run_child(peer, metric, hosts, path, params, java_cp)
+                    tag = "warm-up" if r == 0 and rounds > 1 else f"round {r}"
+                    log(f"{tag:<8} {metric:<14} {peer:<7} {_brief(figure)}")
+                    if r > 0 or rounds == 1:
+                        results[metric][peer].append(figure)
+        for metric in [m for m in ONCE_METRICS if m in metrics]:
+            for peer in peers:
+                if metric not in support[peer]:
+                    continue
+                figure = run_child(peer, metric, hosts, path, params, java_cp)
+                log(f"once     {metric:<14} {peer:<7} {_brief(figure)}")
+                results[metric][peer].append(figure)
+        if not args.no_codec and "zkwire" in peers:
+            log("codec micro-benchmark (bench/codec_bench.py)")
+            codec = run_codec(args.quick)
+    finally:
+        server.stop()
+        tmp.cleanup()
+
+    med = medians(results)
+    md, verdicts = table(med, peers, metrics)
+    errors = [
+        f"{peer} {metric}: {run['error']}"
+        for metric, by_peer in results.items()
+        for peer, runs in by_peer.items()
+        for run in runs
+        if "error" in run
+    ]
+    unsupported = sorted(
+        f"{p}: {', '.join(m for m in metrics if m not in support[p])}" for p in peers if set(metrics) - support[p]
+    )
+    elapsed = time.monotonic() - started
+    info = machine()
+    header = (
+        f"{time.strftime('%Y-%m-%d %H:%M %Z')}, {info['cores']} cores ({info['cpu']}), Python {info['python']}, "
+        f"{info['java']}; server {server_info} standalone on loopback, tickTime 2000, forceSync=no; "
+        f"{'quick' if args.quick else 'full'} run, {max(1, rounds - 1)} measured round(s) "
+        f"(+1 warm-up discarded), medians; {elapsed:.0f} s"
+    )
+    print(header + "\n")
+    print(md)
+    codec_md = codec_table(codec)
+    if codec_md:
+        print("\n" + codec_md)
+    for n in notes + [f"n/a: {u}" for u in unsupported] + [f"error: {e}" for e in errors]:
+        print(f"\n- {n}", end="")
+    print()
+    report = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "mode": "quick" if args.quick else "full",
+        "rounds": rounds,
+        "measured_rounds": max(1, rounds - 1) if rounds > 1 else 1,
+        "elapsed_s": elapsed,
+        "machine": info,
+        "server": {"how": server.how, "srvr": server_info, "settings": Server.SETTINGS, "hosts": hosts},
+        "params": params.to_json(),
+        "peers": peers,
+        "medians": med,
+        "runs": results,
+        "verdicts": verdicts,
+        "codec": codec,
+        "markdown": md,
+        "codec_markdown": codec_md,
+        "notes": notes,
+        "unsupported": unsupported,
+        "errors": errors,
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=2, default=str))
+    log(f"JSON written to {args.json}")
+    log(chart(med, peers, args.png))
+    return 1 if errors else 0
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _brief(figure: dict[str, Any]) -> str:
+    if "error" in figure:
+        return "ERROR " + figure["error"].strip().splitlines()[-1][:200] if figure["error"].strip() else "ERROR"
+    return ", ".join(f"{k}={fmt(v) if isinstance(v, float) else v}" for k, v in figure.items())
+
+
+def _prepare(hosts: str) -> str:
+    """Create the benchmark's node (100 bytes of data), unique to this run; return its path."""
+    from peers.raw_peer import CREATE, RawConnection
+
+    from zkwire.acl import OPEN_ACL_UNSAFE
+    from zkwire.records import CreateRequest
+
+    path = f"/zkbench-{os.getpid()}-{int(time.time())}"
+    conn = RawConnection(hosts)
+    try:
+        conn.call(CREATE, CreateRequest(path, bytes(range(100)), OPEN_ACL_UNSAFE, 0))
+    finally:
+        conn.close()
+    return path
 
 
 if __name__ == "__main__":

@@ -1,0 +1,468 @@
+// The Java peer of bench/run.py: the ZooKeeper Java client 3.8 and Apache Curator 5.4.
+//
+// Usage: java ZkBench <metric> <hosts> <path> key=value...   (keys as in bench/peers/__init__.py Params)
+// Prints one line "RESULT {json}".  Every metric runs a warm-up phase of the same code first, in the same
+// JVM, so the measured phase runs JIT-compiled code; every loop is bounded in count and time.
+import java.io.ByteArrayOutputStream;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.retry.RetryOneTime;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.ZooKeeper;
+
+public class ZkBench {
+    static String hosts;
+    static String path;
+    static Map<String, Double> p = new HashMap<>();
+
+    static double param(String k) {
+        Double v = p.get(k);
+        if (v == null) throw new IllegalArgumentException("missing parameter " + k);
+        return v;
+    }
+
+    static int iparam(String k) {
+        return (int) param(k);
+    }
+
+    /** Warm-up duration: the common one plus the JIT's extra. */
+    static double warm() {
+        return param("warm") + param("jit_warm");
+    }
+
+    static long deadlineAfter(double seconds) {
+        return System.nanoTime() + (long) (seconds * 1e9);
+    }
+
+    static String unique(String prefix) {
+        return prefix + "-" + ProcessHandle.current().pid() + "-" + (System.nanoTime() % 1_000_000_000L);
+    }
+
+    static ZooKeeper connect() throws Exception {
+        CountDownLatch up = new CountDownLatch(1);
+        ZooKeeper zk = new ZooKeeper(hosts, 10000, e -> {
+            if (e.getState() == Watcher.Event.KeeperState.SyncConnected) up.countDown();
+        });
+        if (!up.await((long) param("timeout"), TimeUnit.SECONDS)) throw new IllegalStateException("no session");
+        return zk;
+    }
+
+    static CuratorFramework curator() throws Exception {
+        CuratorFramework cf = CuratorFrameworkFactory.builder()
+                .connectString(hosts)
+                .sessionTimeoutMs(10000)
+                .connectionTimeoutMs(10000)
+                .retryPolicy(new RetryOneTime(100))
+                .build();
+        cf.start();
+        if (!cf.blockUntilConnected(iparam("timeout"), TimeUnit.SECONDS)) throw new IllegalStateException("no session");
+        return cf;
+    }
+
+    static double[] percentiles(long[] lat, int n, double scale) {
+        long[] s = Arrays.copyOf(lat, n);
+        Arrays.sort(s);
+        return new double[] {s[n / 2] * scale, s[Math.min(n - 1, (int) (n * 0.99))] * scale};
+    }
+
+    static String json(Object... kv) {
+        StringBuilder b = new StringBuilder("{");
+        for (int i = 0; i < kv.length; i += 2) {
+            if (i > 0) b.append(", ");
+            b.append('"').append(kv[i]).append("\": ");
+            Object v = kv[i + 1];
+            if (v == null) b.append("null");
+            else if (v instanceof Double) b.append(String.format(Locale.ROOT, "%.6f", (Double) v));
+            else b.append(v);
+        }
+        return b.append('}').toString();
+    }
+
+    // ------------------------------------------------------------------ ZooKeeper client
+
+    static String seq() throws Exception {
+        ZooKeeper zk = connect();
+        long maxOps = (long) param("max_ops");
+        long end = deadlineAfter(warm());
+        for (long i = 0; i < maxOps && System.nanoTime() < end; i++) zk.getData(path, false, null);
+        int samples = iparam("samples");
+        long[] lat = new long[samples];
+        int n = 0;
+        end = deadlineAfter(param("measure"));
+        while (n < samples && System.nanoTime() < end) {
+            long t = System.nanoTime();
+            zk.getData(path, false, null);
+            lat[n++] = System.nanoTime() - t;
+        }
+        zk.close();
+        double[] pc = percentiles(lat, n, 1e-3);
+        return json("p50_us", pc[0], "p99_us", pc[1], "samples", n);
+    }
+
+    static double[] pipelinedPhase(ZooKeeper zk, double seconds) throws Exception {
+        int window = iparam("window");
+        long maxOps = (long) param("max_ops");
+        Semaphore slots = new Semaphore(window);
+        long issued = 0;
+        long t0 = System.nanoTime();
+        long end = t0 + (long) (seconds * 1e9);
+        while (issued < maxOps && System.nanoTime() < end) {
+            slots.acquire();
+            zk.getData(path, false, (rc, pth, ctx, data, stat) -> slots.release(), null);
+            issued++;
+        }
+        if (!slots.tryAcquire(window, iparam("timeout"), TimeUnit.SECONDS)) throw new IllegalStateException("replies lost");
+        return new double[] {issued, (System.nanoTime() - t0) / 1e9};
+    }
+
+    static String pipelined() throws Exception {
+        ZooKeeper zk = connect();
+        pipelinedPhase(zk, warm());
+        double[] r = pipelinedPhase(zk, param("measure"));
+        zk.close();
+        return json("ops_per_s", r[0] / r[1], "ops", (long) r[0]);
+    }
+
+    static double[] createDeletePhase(ZooKeeper zk, String prefix, double seconds) throws Exception {
+        long maxOps = (long) param("max_ops");
+        long n = 0;
+        long t0 = System.nanoTime();
+        long end = t0 + (long) (seconds * 1e9);
+        while (n < maxOps && System.nanoTime() < end) {
+            String created = zk.create(prefix, new byte[0], ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL_SEQUENTIAL);
+            zk.delete(created, -1);
+            n += 2;
+        }
+        return new double[] {n, (System.nanoTime() - t0) / 1e9};
+    }
+
+    static String createDelete() throws Exception {
+        ZooKeeper zk = connect();
+        String prefix = path + "/" + unique("cd") + "-";
+        createDeletePhase(zk, prefix, warm());
+        double[] r = createDeletePhase(zk, prefix, param("measure"));
+        zk.close();
+        return json("ops_per_s", r[0] / r[1], "ops", (long) r[0]);
+    }
+
+    // ------------------------------------------------------------------ Curator locks
+
+    static double[] lockCyclePhase(InterProcessMutex m, double seconds) throws Exception {
+        long maxOps = (long) param("max_ops");
+        long n = 0;
+        long t0 = System.nanoTime();
+        long end = t0 + (long) (seconds * 1e9);
+        while (n < maxOps && System.nanoTime() < end) {
+            if (!m.acquire(iparam("timeout"), TimeUnit.SECONDS)) throw new IllegalStateException("lock timeout");
+            m.release();
+            n++;
+        }
+        return new double[] {n, (System.nanoTime() - t0) / 1e9};
+    }
+
+    static String lockCycle() throws Exception {
+        CuratorFramework cf = curator();
+        InterProcessMutex m = new InterProcessMutex(cf, path + "/" + unique("curator-cycle"));
+        lockCyclePhase(m, warm());
+        double[] r = lockCyclePhase(m, param("measure"));
+        cf.close();
+        return json("ms", r[1] / r[0] * 1e3, "cycles", (long) r[0]);
+    }
+
+    static long contendedPhase(CuratorFramework[] sessions, String lockPath, double seconds) throws Exception {
+        long end = deadlineAfter(seconds);
+        long maxOps = (long) param("max_ops");
+        AtomicLong grants = new AtomicLong();
+        int workers = iparam("workers");
+        Thread[] threads = new Thread[workers];
+        for (int w = 0; w < workers; w++) {
+            InterProcessMutex m = new InterProcessMutex(sessions[w % sessions.length], lockPath);
+            threads[w] = new Thread(() -> {
+                try {
+                    while (System.nanoTime() < end && grants.get() < maxOps) {
+                        if (!m.acquire(iparam("timeout"), TimeUnit.SECONDS)) throw new IllegalStateException("lock timeout");
+                        if (System.nanoTime() < end) grants.incrementAndGet();
+                        m.release();
+                    }
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            threads[w].start();
+        }
+        for (Thread t : threads) t.join((long) ((seconds + param("timeout")) * 1000));
+        return grants.get();
+    }
+
+    static String contended() throws Exception {
+        CuratorFramework[] sessions = new CuratorFramework[iparam("sessions")];
+        for (int s = 0; s < sessions.length; s++) sessions[s] = curator();
+        String lockPath = path + "/" + unique("curator-contended");
+        contendedPhase(sessions, lockPath, warm());
+        long grants = contendedPhase(sessions, lockPath, param("measure"));
+        for (CuratorFramework cf : sessions) cf.close();
+        return json("grants_per_s", grants / param("measure"), "grants", grants);
+    }
+
+    /** Acquires and releases one InterProcessMutex on command (Curator's mutex is owned by a thread). */
+    static final class Worker extends Thread {
+        final InterProcessMutex mutex;
+        final BlockingQueue<String> commands = new LinkedBlockingQueue<>();
+        final BlockingQueue<Long> replies = new LinkedBlockingQueue<>();
+
+        Worker(InterProcessMutex mutex) {
+            this.mutex = mutex;
+            setDaemon(true);
+        }
+
+        long reply() throws Exception {
+            Long t = replies.poll((long) param("timeout"), TimeUnit.SECONDS);
+            if (t == null) throw new IllegalStateException("worker did not answer");
+            return t;
+        }
+
+        @Override
+        public void run() {
+            try {
+                while (true) {
+                    String cmd = commands.take();
+                    if (cmd.equals("stop")) return;
+                    long t;
+                    if (cmd.equals("acquire")) {
+                        if (!mutex.acquire(iparam("timeout"), TimeUnit.SECONDS)) throw new IllegalStateException("lock timeout");
+                        t = System.nanoTime();
+                    } else {
+                        t = System.nanoTime();
+                        mutex.release();
+                    }
+                    replies.put(t);
+                }
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        }
+    }
+
+    static String handoff() throws Exception {
+        CuratorFramework a = curator(), b = curator();
+        String lockPath = path + "/" + unique("curator-handoff");
+        Worker[] workers = {new Worker(new InterProcessMutex(a, lockPath)), new Worker(new InterProcessMutex(b, lockPath))};
+        for (Worker w : workers) w.start();
+        int handoffs = iparam("handoffs");
+        int total = handoffs + Math.max(5, handoffs / 10);
+        long[] lat = new long[total];
+        int n = 0;
+        workers[0].commands.put("acquire");
+        workers[0].reply();
+        int holder = 0;
+        long end = deadlineAfter(param("timeout") + warm());
+        long warmEnd = deadlineAfter(param("jit_warm"));
+        for (int k = 0; k < total && System.nanoTime() < end; k++) {
+            if (k == total - handoffs && System.nanoTime() < warmEnd) k = 0;  // JIT warm-up: keep going
+            int waiter = 1 - holder;
+            workers[waiter].commands.put("acquire");
+            long limit = deadlineAfter(param("timeout"));
+            while (a.getChildren().forPath(lockPath).size() < 2) {
+                if (System.nanoTime() > limit) throw new IllegalStateException("waiter did not queue");
+                Thread.sleep(1);
+            }
+            Thread.sleep(5);
+            workers[holder].commands.put("release");
+            long t0 = workers[holder].reply();
+            long t1 = workers[waiter].reply();
+            if (k >= total - handoffs) lat[n++] = t1 - t0;
+            holder = waiter;
+        }
+        workers[holder].commands.put("release");
+        workers[holder].reply();
+        for (Worker w : workers) w.commands.put("stop");
+        a.close();
+        b.close();
+        double[] pc = percentiles(lat, n, 1e-6);
+        return json("p50_ms", pc[0], "p99_ms", pc[1], "handoffs", n);
+    }
+
+    static long serverWatchTriggers() throws Exception {
+        String[] hp = hosts.split(",")[0].split("/")[0].split(":");
+        try (Socket s = new Socket(hp[0], Integer.parseInt(hp[1]))) {
+            s.setSoTimeout(5000);
+            OutputStream out = s.getOutputStream();
+            out.write("mntr".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = s.getInputStream();
+            ByteArrayOutputStream buf = new ByteArrayOutputStream();
+            byte[] chunk = new byte[65536];
+            int k;
+            while ((k = in.read(chunk)) > 0) buf.write(chunk, 0, k);
+            long total = 0;
+            for (String line : buf.toString(StandardCharsets.UTF_8).split("\n")) {
+                String[] f = line.split("\t");
+                if (f.length == 2 && f[0].startsWith("zk_sum_node_") && f[0].endsWith("_watch_count")) {
+                    total += (long) Double.parseDouble(f[1].trim());
+                }
+            }
+            return total;
+        }
+    }
+
+    static String herd() throws Exception {
+        CuratorFramework holderCf = curator(), cf = curator();
+        String lockPath = path + "/" + unique("curator-herd");
+        InterProcessMutex holder = new InterProcessMutex(holderCf, lockPath);
+        holder.acquire();
+        int waiters = iparam("waiters");
+        CountDownLatch done = new CountDownLatch(waiters);
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < waiters; i++) {
+            InterProcessMutex m = new InterProcessMutex(cf, lockPath);
+            Thread t = new Thread(() -> {
+                try {
+                    if (m.acquire(iparam("timeout"), TimeUnit.SECONDS)) {
+                        m.release();
+                        done.countDown();
+                    }
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            t.setDaemon(true);
+            t.start();
+            threads.add(t);
+        }
+        long limit = deadlineAfter(param("timeout"));
+        while (holderCf.getChildren().forPath(lockPath).size() < waiters + 1) {
+            if (System.nanoTime() > limit) throw new IllegalStateException("waiters did not queue");
+            Thread.sleep(10);
+        }
+        Thread.sleep(200);
+        long before = serverWatchTriggers();
+        long t0 = System.nanoTime();
+        holder.release();
+        if (!done.await(iparam("timeout"), TimeUnit.SECONDS)) throw new IllegalStateException("the queue did not drain");
+        double drain = (System.nanoTime() - t0) / 1e9;
+        Thread.sleep(200);
+        long after = serverWatchTriggers();
+        cf.close();
+        holderCf.close();
+        return json("server_triggers_per_release", (after - before) / (double) waiters, "wakeups_per_release", null,
+                "drain_grants_per_s", waiters / drain, "waiters", waiters);
+    }
+
+    // ------------------------------------------------------------------ memory
+
+    static long heapUsed() throws Exception {
+        Runtime rt = Runtime.getRuntime();
+        for (int i = 0; i < 3; i++) {
+            System.gc();
+            Thread.sleep(50);
+        }
+        return rt.totalMemory() - rt.freeMemory();
+    }
+
+    static long rss() throws Exception {
+        for (String line : Files.readAllLines(Paths.get("/proc/self/status"))) {
+            if (line.startsWith("VmRSS:")) return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
+        }
+        return 0;
+    }
+
+    static String memSession() throws Exception {
+        int n = iparam("idle_sessions");
+        ZooKeeper first = connect();  // one-time costs (class loading) go here
+        List<ZooKeeper> clients = new ArrayList<>();
+        long heap0 = heapUsed(), rss0 = rss();
+        for (int i = 0; i < n; i++) clients.add(connect());
+        Thread.sleep(300);
+        long heap = heapUsed() - heap0, rss = rss() - rss0;
+        for (ZooKeeper zk : clients) zk.close();
+        first.close();
+        return json("rss_kib", rss / (double) n / 1024, "heap_kib", heap / (double) n / 1024, "n", n);
+    }
+
+    static String memWaiter() throws Exception {
+        int n = iparam("mem_waiters");
+        CuratorFramework holderCf = curator(), cf = curator();
+        String lockPath = path + "/" + unique("curator-mem");
+        InterProcessMutex holder = new InterProcessMutex(holderCf, lockPath);
+        holder.acquire();
+        List<Thread> threads = new ArrayList<>();
+        Runnable queueOne = () -> {
+            InterProcessMutex m = new InterProcessMutex(cf, lockPath);
+            Thread t = new Thread(() -> {
+                try {
+                    if (m.acquire(iparam("timeout"), TimeUnit.SECONDS)) m.release();
+                } catch (Exception e) {
+                    // the session closed under it
+                }
+            });
+            t.setDaemon(true);
+            t.start();
+            threads.add(t);
+        };
+        queueOne.run();  // one-time costs
+        long limit = deadlineAfter(param("timeout"));
+        while (holderCf.getChildren().forPath(lockPath).size() < 2) {
+            if (System.nanoTime() > limit) throw new IllegalStateException("waiter did not queue");
+            Thread.sleep(10);
+        }
+        long heap0 = heapUsed(), rss0 = rss();
+        for (int i = 0; i < n; i++) queueOne.run();
+        while (holderCf.getChildren().forPath(lockPath).size() < n + 2) {
+            if (System.nanoTime() > limit) throw new IllegalStateException("waiters did not queue");
+            Thread.sleep(10);
+        }
+        Thread.sleep(200);
+        long heap = heapUsed() - heap0, rss = rss() - rss0;
+        cf.close();
+        holder.release();
+        holderCf.close();
+        return json("rss_kib", rss / (double) n / 1024, "heap_kib", heap / (double) n / 1024, "n", n);
+    }
+
+    public static void main(String[] args) throws Exception {
+        String metric = args[0];
+        hosts = args[1];
+        path = args[2];
+        for (int i = 3; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            p.put(kv[0], Double.parseDouble(kv[1]));
+        }
+        String out;
+        switch (metric) {
+            case "seq": out = seq(); break;
+            case "pipelined": out = pipelined(); break;
+            case "create_delete": out = createDelete(); break;
+            case "lock_cycle": out = lockCycle(); break;
+            case "contended": out = contended(); break;
+            case "handoff": out = handoff(); break;
+            case "herd": out = herd(); break;
+            case "mem_session": out = memSession(); break;
+            case "mem_waiter": out = memWaiter(); break;
+            default: throw new IllegalArgumentException(metric);
+        }
+        System.out.println("RESULT " + out);
+        System.out.flush();
+        System.exit(0);
+    }
+}

@@ -1,0 +1,111 @@
+"""The Python peers of bench/run.py, one module per client, and what they share.
+
+Each Python peer module has ``run(metric, hosts, path, params)``, which returns a dict of figures;
+:data:`PEERS` says which metrics each peer supports.  ``bench/run.py`` calls it in a child process of its own (one per
+metric, peer and round), so no peer sees another's imports, threads or heap.
+
+``path`` names an existing node holding 100 bytes; everything a peer creates goes under it.  ``params``
+holds the bounds of every loop (see :class:`Params`): each loop stops at a count and at a deadline,
+whichever comes first.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+Result = dict[str, Any]
+
+ALL_METRICS = frozenset(
+    {"seq", "pipelined", "create_delete", "lock_cycle", "contended", "handoff", "herd", "mem_session", "mem_waiter"}
+)
+
+#: Peer name -> (module under bench/peers, name in the table, metrics supported).
+PEERS: dict[str, tuple[str, str, frozenset[str]]] = {
+    "zkwire": ("zkwire_peer", "zkwire / zklock", ALL_METRICS),
+    "raw": ("raw_peer", "raw socket", frozenset({"seq", "pipelined", "create_delete"})),
+    "kazoo": ("kazoo_peer", "kazoo 2.11", ALL_METRICS),
+    "aiozk": ("aiozk_peer", "aiozk 0.32", ALL_METRICS),
+    "java": ("java_peer", "Java client / Curator", ALL_METRICS),
+}
+
+
+@dataclass
+class Params:
+    """Bounds of one child run.  Durations in seconds."""
+
+    warm: float = 1.0  # warm-up phase of every metric (same code path, not measured)
+    jit_warm: float = 2.0  # the Java peer only: added to its warm-up phases, so its JIT reaches steady state
+    measure: float = 2.0  # measured phase of the time-bounded metrics
+    samples: int = 3000  # sequential getData: measured calls (also bounded by ``measure``)
+    window: int = 128  # pipelined getData: requests in flight
+    max_ops: int = 2_000_000  # cap on any counted loop
+    workers: int = 4  # contended lock: workers ...
+    sessions: int = 2  # ... over this many sessions
+    handoffs: int = 100  # lock handoff: measured handoffs
+    waiters: int = 100  # herd check: waiters on one lock, in one session
+    idle_sessions: int = 20  # memory: sessions opened for the per-session figure
+    mem_waiters: int = 100  # memory: waiting contenders for the per-waiter figure
+    timeout: float = 30.0  # bound on any single wait (enqueueing, a drain, a connection)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Params:
+        return cls(**d)
+
+
+def percentiles(samples: list[float], scale: float) -> dict[str, float]:
+    """p50 and p99 (nearest rank) of ``samples``, multiplied by ``scale``."""
+    if not samples:
+        return {"p50": float("nan"), "p99": float("nan")}
+    s = sorted(samples)
+    return {"p50": s[len(s) // 2] * scale, "p99": s[min(len(s) - 1, int(len(s) * 0.99))] * scale}
+
+
+def rss_bytes() -> int:
+    """Resident set size of this process."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def four_letter_word(hosts: str, cmd: str, timeout: float = 5.0) -> str:
+    host, port = hosts.split(",")[0].split("/")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(cmd.encode())
+        chunks = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+#: The server's per-event summaries of watchers triggered (mntr, ZooKeeper 3.6+).
+WATCH_SUMS = (
+    "zk_sum_node_created_watch_count",
+    "zk_sum_node_deleted_watch_count",
+    "zk_sum_node_changed_watch_count",
+    "zk_sum_node_children_watch_count",
+)
+
+
+def server_watch_triggers(hosts: str) -> int:
+    """Watchers the server has triggered so far (all sessions), from ``mntr``."""
+    total = 0
+    for line in four_letter_word(hosts, "mntr").splitlines():
+        key, _, value = line.partition("\t")
+        if key in WATCH_SUMS:
+            total += int(float(value))
+    return total
+
+
+def unique(prefix: str) -> str:
+    """A node name no other child run uses."""
+    return f"{prefix}-{os.getpid()}-{time.monotonic_ns() % 1_000_000_000}"
