@@ -1,12 +1,17 @@
 """Profile zkwire's hot paths under cProfile: where the client's time goes per operation.
 
-    .venv/bin/python bench/profile_zkwire.py [--scenario seq|pipelined|lock_cycle|all] [--ops N]
+    .venv/bin/python bench/profile_zkwire.py [--scenario seq|pipelined|lock_cycle|floor|all] [--ops N]
                                              [--top K] [--hosts H:P]
 
 Starts a fresh local ZooKeeper (like bench/run.py) unless ``--hosts`` is given, warms up, then runs
 ``--ops`` operations of each scenario under cProfile and prints the top entries by own time (tottime)
 with their share of the run, and the wall time per operation with and without the profiler.
 ``select.epoll.poll`` is the time spent waiting for the server (or for nothing to do).
+
+``floor`` profiles nothing: it times a sequential getData (p50, in one process, interleaved rounds)
+with a blocking socket, with a single trio task that sends and reads itself, with a trio reader task
+that wakes the caller through a ``trio.Event`` (zkwire's structure, without zkwire), and with zkwire:
+the cost of the architecture apart from zkwire's own code.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
+import socket
+import struct
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -73,11 +80,151 @@ def _top(profile: cProfile.Profile, k: int) -> list[tuple[float, float, int, str
     return rows[:k]
 
 
+_LEN = struct.Struct(">i")
+
+
+def _frames(buf: bytearray) -> int:
+    """Drop the complete frames at the head of ``buf``; return how many there were."""
+    n = 0
+    while len(buf) >= 4:
+        size = _LEN.unpack_from(buf)[0]
+        if len(buf) < 4 + size:
+            break
+        del buf[: 4 + size]
+        n += 1
+    return n
+
+
+async def floor(hosts: str, path: str, ops: int, rounds: int = 5) -> None:
+    """p50 of sequential getData: blocking socket, one trio task, reader task + Event, zkwire."""
+    from zkwire.codec import encode_connect_request, encode_request
+    from zkwire.records import ConnectRequest, GetDataRequest
+
+    host, port = hosts.split(",")[0].rsplit(":", 1)
+    hello = encode_connect_request(ConnectRequest(0, 0, 10000, 0, bytes(16), False))
+    request = GetDataRequest(path, False)
+
+    def blocking(n: int) -> list[float]:
+        s = socket.create_connection((host, int(port)))
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(hello)
+        buf = bytearray()
+        while not _frames(buf):
+            buf += s.recv(65536)
+        lat = []
+        for i in range(n):
+            t = time.perf_counter()
+            s.sendall(encode_request(i + 1, 4, request))
+            while not _frames(buf):
+                buf += s.recv(65536)
+            lat.append(time.perf_counter() - t)
+        s.close()
+        return lat
+
+    async def connect() -> tuple[trio.SocketStream, bytearray]:
+        stream = await trio.open_tcp_stream(host, int(port))
+        stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        await stream.send_all(hello)
+        buf = bytearray()
+        while not _frames(buf):
+            buf += await stream.receive_some(65536)
+        return stream, buf
+
+    async def single_task(n: int) -> list[float]:
+        stream, buf = await connect()
+        sock = stream.socket
+        lat = []
+        for i in range(n):
+            t = time.perf_counter()
+            await sock.send(encode_request(i + 1, 4, request))
+            while not _frames(buf):
+                buf += await sock.recv(65536)
+            lat.append(time.perf_counter() - t)
+        await stream.aclose()
+        return lat
+
+    async def single_task_raw(n: int) -> list[float]:
+        # The proposed fast path's floor: non-blocking send/recv on the raw socket, and
+        # trio.lowlevel.wait_readable only when the reply is not there yet (no checkpoint per call).
+        stream, buf = await connect()
+        raw = stream.socket._sock  # type: ignore[attr-defined]
+        lat = []
+        for i in range(n):
+            t = time.perf_counter()
+            raw.send(encode_request(i + 1, 4, request))
+            while not _frames(buf):
+                try:
+                    buf += raw.recv(65536)
+                except BlockingIOError:
+                    await trio.lowlevel.wait_readable(raw)
+            lat.append(time.perf_counter() - t)
+        await stream.aclose()
+        return lat
+
+    async def reader_task(n: int) -> list[float]:
+        stream, buf = await connect()
+        waiting: list[trio.Event] = []
+
+        async def reader() -> None:
+            nonlocal buf
+            while True:
+                buf += await stream.receive_some(65536)
+                for _ in range(_frames(buf)):
+                    waiting.pop(0).set()
+
+        lat = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reader)
+            for i in range(n):
+                t = time.perf_counter()
+                done = trio.Event()
+                waiting.append(done)
+                await stream.send_all(encode_request(i + 1, 4, request))
+                await done.wait()
+                lat.append(time.perf_counter() - t)
+            nursery.cancel_scope.cancel()
+        await stream.aclose()
+        return lat
+
+    async def with_zkwire(n: int) -> list[float]:
+        lat = []
+        async with zkwire.open_client(hosts) as zk:
+            for _ in range(n):
+                t = time.perf_counter()
+                await zk.get_data(path)
+                lat.append(time.perf_counter() - t)
+        return lat
+
+    async def run_blocking(n: int) -> list[float]:
+        return blocking(n)
+
+    ways = [
+        ("blocking socket (the raw peer)", run_blocking),
+        ("one trio task, trio socket API (send, recv)", single_task),
+        ("one trio task, raw socket + wait_readable", single_task_raw),
+        ("trio reader task wakes the caller (Event): zkwire's structure", reader_task),
+        ("zkwire Client.get_data", with_zkwire),
+    ]
+    p50s: dict[str, list[float]] = {name: [] for name, _ in ways}
+    for _ in range(rounds):
+        for name, way in ways:
+            lat = sorted((await way(ops + ops // 4))[ops // 4 :])  # the first fifth is warm-up
+            p50s[name].append(lat[len(lat) // 2] * 1e6)
+    print(f"\n## floor: sequential getData p50, {ops} calls x {rounds} interleaved rounds\n")
+    print("| client structure | p50 µs (median of rounds) | rounds |")
+    print("|---|---:|---|")
+    for name, vals in p50s.items():
+        print(f"| {name} | {sorted(vals)[len(vals) // 2]:.0f} | {', '.join(f'{v:.0f}' for v in vals)} |")
+
+
 async def profile(hosts: str, scenarios: list[str], ops: int, top: int) -> None:
     async with zkwire.open_client(hosts) as zk:
         path = f"/zkbench-profile-{int(time.time() * 1000)}"
         await zk.create(path, bytes(100))
         for name in scenarios:
+            if name == "floor":
+                await floor(hosts, path, ops)
+                continue
             n = ops if name != "lock_cycle" else max(1, ops // 5)
             run = await _scenario(name, zk, path)
             await run(n // 2)  # warm-up
@@ -99,12 +246,12 @@ async def profile(hosts: str, scenarios: list[str], ops: int, top: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--scenario", default="all", choices=["seq", "pipelined", "lock_cycle", "all"])
+    parser.add_argument("--scenario", default="all", choices=["seq", "pipelined", "lock_cycle", "floor", "all"])
     parser.add_argument("--ops", type=int, default=5000)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--hosts")
     args = parser.parse_args()
-    scenarios = ["seq", "pipelined", "lock_cycle"] if args.scenario == "all" else [args.scenario]
+    scenarios = ["seq", "pipelined", "lock_cycle", "floor"] if args.scenario == "all" else [args.scenario]
     if args.hosts:
         trio.run(profile, args.hosts, scenarios, args.ops, args.top)
         return 0

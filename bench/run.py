@@ -419,12 +419,19 @@ def machine() -> dict[str, Any]:
         "platform": platform.platform(),
         "python": platform.python_version(),
         "java": java,
-        "load_avg_at_start": os.getloadavg(),
     }
 
 
 # --------------------------------------------------------------------------------------------------------
 # main
+
+#: A busy loop for --busy-cpus: ends with its parent, and after an hour in any case.
+SPIN = (
+    "import os, time\n"
+    "end = time.monotonic() + 3600\n"
+    "while os.getppid() == {parent} and time.monotonic() < end:\n"
+    "    pass\n"
+)
 
 
 def main() -> int:
@@ -436,6 +443,14 @@ def main() -> int:
     parser.add_argument("--peers", default="zkwire,raw,kazoo,aiozk,java", help="comma-separated: " + ",".join(PEERS))
     parser.add_argument("--metrics", default=",".join(ALL_METRICS), help="comma-separated: " + ",".join(ALL_METRICS))
     parser.add_argument("--no-codec", action="store_true", help="skip the codec micro-benchmark")
+    parser.add_argument(
+        "--busy-cpus",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run N busy loops at nice 19 meanwhile, so no CPU ever idles (a VM's wake-up from idle "
+        "otherwise adds to every latency); default 0",
+    )
     parser.add_argument("--hosts", help="use this running server instead of starting one")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "latest.json")
     parser.add_argument("--png", type=Path, default=HERE / "results" / "latest.png")
@@ -459,6 +474,11 @@ def main() -> int:
     support = {p: set(PEERS[p][2]) for p in peers}
 
     started = time.monotonic()
+    load_at_start = os.getloadavg()
+    spinners = [
+        subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", SPIN.format(parent=os.getpid())])
+        for _ in range(max(0, args.busy_cpus))
+    ]
     server = Server()
     results: dict[str, dict[str, list[dict[str, Any]]]] = {m: {p: [] for p in peers} for m in metrics}
     tmp = tempfile.TemporaryDirectory(prefix="zkbench-java-")
@@ -469,9 +489,7 @@ def main() -> int:
     try:
         if "java" in peers:
             # Compile while the server starts.
-            cp = ":".join(str(java_peer.SHARE / j) for j in java_peer.COMPILE_JARS)
-            javac = subprocess.Popen(["javac", "-nowarn", "-d", tmp.name, "-cp", cp, str(java_peer.SOURCE)])
-            java_cp = f"{tmp.name}:{cp}:{java_peer.SHARE}/*"
+            javac, java_cp = java_peer.start_compile(Path(tmp.name))
         if args.hosts:
             hosts, server.how = args.hosts, "given with --hosts"
         else:
@@ -509,6 +527,9 @@ def main() -> int:
     finally:
         server.stop()
         tmp.cleanup()
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
 
     med = medians(results)
     md, verdicts = table(med, peers, metrics)
@@ -524,11 +545,15 @@ def main() -> int:
     )
     elapsed = time.monotonic() - started
     info = machine()
+    info["load_avg_at_start"] = load_at_start
+    info["load_avg_at_end"] = os.getloadavg()
     header = (
         f"{time.strftime('%Y-%m-%d %H:%M %Z')}, {info['cores']} cores ({info['cpu']}), Python {info['python']}, "
         f"{info['java']}; server {server_info} standalone on loopback, tickTime 2000, forceSync=no; "
         f"{'quick' if args.quick else 'full'} run, {max(1, rounds - 1)} measured round(s) "
-        f"(+1 warm-up discarded), medians; {elapsed:.0f} s"
+        f"(+1 warm-up discarded), medians; {args.busy_cpus} niced busy loop(s); {elapsed:.0f} s; "
+        f"load average {load_at_start[0]:.2f} at start, "
+        f"{info['load_avg_at_end'][0]:.2f} at end"
     )
     print(header + "\n")
     print(md)
@@ -542,6 +567,7 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "mode": "quick" if args.quick else "full",
         "rounds": rounds,
+        "busy_cpus": args.busy_cpus,
         "measured_rounds": max(1, rounds - 1) if rounds > 1 else 1,
         "elapsed_s": elapsed,
         "machine": info,

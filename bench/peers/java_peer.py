@@ -32,11 +32,12 @@ def missing() -> str | None:
     return None
 
 
-def compile_into(out: Path) -> str:
-    """Compile ZkBench into ``out``; return the class path to run it with."""
+def start_compile(out: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Start compiling ZkBench into ``out`` (in the background); return javac's process and the class
+    path to run ZkBench with once it has finished."""
     cp = ":".join(str(SHARE / j) for j in COMPILE_JARS)
-    subprocess.run(["javac", "-nowarn", "-d", str(out), "-cp", cp, str(SOURCE)], check=True, timeout=300)
-    return f"{out}:{cp}:{SHARE}/*"
+    proc = subprocess.Popen(["javac", "-nowarn", "-d", str(out), "-cp", cp, str(SOURCE)])
+    return proc, f"{out}:{cp}:{SHARE}/*"
 
 
 def command(classpath: str, metric: str, hosts: str, path: str, p: Params) -> list[str]:
