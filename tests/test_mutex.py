@@ -90,6 +90,19 @@ async def test_cancelled_waiter_removes_its_node(zk_hosts: str, zk_path: str) ->
         assert await _children(a, path) == []
 
 
+async def test_waiter_cancelled_by_an_outer_deadline_removes_its_node_at_once(zk_hosts: str, zk_path: str) -> None:
+    # The deadline is outside open_client: the waiter's shielded clean-up must still delete its node
+    # (not leave it to the session's end).
+    path = f"{zk_path}/lock"
+    async with zkwire.open_client(zk_hosts) as a:
+        async with zklock.Mutex(a, path):
+            with trio.move_on_after(0.5) as scope:
+                async with zkwire.open_client(zk_hosts) as b, zklock.Mutex(b, path):
+                    pytest.fail("must not get the lock")
+            assert scope.cancelled_caught
+            assert len(await _children(a, path)) == 1
+
+
 async def test_fifo_order_and_reentrancy(zk_hosts: str, zk_path: str) -> None:
     path = f"{zk_path}/lock"
     order: list[int] = []

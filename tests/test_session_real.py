@@ -112,6 +112,10 @@ async def test_watch_fires_for_change_made_while_disconnected(zk_hosts: str, zk_
                 child_event = await child_watch.wait()
             assert event.type is EventType.NODE_DATA_CHANGED and event.path == zk_path
             assert child_event.type is EventType.NODE_CHILDREN_CHANGED
+            # The server sends the events it triggers while re-registering the watches before the reply
+            # to SetWatches, and the session reports connected once that reply has come.
+            with trio.fail_after(5):
+                await zk.wait_for_state(SessionState.CONNECTED)
             assert zk.state is SessionState.CONNECTED
 
 
@@ -245,6 +249,108 @@ async def test_cancellation_storm_keeps_session_in_sync(zk_hosts: str, zk_path: 
         data, stat = await zk.get_data(zk_path)
         assert data == b"x" * 100 and stat.data_length == 100
         assert zk.session_id == sid and zk.state is SessionState.CONNECTED
+
+
+async def test_lone_requests_cancelled_at_random_keep_session_in_sync(zk_hosts: str, zk_path: str) -> None:
+    # One request at a time: the caller reads its own reply from the socket; cancelling it there must
+    # hand the socket back to the reader, which consumes the late reply.
+    rng = random.Random(99)
+    async with zkwire.open_client(zk_hosts) as zk:
+        await zk.create(zk_path, b"y" * 10)
+        sid = zk.session_id
+        cancelled = 0
+        with trio.fail_after(30):
+            for i in range(300):
+                with trio.move_on_after(rng.uniform(0, 0.0008)) as scope:
+                    data, _ = await zk.get_data(zk_path)
+                    assert data == b"y" * 10
+                cancelled += scope.cancelled_caught
+                if i % 10 == 0:
+                    await trio.sleep(0.002)  # let late replies arrive while nobody waits
+            assert cancelled > 0
+            await zk.set_data(zk_path, b"z")
+            assert (await zk.get_data(zk_path))[0] == b"z"
+        assert zk.session_id == sid and zk.state is SessionState.CONNECTED
+
+
+async def test_watch_event_reaches_its_waiter_while_another_task_reads_replies(zk_hosts: str, zk_path: str) -> None:
+    async with zkwire.open_client(zk_hosts) as zk, zkwire.open_client(zk_hosts) as other:
+        await zk.create(zk_path)
+        _, watch = await zk.exists(f"{zk_path}/n", watch=True)
+        got: list[zkwire.WatchedEvent] = []
+
+        async def waiter() -> None:
+            got.append(await watch.wait())
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(waiter)
+                await other.create(f"{zk_path}/n")
+                while not got:  # sequential requests: this task reads the socket most of the time
+                    await zk.get_data(zk_path)
+        assert got[0].type is EventType.NODE_CREATED and got[0].path == f"{zk_path}/n"
+
+
+async def test_lone_request_fails_fast_when_connection_is_severed(zk_hosts: str, zk_path: str, faultproxy) -> None:
+    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+        async with zkwire.open_client(proxy.hosts, session_timeout=10) as zk:
+            await zk.create(zk_path)
+            sid = zk.session_id
+            proxy.freeze()
+            with trio.fail_after(5):
+                async with trio.open_nursery() as nursery:
+
+                    async def sever_soon() -> None:
+                        await trio.sleep(0.2)
+                        await proxy.sever()
+
+                    nursery.start_soon(sever_soon)
+                    with pytest.raises(zkwire.ConnectionLossError):
+                        await zk.get_data(zk_path)
+            proxy.thaw()
+            with trio.fail_after(10):
+                await zk.wait_connected()
+            assert zk.session_id == sid
+            await zk.get_data(zk_path)
+
+
+async def test_lone_request_on_a_silent_connection_fails_at_the_read_timeout(
+    zk_hosts: str, zk_path: str, faultproxy
+) -> None:
+    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+        async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
+            await zk.create(zk_path)
+            sid = zk.session_id
+            read_timeout = zk.session_timeout * 2 / 3  # type: ignore[operator]
+            proxy.freeze()
+            started = trio.current_time()
+            with trio.fail_after(read_timeout + 3), pytest.raises(zkwire.ConnectionLossError):
+                await zk.get_data(zk_path)
+            assert trio.current_time() - started >= read_timeout * 0.5
+            proxy.thaw()
+            with trio.fail_after(10):
+                await zk.wait_connected()
+            assert zk.session_id == sid
+            await zk.get_data(zk_path)
+
+
+async def test_shielded_cleanup_in_a_cancelled_block_still_has_a_session(zk_hosts: str, zk_path: str) -> None:
+    # The caller's deadline cancels the body, not the client's own tasks: requests made during the
+    # body's shielded clean-up are answered, also several at once (read by the reader task).
+    with trio.move_on_after(0.5) as outer:
+        async with zkwire.open_client(zk_hosts) as zk:
+            await zk.create(zk_path)
+            try:
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True), trio.fail_after(5):
+                    async with trio.open_nursery() as nursery:
+                        for i in range(5):
+                            nursery.start_soon(zk.create, f"{zk_path}/c{i}")
+                    await zk.create(f"{zk_path}/last")
+    assert outer.cancelled_caught
+    async with zkwire.open_client(zk_hosts) as check:
+        assert sorted(await check.get_children(zk_path)) == ["c0", "c1", "c2", "c3", "c4", "last"]
 
 
 async def test_slow_persistent_watch_consumer_overflows_without_blocking(zk_hosts: str, zk_path: str) -> None:

@@ -29,8 +29,8 @@ T = TypeVar("T")
 LOCK = "/demo/lock"
 JOB = (
     "import os, sys, time; "
-    "print(f'    {sys.argv[1]}: holding {os.environ[\"ZKLOCK_PATH\"]}, "
-    "fencing token {os.environ[\"ZKLOCK_FENCING_TOKEN\"]}', flush=True); time.sleep(0.3)"
+    'print(f\'    {sys.argv[1]}: holding {os.environ["ZKLOCK_PATH"]}, '
+    'fencing token {os.environ["ZKLOCK_FENCING_TOKEN"]}\', flush=True); time.sleep(0.3)'
 )
 
 

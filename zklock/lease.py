@@ -39,6 +39,8 @@ class Lease:
         self._lost = trio.Event()
         self._revoke = trio.Event()
         self._scopes: list[trio.CancelScope] = []
+        #: Ends the watch on our own node (at release or loss).
+        self._watch_scope = trio.CancelScope()
         self._count = 1
 
     @property
@@ -76,6 +78,7 @@ class Lease:
         log.warning("lock %s lost: %s", self.recipe.path, reason)
         self.lost_reason = reason
         self._lost.set()
+        self._watch_scope.cancel()
         if self.recipe.cancel_on_loss:
             for scope in self._scopes:
                 scope.cancel()

@@ -53,6 +53,8 @@ log = logging.getLogger("zklock")
 
 #: How long shielded clean-up may block its caller before it is handed to the background.
 CLEANUP_TIMEOUT = 5.0
+#: Seconds after a grant before the holder starts watching its own node (for deletion and revocation).
+OWN_NODE_WATCH_DELAY = 0.05
 
 
 #: Returned by :meth:`LockRecipe._blocker` to wait for any change among the children (semaphores).
@@ -189,6 +191,7 @@ class LockRecipe:
             return
         del self._held[task]
         lease.released = True
+        lease._watch_scope.cancel()
         self.client.remove_state_listener(lease._on_state)
         with trio.CancelScope(shield=True):
             await delete_node(self.client, lease.node)
@@ -264,8 +267,10 @@ class _Attempt:
             except (NoNodeError, ConnectionLossError):
                 children = await self._list()
                 continue
+            blocker_name = blocker.name
+            del children, contenders, blocker  # a waiter keeps no copy of the queue while it waits
             event = await watch.wait()
-            log.debug("lock %s: %s: %s", self.recipe.path, blocker.name, event.type)
+            log.debug("lock %s: %s: %s", self.recipe.path, blocker_name, event.type)
             children = await self._list()
 
     async def _list(self) -> list[str]:
@@ -346,8 +351,14 @@ class _Attempt:
             lease._mark_lost(f"session {client.state.value}")
 
         async def watch_node() -> None:
-            # Sent after the grant without waiting for it: the session applies requests in order, so a
-            # deletion of our node before this read shows up as NoNode, after it as a watch event.
+            # Started a moment after the grant, so that a short hold costs no request and no watch
+            # event.  Nothing is missed meanwhile: a deletion before this read shows up as NoNode, a
+            # revocation request as the node's data.
+            with lease._watch_scope:
+                await trio.sleep(OWN_NODE_WATCH_DELAY)
+                await watch_own_node()
+
+        async def watch_own_node() -> None:
             while not lease.released and not lease.lost:
                 try:
                     data, _, w = await client.get_data(node, watch=True)

@@ -2,15 +2,19 @@
 
 Tasks (all owned by :func:`open_client`'s nursery):
 
-* the *connection manager* walks the host list, opens TCP (and TLS), runs one connection at a time and
-  reports its end to the core;
-* a *reader* per connection feeds received bytes to the core and wakes the callers whose replies came;
-* a *timer* sleeps until the core's next deadline (ping, read timeout, client-side expiry);
+* the *connection manager* walks the host list, opens TCP (and TLS), and reads each connection in turn:
+  it feeds received bytes to the core, wakes the callers whose replies came, and reports the
+  connection's end to the core;
+* a *timer* sleeps until the core's next deadline (ping, read timeout, client-side expiry); it is also
+  the *writer* that sends, in one send, what several tasks queued in the same scheduling round;
 * in read-only mode, a *prober* looks for a read-write server.
 
-There is no writer task: the caller that finds the writer idle writes everything queued (its own frame
-and any others queued meanwhile) in one shielded ``send_all``, so a frame is written whole or not at all
-and a burst goes out in few sends, without a task switch on the request path.
+
+The request path avoids task switches where it can.  A lone request (nothing else in flight) is written
+by its caller with a non-blocking send; on a plain TCP connection that caller then also reads the socket
+itself until its reply has come (the reader steps aside meanwhile and takes over again afterwards), so
+a sequential request costs one scheduler pass instead of two.  Frames are written whole or not at all:
+a send that would block continues in a shielded loop.
 
 Requests issued while the session is suspended wait for the reconnection, within the caller's cancel
 scope (use ``trio.move_on_after`` / ``trio.fail_after`` to bound them).  A request in flight when the
@@ -153,10 +157,12 @@ async def open_client(
     for scheme, credential in auth:
         client._queue_auth(scheme, credential)
     try:
-        async with trio.open_nursery() as nursery:
-            client._nursery = nursery
-            nursery.start_soon(client._manage_connections)
-            nursery.start_soon(client._run_timer)
+        async with trio.open_nursery() as outer:
+            # The client's own tasks run shielded from the caller's cancel scopes: when the body is
+            # cancelled, its shielded clean-up (releasing a lock, deleting a node) still has a working
+            # session.  They stop when the body has left and the session is closed.
+            tasks_scope = trio.CancelScope(shield=True)
+            await outer.start(client._run_tasks, tasks_scope)
             try:
                 if wait_connected:
                     await client.wait_connected()
@@ -164,7 +170,7 @@ async def open_client(
             finally:
                 with trio.CancelScope(shield=True):
                     await client.close()
-                nursery.cancel_scope.cancel()
+                tasks_scope.cancel()
     except BaseExceptionGroup as group:
         # Background tasks never raise on their own: a group holds what the body raised, plus the
         # Cancelled of every task when an outer cancel scope fired.  Hand the user one exception.
@@ -222,7 +228,10 @@ class Client:
         self._conn_scope: trio.CancelScope | None = None
         self._connection_ended = trio.Event()
         self._writing = False
-        self._writer_wakeup = trio.Event()
+        #: The raw socket a caller is reading its own reply from (the reader task steps aside meanwhile).
+        self._socket_reader: socket.socket | None = None
+        self._reader_scope: trio.CancelScope | None = None
+        self._reader_resume = trio.Event()
         self._state_changed = trio.Event()
         self._timer_wakeup = trio.Event()
         self._state_streams: list[StateStream] = []
@@ -296,6 +305,15 @@ class Client:
 
         self._nursery.start_soon(guarded, name=name)
 
+    async def _run_tasks(self, scope: trio.CancelScope, *, task_status: trio.TaskStatus[None]) -> None:
+        with scope:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._manage_connections)
+                nursery.start_soon(self._run_timer)
+                task_status.started()
+                await trio.sleep_forever()
+
     async def wait_for_state(self, *states: SessionState) -> SessionState:
         """Wait until the session is in one of ``states``; return it.  Raises if it ends first."""
         while self._core.state not in states:
@@ -357,18 +375,17 @@ class Client:
         self._stream = stream
         self._wake_timer()
         try:
-            async with trio.open_nursery() as nursery:
-                self._conn_scope = nursery.cancel_scope
-                nursery.start_soon(self._read_loop, stream)
-                nursery.start_soon(self._write_loop)
+            with trio.CancelScope() as self._conn_scope:
                 await self._flush()
+                await self._read_loop(stream)
         finally:
             self._stream = None
             self._conn_scope = None
             with trio.CancelScope(shield=True):
-                if self._raw is not None:
-                    self._raw.close()
-                    self._raw = None
+                raw, self._raw = self._raw, None
+                if raw is not None:
+                    trio.lowlevel.notify_closing(raw)
+                    raw.close()
                 assert self._transport is not None
                 await trio.aclose_forcefully(self._transport)
             self._dispatch(core.connection_lost(trio.current_time()))
@@ -379,7 +396,17 @@ class Client:
         core = self._core
         try:
             while True:
-                data = await stream.receive_some(65536)
+                if self._socket_reader is not None:
+                    # A caller reads its own reply; it wakes us when it is done.
+                    self._reader_resume = trio.Event()
+                    await self._reader_resume.wait()
+                    continue
+                with trio.CancelScope() as scope:
+                    self._reader_scope = scope
+                    data = await stream.receive_some(65536)
+                self._reader_scope = None
+                if scope.cancelled_caught:
+                    continue  # a caller took the socket (no data is lost: recv had not run)
                 if not data:
                     log.info("server %s closed the connection", core.current_host)
                     break
@@ -394,40 +421,40 @@ class Client:
         """End the current connection now: the core learns at once (so no request is sent into a dying
         socket and waiters fail fast), then the connection's tasks are cancelled."""
         self._stream = None
+        raw = self._raw
+        if raw is not None:
+            self._raw = None
+            trio.lowlevel.notify_closing(raw)  # wakes a caller waiting on it
+            raw.close()
         if self._conn_scope is not None:
             self._conn_scope.cancel()
         self._dispatch(self._core.connection_lost(trio.current_time()))
 
-    async def _flush(self) -> None:
+    async def _flush(self, *, whole_burst: bool = False) -> None:
         """Write everything the core has queued.
 
         A lone request (nothing else in flight) is written at once by its caller: on a plain TCP
         connection with a non-blocking send, so the sequential path has no task switch.  When other
         requests are already in flight, the connection's writer task is woken instead: it runs after
         every task made runnable in the same scheduling round, so a burst leaves in one send.
+        ``whole_burst``: the caller has queued its whole burst (:meth:`pipeline`); write it now.
         """
         if self._writing:
             return
         stream = self._stream
         if stream is None:
             return
-        if self._core.outstanding > 1:
-            self._writer_wakeup.set()
+        if self._core.outstanding > 1 and not whole_burst:
+            self._timer_wakeup.set()  # the timer task writes the burst
             return
         await self._write_now(stream)
 
-    async def _write_loop(self) -> None:
-        while True:
-            await self._writer_wakeup.wait()
-            self._writer_wakeup = trio.Event()
-            stream = self._stream
-            if stream is None:
-                return
-            if not self._writing:
-                await self._write_now(stream)
-
     async def _write_now(self, stream: trio.abc.Stream) -> None:
-        """Write what is queued: a non-blocking send first, then a shielded loop for the rest."""
+        """Write what is queued: a non-blocking send first, then a shielded loop for the rest.
+
+        The loop is shielded from the caller's cancellation (a frame is written whole or not at all),
+        but not unbounded: a server that takes nothing for the read timeout loses the connection.
+        """
         raw = self._raw
         if raw is not None:
             data = self._core.data_to_send()
@@ -446,12 +473,15 @@ class Client:
             self._core.push_front(data[sent:])
         self._writing = True
         try:
-            with trio.CancelScope(shield=True):
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + self._core.read_timeout) as scope:
                 while True:
                     data = self._core.data_to_send()
                     if not data:
                         break
                     await stream.send_all(data)
+            if scope.cancelled_caught:
+                log.info("write to %s stalled for %.2fs", self._core.current_host, self._core.read_timeout)
+                self._drop_connection()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as e:
             log.info("write to %s failed: %s", self._core.current_host, e)
             self._drop_connection()
@@ -469,7 +499,7 @@ class Client:
                 await self._timer_wakeup.wait()
             self._dispatch(core.handle_timer(trio.current_time()))
             if core._out:
-                await self._flush()
+                await self._flush(whole_burst=True)
 
     def _dispatch(self, events: list[Event]) -> None:
         for ev in events:
@@ -576,12 +606,58 @@ class Client:
                     raise ClientClosedError("client closed") from None
                 await self._state_changed.wait()
         await self._flush()
-        await call.done.wait()
+        if call.reply is None and self._raw is not None and self._socket_reader is None and core.outstanding == 1:
+            await self._read_replies(self._raw, (call,))
+        else:
+            await call.done.wait()
         reply = call.reply
         assert isinstance(reply, Reply)
         if reply.error is not None:
             raise reply.error
         return reply.body
+
+    async def _read_replies(self, raw: socket.socket, calls: Sequence[_Call]) -> None:
+        """Read the socket in the caller's own task until every one of ``calls`` has its reply.
+
+        Everything received is handled as the reader task would (other replies, watch events, pings).
+        The reader task is moved off the socket first (cancelling its wait unregisters it at once) and
+        woken again when this returns, also on cancellation: a reply that comes later is read and
+        dropped by the reader, as for any cancelled caller.
+        """
+        core = self._core
+        self._socket_reader = raw
+        scope = self._reader_scope
+        if scope is not None:
+            scope.cancel()
+        try:
+            for call in calls:
+                while call.reply is None:
+                    if self._raw is not raw:
+                        await call.done.wait()  # the connection has ended
+                        break
+                    try:
+                        await trio.lowlevel.wait_readable(raw)
+                    except trio.ClosedResourceError:
+                        continue  # closed by _drop_connection: the call has failed by now
+                    try:
+                        data = raw.recv(65536)
+                    except BlockingIOError:
+                        continue
+                    except OSError as e:
+                        log.info("connection to %s broke: %s", core.current_host, e)
+                        self._drop_connection()
+                        continue
+                    if not data:
+                        log.info("server %s closed the connection", core.current_host)
+                        self._drop_connection()
+                        continue
+                    self._dispatch(core.receive_data(data, trio.current_time()))
+                    if core._out:
+                        await self._flush()
+        finally:
+            if self._socket_reader is raw:
+                self._socket_reader = None
+                self._reader_resume.set()
 
     # ------------------------------------------------------------------ the API
 
@@ -890,10 +966,17 @@ class Client:
                 call.reply = Reply(call, 0, None, e)
                 call.done.set()
             calls.append((call, convert))
-        await self._flush()
+        await self._flush(whole_burst=True)
+        raw = self._raw
+        if raw is not None and self._socket_reader is None and core.outstanding == len(calls):
+            await self._read_replies(raw, [call for call, _ in calls])
+        else:
+            for call, _ in calls:
+                if call.reply is None:
+                    await call.done.wait()
+            await trio.lowlevel.checkpoint_if_cancelled()
         out: list[object] = []
         for call, convert in calls:
-            await call.done.wait()
             reply = call.reply
             assert isinstance(reply, Reply)
             out.append(reply.error if reply.error is not None else convert(reply.body))

@@ -158,9 +158,7 @@ def op_name(op: int) -> str:
     return head + "".join(p.capitalize() for p in rest)
 
 
-def encode_request(
-    xid: int, op: int, request: Record | None = None, max_frame: int = DEFAULT_MAX_FRAME
-) -> bytearray:
+def encode_request(xid: int, op: int, request: Record | None = None, max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:
     """One complete frame: length, RequestHeader(xid, op), then the request record (if any)."""
     if not (_INT_MIN <= xid <= _INT_MAX and _INT_MIN <= op <= _INT_MAX):
         raise InvalidArgumentError(f"xid {xid} or op {op} out of int32 range")

@@ -150,9 +150,7 @@ def server_classpath(java_dir: str = JAVA_DIR) -> list[str]:
     base = Path(java_dir)
     zookeeper_jar = base / "zookeeper.jar"
     if not zookeeper_jar.is_file():
-        raise ZooKeeperNotInstalledError(
-            f"ZooKeeper is not installed ({zookeeper_jar} is missing): {INSTALL_HINT}"
-        )
+        raise ZooKeeperNotInstalledError(f"ZooKeeper is not installed ({zookeeper_jar} is missing): {INSTALL_HINT}")
     extras = [
         "zookeeper-jute.jar",
         "slf4j-api.jar",
@@ -333,9 +331,7 @@ class _ServerProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self._launch_offset = 0  # where the log of the current run starts
 
-    def launch(
-        self, cfg: Mapping[str, str], system_properties: Mapping[str, str], jvm_flags: Sequence[str]
-    ) -> None:
+    def launch(self, cfg: Mapping[str, str], system_properties: Mapping[str, str], jvm_flags: Sequence[str]) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.cfg_path.write_text("".join(f"{key}={value}\n" for key, value in cfg.items()))
         self.log4j_path.write_text(_LOG4J_PROPERTIES)
@@ -456,9 +452,7 @@ def _common_config(
     return cfg
 
 
-def _is_serving(
-    address: tuple[str, int], data_dir: Path, modes: Sequence[str], read_only: bool = False
-) -> bool:
+def _is_serving(address: tuple[str, int], data_dir: Path, modes: Sequence[str], read_only: bool = False) -> bool:
     """The server at ``address`` is ours (its ``conf`` names our data dir), in one of ``modes``, and
     accepts a session.
 
@@ -620,9 +614,7 @@ class EmbeddedZooKeeper:
         return cfg
 
     def _system_properties(self) -> dict[str, str]:
-        props = _common_system_properties(
-            self.extended_types, self.read_only_mode, self.container_check_interval_ms
-        )
+        props = _common_system_properties(self.extended_types, self.read_only_mode, self.container_check_interval_ms)
         if self.tls_keystore is not None:
             props["zookeeper.serverCnxnFactory"] = "org.apache.zookeeper.server.NettyServerCnxnFactory"
         return props
@@ -666,9 +658,7 @@ class EmbeddedZooKeeper:
         while True:
             code = self._server.exit_code()
             if code is not None:
-                raise ZooKeeperStartError(
-                    f"ZooKeeper exited with code {code} while starting", self.log_tail(60)
-                )
+                raise ZooKeeperStartError(f"ZooKeeper exited with code {code} while starting", self.log_tail(60))
             if _is_serving(address, self.data_dir, modes):
                 return
             if time.monotonic() > deadline:
@@ -869,15 +859,11 @@ class EmbeddedEnsemble:
         if member.server is None:
             java = self._java or find_java()
             classpath = self._classpath if self._classpath is not None else server_classpath()
-            member.server = _ServerProcess(
-                self._workdir / f"member{member.index}", QUORUM_MAIN, java, classpath
-            )
+            member.server = _ServerProcess(self._workdir / f"member{member.index}", QUORUM_MAIN, java, classpath)
         data_dir = self.member_data_dir(member.index)
         data_dir.mkdir(parents=True, exist_ok=True)
         (data_dir / "myid").write_text(f"{member.myid}\n")
-        props = _common_system_properties(
-            self.extended_types, self.read_only_mode, self.container_check_interval_ms
-        )
+        props = _common_system_properties(self.extended_types, self.read_only_mode, self.container_check_interval_ms)
         props["zookeeper.fastleader.maxNotificationInterval"] = "1000"
         member.server.launch(self._config(member), props, self.jvm_flags)
 
@@ -896,9 +882,7 @@ class EmbeddedEnsemble:
             attempts = 3
             for attempt in range(attempts):
                 ports = _free_ports(3 * self.size, self.host)
-                self._members = [
-                    _Member(i, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]) for i in range(self.size)
-                ]
+                self._members = [_Member(i, ports[3 * i], ports[3 * i + 1], ports[3 * i + 2]) for i in range(self.size)]
                 try:
                     self._start_members(range(self.size), timeout)
                     return

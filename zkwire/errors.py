@@ -134,8 +134,6 @@ class UnknownServerError(ServerError):
         return (type(self), (self.code, self.path, self.detail))
 
 
-
-
 class SystemZKError(ServerError):
     code, name, description = -1, "SYSTEMERROR", "System error"
 

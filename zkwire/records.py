@@ -833,5 +833,3 @@ class WatcherEvent:
     @classmethod
     def read(cls, r: Reader) -> WatcherEvent:
         return cls(r.int32(), r.int32(), r.ustring())
-
-

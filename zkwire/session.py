@@ -184,8 +184,45 @@ class _Credential:
     token: object = None
 
 
+#: Host shuffling and back-off jitter need no per-session generator (each costs 2.5 KiB).
+_SHARED_RNG = random.Random()
+
+
 class SessionCore:
     """ZooKeeper session logic for one session across any number of connections."""
+
+    __slots__ = (
+        "_auth_pending",
+        "_connect_deadline",
+        "_credentials",
+        "_decoder",
+        "_failed_in_row",
+        "_host_index",
+        "_hosts",
+        "_last_heard",
+        "_last_recv",
+        "_last_send",
+        "_out",
+        "_passwd",
+        "_pending",
+        "_phase",
+        "_preferred",
+        "_read_only_connection",
+        "_rng",
+        "_sync_outstanding",
+        "_xid",
+        "allow_read_only",
+        "chroot",
+        "current_host",
+        "last_zxid",
+        "max_frame",
+        "negotiated_timeout",
+        "requested_timeout",
+        "seen_read_write",
+        "session_id",
+        "state",
+        "watches",
+    )
 
     def __init__(
         self,
@@ -201,7 +238,7 @@ class SessionCore:
             raise ValueError("at least one host is needed")
         if session_timeout <= 0:
             raise ValueError("session_timeout must be positive")
-        self._rng = rng or random.Random()
+        self._rng = rng or _SHARED_RNG
         self._hosts = list(hosts)
         self._rng.shuffle(self._hosts)
         self._host_index = -1
@@ -226,7 +263,7 @@ class SessionCore:
         self._decoder = FrameDecoder(max_frame)
         self._out = bytearray()
         self._pending: deque[_Pending] = deque()
-        self._auth_pending: deque[_Credential] = deque()
+        self._auth_pending: list[_Credential] = []  # rare: a list is smaller than a deque
         self._read_only_connection = False
         self._sync_outstanding = 0
         self._xid = 0
@@ -371,7 +408,7 @@ class SessionCore:
             if p.token is not None:
                 events.append(Reply(p.token, 0, None, _copy_error(error, p.path)))
         while self._auth_pending:
-            cred = self._auth_pending.popleft()
+            cred = self._auth_pending.pop(0)
             if cred.token is not None:
                 # Not yet confirmed: it stays remembered and is sent again on the next connection.
                 pass
@@ -651,7 +688,7 @@ class SessionCore:
     def _handle_auth_reply(self, err: int, events: list[Event]) -> None:
         if not self._auth_pending:
             raise ProtocolError("auth reply but no auth request is outstanding")
-        cred = self._auth_pending.popleft()
+        cred = self._auth_pending.pop(0)
         token, cred.token = cred.token, None
         if self._phase is _Phase.SYNCING:
             self._sync_outstanding -= 1
