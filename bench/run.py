@@ -15,6 +15,7 @@ matplotlib is missing).  See bench/README.md for what each metric means.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -451,6 +452,10 @@ def main() -> int:
         help="run N busy loops at nice 19 meanwhile, so no CPU ever idles (a VM's wake-up from idle "
         "otherwise adds to every latency); default 0",
     )
+    parser.add_argument("--herd-waiters", type=int, metavar="N", help="waiters in the herd check (default 100)")
+    parser.add_argument(
+        "--mem-waiters", type=int, metavar="N", help="waiting contenders for the per-waiter memory figure"
+    )
     parser.add_argument("--hosts", help="use this running server instead of starting one")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "latest.json")
     parser.add_argument("--png", type=Path, default=HERE / "results" / "latest.png")
@@ -465,6 +470,10 @@ def main() -> int:
         if m not in ALL_METRICS:
             parser.error(f"unknown metric {m!r}")
     params = QUICK if args.quick else FULL
+    if args.herd_waiters is not None:
+        params = dataclasses.replace(params, waiters=max(1, args.herd_waiters))
+    if args.mem_waiters is not None:
+        params = dataclasses.replace(params, mem_waiters=max(1, args.mem_waiters))
     rounds = args.rounds if args.rounds is not None else (2 if args.quick else 5)
     rounds = max(1, rounds)
     notes: list[str] = []

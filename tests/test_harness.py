@@ -233,9 +233,7 @@ def test_port_taken_after_it_was_chosen_is_chosen_again(monkeypatch: pytest.Monk
         taken = busy.getsockname()[1]
         choices = iter([taken])
         real_free_port = embedded.free_port
-        monkeypatch.setattr(
-            embedded, "free_port", lambda host="127.0.0.1": next(choices, None) or real_free_port()
-        )
+        monkeypatch.setattr(embedded, "free_port", lambda host="127.0.0.1": next(choices, None) or real_free_port())
         with EmbeddedZooKeeper() as zk:
             assert zk.port != taken
             assert zk.four_letter_word("ruok") == "imok"
@@ -357,9 +355,7 @@ def test_read_only_mode_when_the_quorum_is_lost() -> None:
         ens.wait_until_serving(30)  # the survivor turns read-only (after about two seconds)
         assert ens.member_mode(survivor) == "read-only"
         assert ens.four_letter_word(survivor, "isro") == "ro"
-        _proto, negotiated, _sid, _pw, readonly = _connect_raw(
-            ens.member_hosts(survivor), 4000, read_only=True
-        )
+        _proto, negotiated, _sid, _pw, readonly = _connect_raw(ens.member_hosts(survivor), 4000, read_only=True)
         assert readonly is True and negotiated == 4000
 
 

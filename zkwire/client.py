@@ -157,12 +157,11 @@ async def open_client(
     for scheme, credential in auth:
         client._queue_auth(scheme, credential)
     try:
-        async with trio.open_nursery() as outer:
-            # The client's own tasks run shielded from the caller's cancel scopes: when the body is
-            # cancelled, its shielded clean-up (releasing a lock, deleting a node) still has a working
-            # session.  They stop when the body has left and the session is closed.
-            tasks_scope = trio.CancelScope(shield=True)
-            await outer.start(client._run_tasks, tasks_scope)
+        async with trio.open_nursery() as nursery:
+            # The client's own tasks run shielded from the caller's cancel scopes (see _task_scope).
+            client._nursery = nursery
+            nursery.start_soon(client._manage_connections)
+            nursery.start_soon(client._run_timer)
             try:
                 if wait_connected:
                     await client.wait_connected()
@@ -170,7 +169,7 @@ async def open_client(
             finally:
                 with trio.CancelScope(shield=True):
                     await client.close()
-                tasks_scope.cancel()
+                client._cancel_tasks()
     except BaseExceptionGroup as group:
         # Background tasks never raise on their own: a group holds what the body raised, plus the
         # Cancelled of every task when an outer cancel scope fired.  Hand the user one exception.
@@ -237,6 +236,8 @@ class Client:
         self._state_streams: list[StateStream] = []
         self._state_listeners: list[Callable[[SessionState], None]] = []
         self._nursery: trio.Nursery | None = None
+        self._task_scopes: set[trio.CancelScope] = set()
+        self._tasks_cancelled = False
         self._closing = False
 
     # ------------------------------------------------------------------ public attributes
@@ -296,23 +297,36 @@ class Client:
             raise ClientClosedError("client is not running")
 
         async def guarded() -> None:
+            scope = self._task_scope()
             try:
-                await async_fn()
+                with scope:
+                    await async_fn()
             except ZKError as e:
                 log.debug("background task %s ended: %r", name or async_fn, e)
             except Exception:
                 log.exception("background task %s failed", name or async_fn)
+            finally:
+                self._task_scopes.discard(scope)
 
         self._nursery.start_soon(guarded, name=name)
 
-    async def _run_tasks(self, scope: trio.CancelScope, *, task_status: trio.TaskStatus[None]) -> None:
-        with scope:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                nursery.start_soon(self._manage_connections)
-                nursery.start_soon(self._run_timer)
-                task_status.started()
-                await trio.sleep_forever()
+    def _task_scope(self) -> trio.CancelScope:
+        """A scope for one of the client's own tasks, shielded from the caller's cancel scopes.
+
+        When a deadline cancels the ``open_client`` block, the block's shielded clean-up (releasing a
+        lock, deleting a node) still has a working session; the tasks end when the block has been left
+        and the session closed (:meth:`_cancel_tasks`).
+        """
+        scope = trio.CancelScope(shield=True)
+        if self._tasks_cancelled:
+            scope.cancel()
+        self._task_scopes.add(scope)
+        return scope
+
+    def _cancel_tasks(self) -> None:
+        self._tasks_cancelled = True
+        for scope in self._task_scopes:
+            scope.cancel()
 
     async def wait_for_state(self, *states: SessionState) -> SessionState:
         """Wait until the session is in one of ``states``; return it.  Raises if it ends first."""
@@ -329,6 +343,10 @@ class Client:
     # ------------------------------------------------------------------ connection management
 
     async def _manage_connections(self) -> None:
+        with self._task_scope():
+            await self._connections()
+
+    async def _connections(self) -> None:
         core = self._core
         while not core.state.is_terminal and not self._closing:
             delay = core.reconnect_delay()
@@ -493,13 +511,14 @@ class Client:
 
     async def _run_timer(self) -> None:
         core = self._core
-        while not core.state.is_terminal:
-            self._timer_wakeup = trio.Event()
-            with trio.move_on_at(core.next_deadline()):
-                await self._timer_wakeup.wait()
-            self._dispatch(core.handle_timer(trio.current_time()))
-            if core._out:
-                await self._flush(whole_burst=True)
+        with self._task_scope():
+            while not core.state.is_terminal:
+                self._timer_wakeup = trio.Event()
+                with trio.move_on_at(core.next_deadline()):
+                    await self._timer_wakeup.wait()
+                self._dispatch(core.handle_timer(trio.current_time()))
+                if core._out:
+                    await self._flush(whole_burst=True)
 
     def _dispatch(self, events: list[Event]) -> None:
         for ev in events:
@@ -542,6 +561,14 @@ class Client:
 
     async def _probe_read_write(self) -> None:
         """While connected to a read-only server, look for a read-write one and move there."""
+        scope = self._task_scope()
+        try:
+            with scope:
+                await self._find_read_write()
+        finally:
+            self._task_scopes.discard(scope)
+
+    async def _find_read_write(self) -> None:
         core = self._core
         delay = 0.1
         while core.state is SessionState.READ_ONLY:
@@ -572,8 +599,7 @@ class Client:
                 await self._connection_ended.wait()
         self._dispatch(core.mark_closed())
         self._drop_connection()
-        if self._nursery is not None:
-            self._nursery.cancel_scope.cancel()
+        self._cancel_tasks()
 
     # ------------------------------------------------------------------ request plumbing
 
