@@ -343,21 +343,18 @@ class Client:
     # ------------------------------------------------------------------ connection management
 
     async def _manage_connections(self) -> None:
-        with self._task_scope():
-            await self._connections()
-
-    async def _connections(self) -> None:
         core = self._core
-        while not core.state.is_terminal and not self._closing:
-            delay = core.reconnect_delay()
-            if delay:
-                await trio.sleep(delay)
-            host = core.next_host()
-            stream = await self._open_stream(host)
-            if stream is None:
-                core.connection_failed()
-                continue
-            await self._run_connection(host, stream)
+        with self._task_scope():
+            while not core.state.is_terminal and not self._closing:
+                delay = core.reconnect_delay()
+                if delay:
+                    await trio.sleep(delay)
+                host = core.next_host()
+                stream = await self._open_stream(host)
+                if stream is None:
+                    core.connection_failed()
+                    continue
+                await self._run_connection(host, stream)
 
     async def _open_stream(self, host: HostPort) -> trio.abc.Stream | None:
         timeout = self._core.connect_timeout
@@ -412,6 +409,7 @@ class Client:
 
     async def _read_loop(self, stream: trio.abc.Stream) -> None:
         core = self._core
+        raw = self._raw  # plain TCP: read the socket directly (fewer frames and passes than the stream)
         try:
             while True:
                 if self._socket_reader is not None:
@@ -419,12 +417,22 @@ class Client:
                     self._reader_resume = trio.Event()
                     await self._reader_resume.wait()
                     continue
+                if raw is not None and self._raw is not raw:
+                    return  # the connection was dropped (and the socket closed) meanwhile
                 with trio.CancelScope() as scope:
                     self._reader_scope = scope
-                    data = await stream.receive_some(65536)
+                    if raw is None:
+                        data = await stream.receive_some(65536)
+                    else:
+                        await trio.lowlevel.wait_readable(raw)
                 self._reader_scope = None
                 if scope.cancelled_caught:
                     continue  # a caller took the socket (no data is lost: recv had not run)
+                if raw is not None:
+                    try:
+                        data = raw.recv(65536)
+                    except BlockingIOError:
+                        continue
                 if not data:
                     log.info("server %s closed the connection", core.current_host)
                     break
