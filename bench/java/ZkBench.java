@@ -303,7 +303,16 @@ public class ZkBench {
         return json("p50_ms", pc[0], "p99_ms", pc[1], "handoffs", n);
     }
 
-    static long serverWatchTriggers() throws Exception {
+    /** Watches the server holds now (all sessions): mntr's zk_watch_count. */
+    static long serverWatchCount() throws Exception {
+        for (String line : mntr().split("\n")) {
+            String[] f = line.split("\t");
+            if (f.length == 2 && f[0].equals("zk_watch_count")) return (long) Double.parseDouble(f[1].trim());
+        }
+        throw new IllegalStateException("mntr has no zk_watch_count");
+    }
+
+    static String mntr() throws Exception {
         String[] hp = hosts.split(",")[0].split("/")[0].split(":");
         try (Socket s = new Socket(hp[0], Integer.parseInt(hp[1]))) {
             s.setSoTimeout(5000);
@@ -315,15 +324,19 @@ public class ZkBench {
             byte[] chunk = new byte[65536];
             int k;
             while ((k = in.read(chunk)) > 0) buf.write(chunk, 0, k);
-            long total = 0;
-            for (String line : buf.toString(StandardCharsets.UTF_8).split("\n")) {
-                String[] f = line.split("\t");
-                if (f.length == 2 && f[0].startsWith("zk_sum_node_") && f[0].endsWith("_watch_count")) {
-                    total += (long) Double.parseDouble(f[1].trim());
-                }
-            }
-            return total;
+            return buf.toString(StandardCharsets.UTF_8);
         }
+    }
+
+    static long serverWatchTriggers() throws Exception {
+        long total = 0;
+        for (String line : mntr().split("\n")) {
+            String[] f = line.split("\t");
+            if (f.length == 2 && f[0].startsWith("zk_sum_node_") && f[0].endsWith("_watch_count")) {
+                total += (long) Double.parseDouble(f[1].trim());
+            }
+        }
+        return total;
     }
 
     static String herd() throws Exception {
@@ -334,6 +347,7 @@ public class ZkBench {
         int waiters = iparam("waiters");
         CountDownLatch done = new CountDownLatch(waiters);
         List<Thread> threads = new ArrayList<>();
+        long watches = serverWatchCount() + waiters - 1;
         for (int i = 0; i < waiters; i++) {
             InterProcessMutex m = new InterProcessMutex(cf, lockPath);
             Thread t = new Thread(() -> {
@@ -351,7 +365,7 @@ public class ZkBench {
             threads.add(t);
         }
         long limit = deadlineAfter(param("timeout"));
-        while (holderCf.getChildren().forPath(lockPath).size() < waiters + 1) {
+        while (holderCf.getChildren().forPath(lockPath).size() < waiters + 1 || serverWatchCount() < watches) {
             if (System.nanoTime() > limit) throw new IllegalStateException("waiters did not queue");
             Thread.sleep(10);
         }
@@ -427,8 +441,9 @@ public class ZkBench {
             Thread.sleep(10);
         }
         long heap0 = heapUsed(), rss0 = rss();
+        long watches = serverWatchCount() + n - 1;
         for (int i = 0; i < n; i++) queueOne.run();
-        while (holderCf.getChildren().forPath(lockPath).size() < n + 2) {
+        while (holderCf.getChildren().forPath(lockPath).size() < n + 2 || serverWatchCount() < watches) {
             if (System.nanoTime() > limit) throw new IllegalStateException("waiters did not queue");
             Thread.sleep(10);
         }

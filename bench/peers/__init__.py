@@ -106,6 +106,20 @@ def server_watch_triggers(hosts: str) -> int:
     return total
 
 
+def server_watch_count(hosts: str) -> int:
+    """Watches the server holds now (all sessions), from ``mntr``'s ``zk_watch_count``.
+
+    Waiting until it has grown by the number of queued waiters (each watches its own predecessor)
+    means every waiter has read the queue and is parked: a waiter's reply to create + getChildren
+    holds the whole queue, so before that point the client is still decoding O(N^2) names.
+    """
+    for line in four_letter_word(hosts, "mntr").splitlines():
+        key, _, value = line.partition("\t")
+        if key == "zk_watch_count":
+            return int(float(value))
+    raise RuntimeError("the server's mntr has no zk_watch_count")
+
+
 def unique(prefix: str) -> str:
     """A node name no other child run uses."""
     return f"{prefix}-{os.getpid()}-{time.monotonic_ns() % 1_000_000_000}"

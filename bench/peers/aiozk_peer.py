@@ -11,7 +11,7 @@ from typing import Any
 from aiozk import ZKClient
 from aiozk.recipes.sequential import SequentialRecipe
 
-from . import Params, Result, percentiles, rss_bytes, server_watch_triggers, unique
+from . import Params, Result, percentiles, rss_bytes, server_watch_count, server_watch_triggers, unique
 
 
 def run(metric: str, hosts: str, path: str, p: Params) -> Result:
@@ -219,9 +219,10 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
             if done == p.waiters:
                 all_done.set()
 
+        watches = server_watch_count(hosts) + p.waiters - 1
         tasks = [asyncio.create_task(waiter()) for _ in range(p.waiters)]
         limit = time.monotonic() + p.timeout
-        while len(await holder_zk.get_children(lock_path)) < p.waiters + 1:
+        while len(await holder_zk.get_children(lock_path)) < p.waiters + 1 or server_watch_count(hosts) < watches:
             if time.monotonic() > limit:
                 raise TimeoutError("waiters did not queue")
             await asyncio.sleep(0.01)
@@ -296,9 +297,10 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
             pass
 
     async def queue(k: int) -> None:
+        watches = server_watch_count(hosts) + k - 1
         tasks.extend(asyncio.create_task(waiter()) for _ in range(k))
         limit = time.monotonic() + p.timeout
-        while len(await holder_zk.get_children(lock_path)) < len(tasks) + 1:
+        while len(await holder_zk.get_children(lock_path)) < len(tasks) + 1 or server_watch_count(hosts) < watches:
             if time.monotonic() > limit:
                 raise TimeoutError("waiters did not queue")
             await asyncio.sleep(0.01)

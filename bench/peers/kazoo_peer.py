@@ -15,7 +15,7 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.recipe.lock import Lock
 
-from . import Params, Result, percentiles, rss_bytes, server_watch_triggers, unique
+from . import Params, Result, percentiles, rss_bytes, server_watch_count, server_watch_triggers, unique
 
 
 def _client(hosts: str, p: Params) -> KazooClient:
@@ -263,10 +263,11 @@ def _herd(hosts: str, path: str, p: Params) -> Result:
 
     threads = [threading.Thread(target=waiter, daemon=True) for _ in range(p.waiters)]
     try:
+        watches = server_watch_count(hosts) + p.waiters - 1
         for th in threads:
             th.start()
         limit = time.monotonic() + p.timeout
-        while len(holder_kz.get_children(lock_path)) < p.waiters + 1:
+        while len(holder_kz.get_children(lock_path)) < p.waiters + 1 or server_watch_count(hosts) < watches:
             if time.monotonic() > limit:
                 raise TimeoutError("waiters did not queue")
             time.sleep(0.01)
@@ -347,10 +348,11 @@ def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
         batch = [kz.Lock(lock_path) for _ in range(k)]
         locks.extend(batch)
         threads = [threading.Thread(target=waiter, args=(lk,), daemon=True) for lk in batch]
+        watches = server_watch_count(hosts) + k - 1
         for th in threads:
             th.start()
         limit = time.monotonic() + p.timeout
-        while len(holder_kz.get_children(lock_path)) < len(locks) + 1:
+        while len(holder_kz.get_children(lock_path)) < len(locks) + 1 or server_watch_count(hosts) < watches:
             if time.monotonic() > limit:
                 raise TimeoutError("waiters did not queue")
             time.sleep(0.01)

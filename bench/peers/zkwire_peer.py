@@ -15,7 +15,7 @@ import zklock.recipe
 import zkwire
 import zkwire.watchers
 
-from . import Params, Result, percentiles, rss_bytes, server_watch_triggers, unique
+from . import Params, Result, percentiles, rss_bytes, server_watch_count, server_watch_triggers, unique
 
 
 def run(metric: str, hosts: str, path: str, p: Params) -> Result:
@@ -239,11 +239,14 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
             if done == p.waiters:
                 all_done.set()
 
+        watches = server_watch_count(hosts) + p.waiters - 1
         async with trio.open_nursery() as nursery:
             for _ in range(p.waiters):
                 nursery.start_soon(waiter)
             with trio.fail_after(p.timeout):
                 while len(await holder_zk.get_children(lock_path)) < p.waiters + 1:
+                    await trio.sleep(0.01)
+                while server_watch_count(hosts) < watches:
                     await trio.sleep(0.01)
             await trio.sleep(0.2)
             before = server_watch_triggers(hosts)
@@ -309,9 +312,11 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
             async with zklock.Mutex(zk, lock_path):
                 pass
 
-        async def queue_n() -> None:
+        async def queue_n(watches: int) -> None:
             with trio.fail_after(p.timeout):
                 while len(await holder_zk.get_children(lock_path)) < n + 1:
+                    await trio.sleep(0.01)
+                while server_watch_count(hosts) < watches:
                     await trio.sleep(0.01)
             await trio.sleep(0.2)
             _settle()
@@ -326,18 +331,20 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
         _settle()
         rss0 = rss_bytes()
         async with trio.open_nursery() as nursery:
+            watches = server_watch_count(hosts) + n - 1
             for _ in range(n):
                 nursery.start_soon(waiter)
-            await queue_n()
+            await queue_n(watches)
             rss = rss_bytes() - rss0
             nursery.cancel_scope.cancel()
         tracemalloc.start()
         _settle()
         heap0 = tracemalloc.get_traced_memory()[0]
         async with trio.open_nursery() as nursery:
+            watches = server_watch_count(hosts) + n - 1
             for _ in range(n):
                 nursery.start_soon(waiter)
-            await queue_n()
+            await queue_n(watches)
             heap = tracemalloc.get_traced_memory()[0] - heap0
             nursery.cancel_scope.cancel()
         tracemalloc.stop()
