@@ -1,6 +1,6 @@
 """Profile zkwire's hot paths under cProfile: where the client's time goes per operation.
 
-    .venv/bin/python bench/profile_zkwire.py [--scenario seq|pipelined|lock_cycle|floor|all] [--ops N]
+    .venv/bin/python bench/profile_zkwire.py [--scenario seq|pipelined|lock_cycle|floor|memory|all] [--ops N]
                                              [--top K] [--hosts H:P]
 
 Starts a fresh local ZooKeeper (like bench/run.py) unless ``--hosts`` is given, warms up, then runs
@@ -12,18 +12,25 @@ with their share of the run, and the wall time per operation with and without th
 with a blocking socket, with a single trio task that sends and reads itself, with a trio reader task
 that wakes the caller through a ``trio.Event`` (zkwire's structure, without zkwire), and with zkwire:
 the cost of the architecture apart from zkwire's own code.
+
+``memory`` profiles nothing either: the heap (tracemalloc) per idle session of bare trio structures
+that hold one TCP connection (one task that waits on the socket with a deadline; two tasks, a reader
+and a timer, each in a shielded scope) and of a zkwire session: what trio itself costs per session.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import pstats
 import socket
 import struct
 import sys
 import time
-from collections.abc import Awaitable, Callable
+import tracemalloc
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import trio
@@ -217,6 +224,76 @@ async def floor(hosts: str, path: str, ops: int, rounds: int = 5) -> None:
         print(f"| {name} | {sorted(vals)[len(vals) // 2]:.0f} | {', '.join(f'{v:.0f}' for v in vals)} |")
 
 
+async def memory(hosts: str, sessions: int = 200) -> None:
+    # The bare structures connect to the server too (and send nothing; it keeps such a connection open
+    # for a while), so that no accepting side is counted.
+    host, port_text = hosts.split(",")[0].split("/")[0].rsplit(":", 1)
+    port = int(port_text)
+
+    @asynccontextmanager
+    async def skeleton(tasks: int) -> AsyncIterator[None]:
+        sock = trio.socket.socket()
+        await sock.connect((host, port))
+        wakeup = trio.Event()
+        scopes = [trio.CancelScope(shield=True) for _ in range(tasks)]
+
+        async def reader() -> None:
+            with scopes[0]:
+                while True:
+                    with trio.move_on_after(3600):  # the reader also keeps time
+                        await trio.lowlevel.wait_readable(sock)
+                        if not await sock.recv(100):
+                            return
+
+        async def timer() -> None:
+            with scopes[1]:
+                while True:
+                    with trio.move_on_after(3600):
+                        await wakeup.wait()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reader)
+            if tasks > 1:
+                nursery.start_soon(timer)
+            yield
+            for scope in scopes:
+                scope.cancel()
+        sock.close()
+
+    def per_session(kind: str) -> Callable[[AsyncExitStack], Awaitable[None]]:
+        async def open_one(stack: AsyncExitStack) -> None:
+            if kind == "zkwire":
+                await stack.enter_async_context(zkwire.open_client(hosts))
+            else:
+                await stack.enter_async_context(skeleton(1 if kind == "one" else 2))
+
+        return open_one
+
+    labels = {
+        "one": "one trio task waiting on a TCP socket (with a deadline)",
+        "two": "two trio tasks (reader, timer), each in a shielded scope",
+        "zkwire": "zkwire `open_client` session",
+    }
+    print(f"\n## memory: heap per idle session (tracemalloc, {sessions} sessions)\n")
+    print("| structure | KiB per session |")
+    print("|---|---:|")
+    for kind, label in labels.items():
+        open_one = per_session(kind)
+        async with AsyncExitStack() as stack:
+            await open_one(stack)  # one-time costs
+            await trio.sleep(0.1)
+            gc.collect()
+            tracemalloc.start()
+            before = tracemalloc.get_traced_memory()[0]
+            for _ in range(sessions):
+                await open_one(stack)
+            await trio.sleep(0.2)
+            gc.collect()
+            grown = tracemalloc.get_traced_memory()[0] - before
+            tracemalloc.stop()
+        print(f"| {label} | {grown / sessions / 1024:.2f} |")
+
+
 async def profile(hosts: str, scenarios: list[str], ops: int, top: int) -> None:
     async with zkwire.open_client(hosts) as zk:
         path = f"/zkbench-profile-{int(time.time() * 1000)}"
@@ -224,6 +301,9 @@ async def profile(hosts: str, scenarios: list[str], ops: int, top: int) -> None:
         for name in scenarios:
             if name == "floor":
                 await floor(hosts, path, ops)
+                continue
+            if name == "memory":
+                await memory(hosts)
                 continue
             n = ops if name != "lock_cycle" else max(1, ops // 5)
             run = await _scenario(name, zk, path)
@@ -246,12 +326,14 @@ async def profile(hosts: str, scenarios: list[str], ops: int, top: int) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--scenario", default="all", choices=["seq", "pipelined", "lock_cycle", "floor", "all"])
+    parser.add_argument(
+        "--scenario", default="all", choices=["seq", "pipelined", "lock_cycle", "floor", "memory", "all"]
+    )
     parser.add_argument("--ops", type=int, default=5000)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--hosts")
     args = parser.parse_args()
-    scenarios = ["seq", "pipelined", "lock_cycle", "floor"] if args.scenario == "all" else [args.scenario]
+    scenarios = ["seq", "pipelined", "lock_cycle", "floor", "memory"] if args.scenario == "all" else [args.scenario]
     if args.hosts:
         trio.run(profile, args.hosts, scenarios, args.ops, args.top)
         return 0
