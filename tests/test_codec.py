@@ -490,6 +490,29 @@ def test_null_and_empty_are_distinct() -> None:
     assert Reader(h("00000002 ffffffff 00000000")).string_vector() == [None, ""]
 
 
+def test_string_vector_agrees_with_item_by_item_reading_and_rejects_bad_input() -> None:
+    names = ["a", "", None, "_c_x-lock-0000000001", "é✓", "\U0001f600"]
+    out = bytearray()
+    write_string_vector(out, names)
+    r = Reader(bytes(out) + b"tail")
+    assert r.string_vector() == names
+    assert r.pos == len(out)  # stops right after the vector
+    assert Reader(bytes(out)).vector(Reader.ustring) == names
+    # A Java server sends a non-BMP character as two encoded surrogates.
+    java = "\U0001f600".encode("utf-16-be").decode("utf-16-be", "surrogatepass").encode("utf-8", "surrogatepass")
+    assert Reader(h("00000001") + struct.pack(">i", len(java)) + java).string_vector() == ["\U0001f600"]
+    for bad, message in [
+        (h("00000002 00000001 61"), "truncated record"),  # count says 2, one string present
+        (h("00000001 00000005 6162"), "truncated record"),  # string shorter than its length
+        (h("00000001 000000"), "truncated record"),  # length cut off
+        (h("00000001 fffffffe"), "negative length -2"),
+        (h("fffffffe"), "negative length -2"),
+        (h("00000001 00000002 c328"), "not valid UTF-8"),
+    ]:
+        with pytest.raises(ProtocolError, match=message):
+            Reader(bad).string_vector()
+
+
 def test_null_and_empty_survive_records() -> None:
     header = ReplyHeader(1, 2, 0)
     for children in (None, (), ("",), (None,), ("a", "b")):

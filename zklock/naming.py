@@ -15,7 +15,6 @@ parents are container nodes that vanish when empty, which resets the counter lon
 
 from __future__ import annotations
 
-import functools
 import operator
 import re
 import uuid
@@ -38,6 +37,7 @@ READ_MARKERS = ("__READ__", "__rlock__")
 WRITE_MARKERS = ("__WRIT__", "__lock__")
 
 _ORDER = operator.attrgetter("sequence", "name")
+_UNPARSED = object()
 _SEQUENCE = re.compile(r"-?\d{9,10}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _KAZOO_UUID = re.compile(r"[0-9a-fA-F]{32}")
@@ -53,8 +53,23 @@ class Contender:
     uuid: str | None
 
 
-@functools.lru_cache(maxsize=65536)
+#: Parsed names per marker set; a set's table is dropped when it reaches the limit (so is bounded).
+_PARSED: dict[tuple[str, ...], dict[str, Contender | None]] = {}
+_PARSED_LIMIT = 65536
+
+
 def _parse(name: str, markers: tuple[str, ...]) -> Contender | None:
+    table = _PARSED.get(markers)
+    if table is None or len(table) >= _PARSED_LIMIT:
+        table = _PARSED[markers] = {}
+    try:
+        return table[name]
+    except KeyError:
+        parsed = table[name] = _parse_uncached(name, markers)
+        return parsed
+
+
+def _parse_uncached(name: str, markers: tuple[str, ...]) -> Contender | None:
     for marker in markers:
         at = name.rfind(marker)
         if at == -1:
@@ -80,7 +95,18 @@ def parse_contender(name: str, markers: Iterable[str]) -> Contender | None:
 def sort_contenders(children: Iterable[str], markers: Iterable[str]) -> list[Contender]:
     """The lock nodes among ``children``, in queue order (names are parsed once and remembered)."""
     key = tuple(markers)
-    out = [c for c in (_parse(n, key) for n in children) if c is not None]
+    table = _PARSED.get(key)
+    if table is None or len(table) >= _PARSED_LIMIT:
+        table = _PARSED[key] = {}
+    out: list[Contender] = []
+    append = out.append
+    get = table.get
+    for n in children:
+        c = get(n, _UNPARSED)
+        if c is _UNPARSED:
+            c = table[n] = _parse_uncached(n, key)
+        if c is not None:
+            append(c)  # type: ignore[arg-type]
     out.sort(key=_ORDER)
     return out
 

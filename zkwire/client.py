@@ -830,7 +830,7 @@ class Client:
         ask = watch and not self._core.watches.covered(WatchKind.CHILD, server_path)
         body = await self._call(OpCode.GET_CHILDREN, GetChildrenRequest(server_path, ask), server_path, wr)
         assert isinstance(body, GetChildrenResponse)
-        children = sorted(c for c in body.children or () if c is not None)
+        children = _sorted_names(body.children)
         return (children, w) if w is not None else children
 
     @overload
@@ -848,7 +848,7 @@ class Client:
         ask = watch and not self._core.watches.covered(WatchKind.CHILD, server_path)
         body = await self._call(OpCode.GET_CHILDREN2, GetChildren2Request(server_path, ask), server_path, wr)
         assert isinstance(body, GetChildren2Response)
-        children = sorted(c for c in body.children or () if c is not None)
+        children = _sorted_names(body.children)
         return (children, body.stat, w) if w is not None else (children, body.stat)
 
     async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
@@ -1047,7 +1047,7 @@ class Client:
 
             def children(body: Record | None) -> object:
                 assert isinstance(body, GetChildrenResponse)
-                return sorted(c for c in body.children or () if c is not None)
+                return _sorted_names(body.children)
 
             return OpCode.GET_CHILDREN, GetChildrenRequest(p, False), p, children
         raise InvalidArgumentError(f"not an op for pipeline: {op!r}")
@@ -1133,7 +1133,7 @@ class Client:
             elif isinstance(rbody, GetDataResponse):
                 out.append((rbody.data or b"", rbody.stat))
             elif isinstance(rbody, GetChildrenResponse):
-                out.append(sorted(c for c in rbody.children or () if c is not None))
+                out.append(_sorted_names(rbody.children))
         return out
 
     async def reconfig(
@@ -1194,6 +1194,15 @@ class Transaction:
 
     async def commit(self) -> list[str | Stat | None]:
         return await self._client.multi(self.ops)
+
+
+def _sorted_names(names: Sequence[str | None] | None) -> list[str]:
+    """Child names from a reply, sorted (a null entry, which no server sends, is dropped)."""
+    if not names:
+        return []
+    out: list[str] = [c for c in names if c is not None] if None in names else list(names)  # type: ignore[arg-type]
+    out.sort()
+    return out
 
 
 async def _is_read_write(host: HostPort, limit: float) -> bool:
