@@ -252,23 +252,28 @@ class _Attempt:
                 children = await self._create_and_list()
                 continue
             blocker = self.recipe._blocker(contenders, index)
+            del contenders
             if blocker is None:
                 return await self._grant()
             if not blocking:
                 return None
+            # A waiter keeps no copy of the queue while it waits, not even for its watch's reply: with
+            # N waiters queueing at once, N listings of up to N names would otherwise be alive together.
+            blocker_name = blocker.name
             try:
                 if blocker is ANY_CHANGE:
                     fresh, watch = await self.client.get_children(self.recipe.path, watch=True)
                     if fresh != children:
                         children = fresh
                         continue
+                    del fresh
                 else:
-                    _, _, watch = await self.client.get_data(f"{self.recipe.path}/{blocker.name}", watch=True)
+                    children = []
+                    _, _, watch = await self.client.get_data(f"{self.recipe.path}/{blocker_name}", watch=True)
             except (NoNodeError, ConnectionLossError):
                 children = await self._list()
                 continue
-            blocker_name = blocker.name
-            del children, contenders, blocker  # a waiter keeps no copy of the queue while it waits
+            del children, blocker
             event = await watch.wait()
             log.debug("lock %s: %s: %s", self.recipe.path, blocker_name, event.type)
             children = await self._list()

@@ -426,8 +426,11 @@ class Client:
                     else:
                         await trio.lowlevel.wait_readable(raw)
                 self._reader_scope = None
-                if scope.cancelled_caught:
-                    continue  # a caller took the socket (no data is lost: recv had not run)
+                if scope.cancelled_caught or self._socket_reader is not None:
+                    # A caller took the socket (no data is lost: recv had not run).  Also when our
+                    # wait had already ended: what is there is left to the caller, which waits for
+                    # the socket and would not be woken if we took its reply.
+                    continue
                 if raw is not None:
                     try:
                         data = raw.recv(65536)
