@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 import trio
@@ -289,6 +290,35 @@ async def test_watch_event_reaches_its_waiter_while_another_task_reads_replies(z
                 while not got:  # sequential requests: this task reads the socket most of the time
                     await zk.get_data(zk_path)
         assert got[0].type is EventType.NODE_CREATED and got[0].path == f"{zk_path}/n"
+
+
+async def test_a_reader_woken_before_a_caller_takes_the_socket_leaves_the_reply_to_it(
+    zk_hosts: str, zk_path: str
+) -> None:
+    # Force the interleaving: the reader is woken by a watch event already in the socket, and in the
+    # same scheduling batch a caller sends a lone request and takes the socket, then another task
+    # blocks the loop until the reply is in the socket too.  Whoever reads must wake the caller.
+    # trio runs a batch in order or reversed, so about half the rounds hit that order.
+    async with zkwire.open_client(zk_hosts, session_timeout=30) as zk, zkwire.open_client(zk_hosts) as other:
+        await zk.create(zk_path, b"v")
+
+        async def caller() -> None:
+            with trio.fail_after(2):  # without a fix it waits for the next ping (10 s)
+                data, _ = await zk.get_data(zk_path)
+            assert data.isdigit()
+
+        async def blocker() -> None:
+            time.sleep(0.01)  # noqa: ASYNC251 -- blocks the loop on purpose
+
+        for i in range(30):
+            _, _, watch = await zk.get_data(zk_path, watch=True)
+            await other.set_data(zk_path, b"%d" % i)
+            time.sleep(0.01)  # noqa: ASYNC251 -- the event reaches the socket while the loop is held
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(caller)
+                nursery.start_soon(blocker)
+            with trio.fail_after(2):
+                assert (await watch.wait()).type is EventType.NODE_DATA_CHANGED
 
 
 async def test_lone_request_fails_fast_when_connection_is_severed(zk_hosts: str, zk_path: str, faultproxy) -> None:
