@@ -464,8 +464,8 @@ class Client:
 
         A lone request (nothing else in flight) is written at once by its caller: on a plain TCP
         connection with a non-blocking send, so the sequential path has no task switch.  When other
-        requests are already in flight, the connection's writer task is woken instead: it runs after
-        every task made runnable in the same scheduling round, so a burst leaves in one send.
+        requests are already in flight, the timer task (which is also the writer) is woken instead: it
+        runs after every task made runnable in the same scheduling round, so a burst leaves in one send.
         ``whole_burst``: the caller has queued its whole burst (:meth:`pipeline`); write it now.
         """
         if self._writing:
