@@ -372,3 +372,60 @@ async def test_a_real_capture_of_zkwire_traffic_decodes(zk_hosts: str, zk_path: 
     ng = tmp_path / "capture.pcapng"
     ng.write_bytes(pcapng(packets, linktype=linktype))
     assert _decode_capture(str(ng), port) == ops
+
+
+# ---------------------------------------------------------------------------------------------- live capture
+
+
+def test_sniffing_without_the_capability_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket as socket_module
+
+    from zkwire import sniff
+
+    def refuse(*args: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(socket_module, "socket", refuse)
+    with pytest.raises(CaptureError, match="CAP_NET_RAW"):
+        sniff.open_sniffer("lo", [2181])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root")
+def test_sniffing_an_unknown_interface_is_a_clear_error() -> None:
+    from zkwire.sniff import open_sniffer
+
+    with pytest.raises(CaptureError, match="no-such-if0"):
+        open_sniffer("no-such-if0")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root")
+async def test_live_sniffing_on_loopback_sees_each_request_once(zk_hosts: str, zk_path: str) -> None:
+    from zkwire.sniff import open_sniffer
+
+    port = int(zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)[1])
+    reasm = TcpReassembler(server_ports={port})
+    ops: list[str] = []
+    decoders: dict[object, ConversationDecoder] = {}
+    done = trio.Event()
+
+    async def sniff_until_done(sniffer) -> None:  # type: ignore[no-untyped-def]
+        async for s in sniffer:
+            for ev in reasm.add(s):
+                if isinstance(ev, StreamData) and ev.direction == "client":
+                    dec = decoders.setdefault(ev.conn, ConversationDecoder())
+                    ops.extend(f.op_name or f.kind for f in dec.feed_client(ev.data, ev.ts))
+            if ops.count("closeSession"):
+                done.set()
+
+    with open_sniffer("lo", [port]) as sniffer, trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sniff_until_done, sniffer)
+            async with zkwire.open_client(zk_hosts) as zk:
+                await zk.create(zk_path)
+                for i in range(10):
+                    await zk.set_data(zk_path, str(i).encode())
+                await zk.delete(zk_path)
+            await done.wait()
+            nursery.cancel_scope.cancel()
+    assert ops.count("setData") == 10
+    assert ops.count("create") == 1 and ops.count("delete") == 1

@@ -32,6 +32,7 @@ __all__ = [
     "PacketReader",
     "read_packets",
     "is_capture",
+    "tcp_segment",
     "StreamData",
     "StreamEnd",
     "TcpReassembler",
@@ -188,7 +189,7 @@ class PacketReader:
 
     def _packet(self, linktype: int, ts: float, data: bytes, orig: int) -> Iterator[TcpSegment]:
         self.packets += 1
-        segment = _tcp_from_link(linktype, ts, data, orig - len(data))
+        segment = tcp_segment(linktype, ts, data, orig - len(data))
         if segment is None:
             self.skipped += 1
         else:
@@ -214,7 +215,9 @@ def _interface(order: str, body: bytes) -> tuple[int, float]:
     return linktype, unit
 
 
-def _tcp_from_link(linktype: int, ts: float, data: bytes, cut: int) -> TcpSegment | None:
+def tcp_segment(linktype: int, ts: float, data: bytes, cut: int = 0) -> TcpSegment | None:
+    """The TCP segment in one link-layer frame of ``linktype``, or None if it holds none (``cut``: bytes
+    of the packet the capture did not keep)."""
     if linktype == _LINK_ETHERNET:
         if len(data) < 14:
             return None
