@@ -35,16 +35,18 @@ import os
 import socket
 from collections.abc import Sequence
 from types import TracebackType
+from typing import cast
 
 import trio
 
-from zkwire import Client, Create, EventType, GetChildren, SessionState
+from zkwire import Client, Create, EventType, GetChildren, SessionState, Stat
 from zkwire.errors import ConnectionLossError, NodeExistsError, NoNodeError, ZKError
 from zkwire.paths import validate_path
 
 from .errors import NotHeldError
 from .lease import REVOKE_DATA, Lease
-from .naming import Contender, new_protected_prefix, sort_contenders
+from .naming import Contender, new_protected_prefix, parse_contender, sort_contenders
+from .queue import SharedQueue, nearest_below, release_queue, shared_queue
 
 __all__ = [
     "LockRecipe",
@@ -65,6 +67,8 @@ OWN_NODE_WATCH_DELAY = 0.05
 
 #: Returned by :meth:`LockRecipe._blocker` to wait for any change among the children (semaphores).
 ANY_CHANGE = Contender(0, "", "", None)
+#: A listing of the lock node: child names in the server's order, and its child version.
+Listing = tuple[list[str], int]
 
 
 def default_identifier() -> str:
@@ -83,6 +87,8 @@ class LockRecipe:
     marker = "lock-"
     #: Markers of the nodes that take part in this queue (ours and compatible clients').
     markers: Sequence[str] = ("lock-",)
+    #: Waiters wait for any change among the children (see :meth:`_blocker`), not for one node.
+    watches_children = False
 
     def __init__(
         self,
@@ -102,9 +108,17 @@ class LockRecipe:
         #: Per task, the leases of its open ``async with`` blocks (innermost last).
         self._blocks: dict[trio.lowlevel.Task, list[Lease]] = {}
 
+    def _blocked_by(self, other: Contender) -> bool:
+        """Whether ``other``, a node queued before ours, keeps ours from proceeding.  Default: any."""
+        return True
+
     def _blocker(self, contenders: list[Contender], index: int) -> Contender | None:
-        """The node ours must wait for, or None if ours may proceed.  Default: the predecessor."""
-        return contenders[index - 1] if index > 0 else None
+        """The node ours must wait for, or None if ours may proceed: the nearest node before ours that
+        :meth:`_blocked_by` says (recipes with ``watches_children`` may return :data:`ANY_CHANGE`)."""
+        for i in range(index - 1, -1, -1):
+            if self._blocked_by(contenders[i]):
+                return contenders[i]
+        return None
 
     # ------------------------------------------------------------------ inspection
 
@@ -254,13 +268,77 @@ class _Attempt:
         return sort_contenders(children, self.recipe.markers)
 
     async def run(self, blocking: bool) -> Lease | None:
-        children = await self._create_and_list()
+        recipe = self.recipe
+        if recipe.watches_children:
+            return await self._wait_on_children(blocking)
+        queue = shared_queue(self.client, recipe.path, recipe.markers)
+        queue.users += 1
+        try:
+            return await self._wait_in_queue(blocking, queue)
+        finally:
+            release_queue(self.client, recipe.path, queue)
+
+    async def _wait_in_queue(self, blocking: bool, queue: SharedQueue) -> Lease | None:
+        """Wait for the one node that blocks ours; when it goes, find the next one in the shared view of
+        the queue (a listing only when the view is in doubt: our watch request failed with the
+        connection).  One small request per handoff, whatever the length of the queue."""
+        recipe = self.recipe
+        me, found, blocker = await self._place(await self._create_and_list(), queue)
         while True:
-            contenders, index = await self._locate(children)
-            if index is None:
+            if not found:
                 # Our node vanished (deleted by someone else): start over with a new node.
                 self.node = None
-                children = await self._create_and_list()
+                me, found, blocker = await self._place(await self._create_and_list(), queue)
+                continue
+            if blocker is None:
+                return await self._grant()
+            if not blocking:
+                return None
+            try:
+                _, _, watch = await self.client.get_data(f"{recipe.path}/{blocker.name}", watch=True)
+            except NoNodeError:
+                queue.saw_gone(blocker.name)
+                found, blocker = queue.blocker(me, recipe._blocked_by)
+                continue
+            except ConnectionLossError:
+                me, found, blocker = await self._place(await self._list(), queue)
+                continue
+            event = await watch.wait()
+            log.debug("lock %s: %s: %s", recipe.path, blocker.name, event.type)
+            if event.type == EventType.NODE_DELETED:
+                queue.saw_gone(blocker.name)
+            found, blocker = queue.blocker(me, recipe._blocked_by)
+
+    async def _place(self, listing: Listing, queue: SharedQueue) -> tuple[Contender, bool, Contender | None]:
+        """Our node, whether ``listing`` shows it, and the nearest node below it that blocks it (one pass
+        over the unsorted listing).  The listing feeds the shared view; any other node carrying our uuid
+        (only a lost create reply can have made one) is deleted and left out, so that grant, release
+        and clean-up all mean the one node in ``self.node``."""
+        names, version = listing
+        queue.saw_listing(names, version)
+        assert self.node is not None
+        mine = self.node.rsplit("/", 1)[1]
+        me = parse_contender(mine, self.recipe.markers)
+        assert me is not None
+        uuid_ = self.uuid
+        ghosts = [n for n in names if uuid_ in n and n != mine]
+        if ghosts:
+            for name in ghosts:
+                log.warning("lock %s: deleting %s, a second node of one acquire", self.recipe.path, name)
+                await delete_node(self.client, f"{self.recipe.path}/{name}")
+                queue.saw_gone(name)
+            names = [n for n in names if n not in ghosts]
+        found, blocker = nearest_below(names, mine, self.recipe.markers, self.recipe._blocked_by)
+        return me, found, blocker
+
+    async def _wait_on_children(self, blocking: bool) -> Lease | None:
+        """For recipes that wait for any change among the children (a semaphore's leases)."""
+        names, _ = await self._create_and_list()
+        while True:
+            contenders, index = await self._locate(names)
+            if index is None:
+                self.node = None
+                names, _ = await self._create_and_list()
                 continue
             blocker = self.recipe._blocker(contenders, index)
             del contenders
@@ -268,33 +346,21 @@ class _Attempt:
                 return await self._grant()
             if not blocking:
                 return None
-            # A waiter keeps no copy of the queue while it waits, not even for its watch's reply: with
-            # N waiters queueing at once, N listings of up to N names would otherwise be alive together.
-            blocker_name = blocker.name
             try:
-                if blocker is ANY_CHANGE:
-                    fresh, watch = await self.client.get_children(self.recipe.path, watch=True)
-                    if fresh != children:
-                        children = fresh
-                        continue
-                    del fresh
-                else:
-                    children = []
-                    _, _, watch = await self.client.get_data(f"{self.recipe.path}/{blocker_name}", watch=True)
+                fresh, watch = await self.client.get_children(self.recipe.path, watch=True)
             except (NoNodeError, ConnectionLossError):
-                children = await self._list()
+                names, _ = await self._list()
                 continue
-            del children, blocker
-            event = await watch.wait()
-            log.debug("lock %s: %s: %s", self.recipe.path, blocker_name, event.type)
-            children = await self._list()
+            if set(fresh) != set(names):
+                names = fresh
+                continue
+            del fresh, names
+            await watch.wait()
+            names, _ = await self._list()
 
     async def _locate(self, children: list[str]) -> tuple[list[Contender], int | None]:
-        """The queue in ``children``, and our node's index in it (None if it is gone).
-
-        Any other node carrying our uuid (only a lost create reply can have made one) is deleted and
-        left out, so that grant, release and clean-up all mean the one node in ``self.node``.
-        """
+        """The queue in ``children``, and our node's index in it (None if it is gone); other nodes
+        carrying our uuid are deleted and left out (see :meth:`_place`)."""
         contenders = self._sort(children)
         mine = self.node.rsplit("/", 1)[1] if self.node is not None else None
         index = None
@@ -314,21 +380,28 @@ class _Attempt:
         contenders = [c for c in contenders if c.uuid != self.uuid or c.name == mine]
         return contenders, next((i for i, c in enumerate(contenders) if c.name == mine), None)
 
-    async def _list(self) -> list[str]:
+    async def _list(self) -> Listing:
         while True:
             try:
-                return await self.client.get_children(self.recipe.path)
-            except NoNodeError:
-                return []
+                [result] = await self.client.pipeline([GetChildren(self.recipe.path, with_stat=True, sort=False)])
             except ConnectionLossError:
                 continue
+            if isinstance(result, NoNodeError):
+                return [], -1
+            if isinstance(result, ConnectionLossError):
+                continue
+            if isinstance(result, BaseException):
+                raise result
+            names, stat = cast(tuple[list[str], Stat], result)
+            return names, stat.cversion
 
-    async def _create_and_list(self) -> list[str]:
+    async def _create_and_list(self) -> Listing:
         data = self.recipe.identifier.encode()
+        listing = GetChildren(self.recipe.path, with_stat=True, sort=False)
         while True:
             self.create_sent = True
             created, children = await self.client.pipeline(
-                [Create(self.node_prefix, data, ephemeral=True, sequential=True), GetChildren(self.recipe.path)]
+                [Create(self.node_prefix, data, ephemeral=True, sequential=True), listing]
             )
             if isinstance(created, NoNodeError):
                 await self._ensure_parent()
@@ -348,8 +421,8 @@ class _Attempt:
                 return await self._list()
             if isinstance(children, BaseException):
                 raise children
-            assert isinstance(children, list)
-            return children
+            names, parent = cast(tuple[list[str], Stat], children)
+            return names, parent.cversion
 
     async def _recover_lost_create(self) -> bool:
         """After a lost create reply: adopt our node if the server made it in this session.

@@ -21,11 +21,8 @@ class ReadLock(LockRecipe):
     marker = "__READ__"
     markers = READ_MARKERS + WRITE_MARKERS
 
-    def _blocker(self, contenders: list[Contender], index: int) -> Contender | None:
-        for c in reversed(contenders[:index]):
-            if c.marker in WRITE_MARKERS:
-                return c
-        return None
+    def _blocked_by(self, other: Contender) -> bool:
+        return other.marker in WRITE_MARKERS
 
 
 class WriteLock(LockRecipe):

@@ -25,6 +25,7 @@ class Semaphore(LockRecipe):
 
     marker = "lease-"
     markers = ("lease-",)
+    watches_children = True
 
     def __init__(
         self,

@@ -1077,10 +1077,19 @@ class Client:
             return OpCode.GET_DATA, GetDataRequest(p, False), p, data
         if isinstance(op, GetChildren):
             p = self._path(op.path)
+            names = _sorted_names if op.sort else _child_names
+
+            if op.with_stat:
+
+                def children_with_stat(body: Record | None) -> object:
+                    assert isinstance(body, GetChildren2Response)
+                    return names(body.children), body.stat
+
+                return OpCode.GET_CHILDREN2, GetChildren2Request(p, False), p, children_with_stat
 
             def children(body: Record | None) -> object:
                 assert isinstance(body, GetChildrenResponse)
-                return _sorted_names(body.children)
+                return names(body.children)
 
             return OpCode.GET_CHILDREN, GetChildrenRequest(p, False), p, children
         raise InvalidArgumentError(f"not an op for pipeline: {op!r}")
@@ -1231,11 +1240,16 @@ class Transaction:
 
 def _sorted_names(names: Sequence[str | None] | None) -> list[str]:
     """Child names from a reply, sorted (a null entry, which no server sends, is dropped)."""
-    if not names:
-        return []
-    out: list[str] = [c for c in names if c is not None] if None in names else list(names)  # type: ignore[arg-type]
+    out = _child_names(names)
     out.sort()
     return out
+
+
+def _child_names(names: Sequence[str | None] | None) -> list[str]:
+    """Child names from a reply, in the server's order (a null entry, which no server sends, is dropped)."""
+    if not names:
+        return []
+    return [c for c in names if c is not None] if None in names else list(names)  # type: ignore[arg-type]
 
 
 async def _is_read_write(host: HostPort, limit: float) -> bool:

@@ -92,7 +92,12 @@ class GetData:
 
 @dataclass(frozen=True, slots=True)
 class GetChildren:
+    """Child names; with ``with_stat`` also the node's Stat (getChildren2).  ``sort=False`` leaves the
+    names in the server's order (no sorting cost for a caller that does not need it)."""
+
     path: str
+    with_stat: bool = False
+    sort: bool = True
 
 
 WriteOp = Create | Delete | SetData | Check
