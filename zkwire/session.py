@@ -540,6 +540,9 @@ class SessionCore:
                 return events
             if events and isinstance(events[-1], DropConnection):
                 return events
+        if self._decoder.error is not None:
+            # A bad length came after complete frames: those were handled above, now the stream ends.
+            events.append(DropConnection(f"bad framing from server: {self._decoder.error}"))
         return events
 
     def _handle_connect_response(self, payload: bytes, now: float, events: list[Event]) -> None:
