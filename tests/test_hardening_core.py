@@ -14,10 +14,23 @@ from typing import TypeVar
 import pytest
 from fakeserver import STAT, ConnectionPair, FakeServer
 
+from zkwire.acl import OPEN_ACL_UNSAFE
 from zkwire.constants import DEFAULT_MAX_FRAME, OpCode
 from zkwire.errors import ConnectionLossError, ProtocolError
 from zkwire.framing import FrameDecoder, frame
-from zkwire.records import GetDataRequest, GetDataResponse
+from zkwire.multi import MultiOp, MultiRequest, MultiResponse, MultiResult
+from zkwire.records import (
+    Create2Response,
+    CreateRequest,
+    CreateResponse,
+    DeleteRequest,
+    ErrorResponse,
+    GetChildrenRequest,
+    GetChildrenResponse,
+    GetDataRequest,
+    GetDataResponse,
+    SetDataResponse,
+)
 from zkwire.session import DropConnection, Event, HostPort, Reply, SessionCore, SessionState, StateChanged
 
 T = TypeVar("T")
@@ -93,3 +106,118 @@ def test_bad_length_after_replies_fails_only_what_is_still_pending() -> None:
     assert isinstance(events[-1], DropConnection)
     lost = pair.lose(1.2)
     assert [(r.token, type(r.error)) for r in only(lost, Reply)] == [("lost", ConnectionLossError)]
+
+
+# ------------------------------------------------------------------------------ replies that cannot be
+
+
+def _multi(pair: ConnectionPair, token: object, ops: Sequence[MultiOp], code: int = OpCode.MULTI) -> None:
+    pair.core.send_request(code, MultiRequest(tuple(ops)), token, 1.0)
+    pair.to_server()
+
+
+TWO_WRITES = (
+    MultiOp(OpCode.CREATE, CreateRequest("/m/a", b"", OPEN_ACL_UNSAFE, 0)),
+    MultiOp(OpCode.DELETE, DeleteRequest("/m/b", -1)),
+)
+TWO_READS = (
+    MultiOp(OpCode.GET_DATA, GetDataRequest("/r", False)),
+    MultiOp(OpCode.GET_CHILDREN, GetChildrenRequest("/r", False)),
+)
+
+BAD_MULTI_REPLIES: dict[str, tuple[int, tuple[MultiOp, ...], tuple[MultiResult, ...]]] = {
+    "multi, one result short": (OpCode.MULTI, TWO_WRITES, (MultiResult(OpCode.CREATE, 0, CreateResponse("/m/a")),)),
+    "multi, one result too many": (
+        OpCode.MULTI,
+        TWO_WRITES,
+        (
+            MultiResult(OpCode.CREATE, 0, CreateResponse("/m/a")),
+            MultiResult(OpCode.DELETE, 0, None),
+            MultiResult(OpCode.DELETE, 0, None),
+        ),
+    ),
+    "multi, no results": (OpCode.MULTI, TWO_WRITES, ()),
+    "multi, result of another op": (
+        OpCode.MULTI,
+        TWO_WRITES,
+        (MultiResult(OpCode.SET_DATA, 0, SetDataResponse(STAT)), MultiResult(OpCode.DELETE, 0, None)),
+    ),
+    "multi, null created path": (
+        OpCode.MULTI,
+        TWO_WRITES,
+        (MultiResult(OpCode.CREATE, 0, CreateResponse(None)), MultiResult(OpCode.DELETE, 0, None)),
+    ),
+    "multiRead, one result short": (
+        OpCode.MULTI_READ,
+        TWO_READS,
+        (MultiResult(OpCode.GET_DATA, 0, GetDataResponse(b"x", STAT)),),
+    ),
+    "multiRead, results swapped": (
+        OpCode.MULTI_READ,
+        TWO_READS,
+        (
+            MultiResult(OpCode.GET_CHILDREN, 0, GetChildrenResponse(["c"])),
+            MultiResult(OpCode.GET_DATA, 0, GetDataResponse(b"x", STAT)),
+        ),
+    ),
+    "multiRead, a write result": (
+        OpCode.MULTI_READ,
+        TWO_READS,
+        (MultiResult(OpCode.GET_DATA, 0, GetDataResponse(b"x", STAT)), MultiResult(OpCode.DELETE, 0, None)),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_MULTI_REPLIES), ids=list(BAD_MULTI_REPLIES))
+def test_multi_reply_that_does_not_match_the_request_drops(case: str) -> None:
+    code, ops, results = BAD_MULTI_REPLIES[case]
+    pair = connected()
+    _multi(pair, "multi", ops, code)
+    events = pair.to_client(pair.server.answer(MultiResponse(results)), 1.1)
+    assert [type(e) for e in events] == [DropConnection]
+    # Like any malformed reply: the request fails with the connection (for a write: outcome unknown).
+    lost = pair.lose(1.2)
+    assert [(r.token, type(r.error)) for r in only(lost, Reply)] == [("multi", ConnectionLossError)]
+
+
+def test_multi_replies_that_match_are_delivered() -> None:
+    pair = connected()
+    ok = (MultiResult(OpCode.CREATE, 0, CreateResponse("/m/a")), MultiResult(OpCode.DELETE, 0, None))
+    failed = (MultiResult(OpCode.ERROR, 0, ErrorResponse(0)), MultiResult(OpCode.ERROR, -101, ErrorResponse(-101)))
+    # 3.8.0 answers create2 in a multi with a plain create result, containers and TTL nodes with create2.
+    variants = (
+        MultiResult(OpCode.CREATE, 0, CreateResponse("/m/a")),
+        MultiResult(OpCode.CREATE2, 0, Create2Response("/m/b", STAT)),
+    )
+    creates = (
+        MultiOp(OpCode.CREATE2, CreateRequest("/m/a", b"", OPEN_ACL_UNSAFE, 0)),
+        MultiOp(OpCode.CREATE_CONTAINER, CreateRequest("/m/b", b"", OPEN_ACL_UNSAFE, 4)),
+    )
+    reads = (
+        MultiResult(OpCode.GET_DATA, 0, GetDataResponse(b"x", STAT)),
+        MultiResult(OpCode.ERROR, -101, ErrorResponse(-101)),
+    )
+    for code, ops, results in (
+        (OpCode.MULTI, TWO_WRITES, ok),
+        (OpCode.MULTI, TWO_WRITES, failed),
+        (OpCode.MULTI, creates, variants),
+        (OpCode.MULTI_READ, TWO_READS, reads),
+    ):
+        _multi(pair, "m", ops, code)
+        [reply] = pair.to_client(pair.server.answer(MultiResponse(results)), 1.1)
+        assert isinstance(reply, Reply) and reply.body == MultiResponse(results) and reply.error is None
+    _multi(pair, "empty", ())
+    [reply] = pair.to_client(pair.server.answer(MultiResponse(())), 1.2)
+    assert isinstance(reply, Reply) and reply.body == MultiResponse(())
+
+
+@pytest.mark.parametrize("op", [OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER])
+def test_null_created_path_drops(op: int) -> None:
+    pair = connected()
+    pair.core.send_request(
+        op, CreateRequest("/n", b"", OPEN_ACL_UNSAFE, 4 if op == OpCode.CREATE_CONTAINER else 0), "c", 1.0, path="/n"
+    )
+    pair.to_server()
+    body = CreateResponse(None) if op == OpCode.CREATE else Create2Response(None, STAT)
+    assert [type(e) for e in pair.to_client(pair.server.answer(body), 1.1)] == [DropConnection]
+    assert [(r.token, type(r.error)) for r in only(pair.lose(1.2), Reply)] == [("c", ConnectionLossError)]

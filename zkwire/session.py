@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-from .codec import decode_connect_response, decode_response_body, encode_connect_request, encode_request
+from .codec import decode_connect_response, decode_response_body, encode_connect_request, encode_request, op_name
 from .constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
 from .errors import (
     AuthFailedError,
@@ -46,8 +46,18 @@ from .errors import (
 )
 from .framing import FrameDecoder
 from .jute import Reader
+from .multi import MultiRequest, MultiResponse
 from .paths import strip_chroot
-from .records import AuthPacket, ConnectRequest, Record, SetWatches, SetWatches2, WatcherEvent
+from .records import (
+    AuthPacket,
+    ConnectRequest,
+    Create2Response,
+    CreateResponse,
+    Record,
+    SetWatches,
+    SetWatches2,
+    WatcherEvent,
+)
 from .watches import WatchKind, WatchRegistry
 
 __all__ = [
@@ -174,6 +184,8 @@ class _Pending:
     token: object
     path: str | None
     watch: WatchRequest | None
+    #: multi / multiRead: the op code of each sub-operation, to check the reply against.
+    subops: tuple[int, ...] | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -463,7 +475,10 @@ class SessionCore:
             raise ConnectionLossError(path, "not connected")
         xid = self._next_xid()
         self._out += encode_request(xid, op, record, self.max_frame)
-        self._pending.append(_Pending(xid, op, token, path, watch))
+        pending = _Pending(xid, op, token, path, watch)
+        if type(record) is MultiRequest:
+            pending.subops = tuple([sub.op for sub in record.ops])
+        self._pending.append(pending)
         self._last_send = now
         return xid
 
@@ -660,6 +675,8 @@ class SessionCore:
                 raise ProtocolError(f"error reply carries {len(payload) - 16} unexpected body bytes")
         else:
             body = decode_response_body(p.op, payload)
+            if p.op in _CHECKED_REPLIES:
+                _check_reply(p, body)
         self._pending.popleft()
         if zxid > self.last_zxid:
             self.last_zxid = zxid
@@ -743,6 +760,37 @@ class SessionCore:
         self._fail_pending(events, SessionExpiredError())
         self._set_state(events, SessionState.EXPIRED, error)
         return events
+
+
+_CREATES = frozenset({OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER, OpCode.CREATE_TTL})
+#: Replies whose decoded body is checked against the request (cheap, and only for these ops).
+_CHECKED_REPLIES = _CREATES | {OpCode.MULTI, OpCode.MULTI_READ}
+
+
+def _check_reply(p: _Pending, body: Record | None) -> None:
+    """Refuse a well-formed reply that cannot answer ``p``: a create without a path, a multi whose
+    results do not correspond one to one to its ops."""
+    if isinstance(body, CreateResponse | Create2Response):
+        if body.path is None:
+            raise ProtocolError(f"{op_name(p.op)} reply without the created path")
+        return
+    if not isinstance(body, MultiResponse):
+        return
+    subops = p.subops or ()
+    results = body.results
+    if len(results) != len(subops):
+        raise ProtocolError(f"{op_name(p.op)} reply with {len(results)} results for {len(subops)} ops")
+    for i, (sub, result) in enumerate(zip(subops, results, strict=True)):
+        rtype = result.op
+        if rtype == OpCode.ERROR:
+            continue
+        # 3.8.0 answers create2 with a create result, createContainer and createTTL with create2 ones.
+        if rtype != sub and not (sub in _CREATES and rtype in (OpCode.CREATE, OpCode.CREATE2)):
+            raise ProtocolError(
+                f"result {i} of a {op_name(p.op)} reply is a {op_name(rtype)} result for {op_name(sub)}"
+            )
+        if isinstance(result.body, CreateResponse | Create2Response) and result.body.path is None:
+            raise ProtocolError(f"result {i} of a {op_name(p.op)} reply has no created path")
 
 
 def _copy_error(error: ZKError, path: str | None) -> ZKError:
