@@ -221,3 +221,137 @@ def test_null_created_path_drops(op: int) -> None:
     body = CreateResponse(None) if op == OpCode.CREATE else Create2Response(None, STAT)
     assert [type(e) for e in pair.to_client(pair.server.answer(body), 1.1)] == [DropConnection]
     assert [(r.token, type(r.error)) for r in only(pair.lose(1.2), Reply)] == [("c", ConnectionLossError)]
+
+
+# ------------------------------------------------------------------------- what a server says in a handshake
+
+INT32_MAX = (1 << 31) - 1
+LONG_MAX = (1 << 63) - 1
+
+
+def _failed_handshake(pair: ConnectionPair, response: bytes, now: float = 0.1) -> None:
+    """``response`` is refused: the connection is dropped, the attempt counts toward back-off."""
+    events = pair.to_client(response, now)
+    assert [type(e) for e in events] == [DropConnection], events
+    before = pair.core.reconnect_delay()
+    pair.lose(now + 0.1)
+    assert pair.core.reconnect_delay() > 0 or before > 0
+
+
+@pytest.mark.parametrize(
+    ("requested", "granted", "kept"),
+    [
+        (9.0, INT32_MAX, 60.0),
+        (120.0, INT32_MAX, 120.0),
+        (9.0, 61_000, 60.0),
+        (1.0, 4_000, 4.0),
+        (9.0, 60_000, 60.0),
+        (9.0, 5_000, 5.0),
+    ],
+)
+def test_negotiated_timeout_is_clamped(requested: float, granted: int, kept: float) -> None:
+    pair = ConnectionPair(make_core(requested))
+    pair.open(0.0)
+    events = pair.to_client(pair.server.accept(timeout_ms=granted), 0.1)
+    assert events == [StateChanged(SessionState.CONNECTING, SessionState.CONNECTED)]
+    assert pair.core.negotiated_timeout == kept
+
+
+def test_huge_negotiated_timeout_keeps_dead_server_detection() -> None:
+    pair = ConnectionPair(make_core(9.0))
+    pair.open(0.0)
+    pair.to_client(pair.server.accept(timeout_ms=INT32_MAX), 0.0)
+    # A silent server is noticed within two thirds of the clamped timeout, not after 24 days.
+    assert pair.core.next_deadline() <= 40.0
+    drops = only(pair.timer(40.0), DropConnection)
+    assert len(drops) == 1
+
+
+def test_unasked_read_only_grant_is_refused() -> None:
+    pair = ConnectionPair(make_core())
+    req = pair.open(0.0)
+    assert req.read_only is False
+    _failed_handshake(pair, pair.server.accept(read_only=True))
+    assert pair.core.state is SessionState.CONNECTING and pair.core.session_id == 0
+
+
+def test_asked_read_only_grant_is_accepted() -> None:
+    pair = ConnectionPair(make_core(allow_read_only=True))
+    pair.open(0.0)
+    assert pair.to_client(pair.server.accept(read_only=True), 0.1) == [
+        StateChanged(SessionState.CONNECTING, SessionState.READ_ONLY)
+    ]
+
+
+@pytest.mark.parametrize("size", [0, 65, 1024, (1 << 20) - 200])
+def test_session_password_of_a_wrong_size_is_refused(size: int) -> None:
+    pair = ConnectionPair(make_core())
+    pair.open(0.0)
+    _failed_handshake(pair, pair.server.accept(passwd=b"p" * size))
+    # The next attempt still asks for a new session (nothing of the refused answer was kept).
+    req = pair.open(1.0)
+    assert (req.session_id, req.passwd) == (0, bytes(16))
+
+
+@pytest.mark.parametrize("size", [1, 16, 64])
+def test_session_password_sizes_accepted(size: int) -> None:
+    pair = ConnectionPair(make_core())
+    pair.open(0.0)
+    pair.to_client(pair.server.accept(passwd=b"p" * size), 0.1)
+    pair.lose(1.0)
+    assert pair.open(1.1).passwd == b"p" * size
+
+
+def test_null_session_password_is_refused() -> None:
+    pair = ConnectionPair(make_core())
+    pair.open(0.0)
+    _failed_handshake(pair, frame(b"\\x00" * 4 + INT32_MAX.to_bytes(4, "big") + (5).to_bytes(8, "big") + b"\\xff" * 4))
+
+
+def test_session_id_zero_is_refused() -> None:
+    pair = ConnectionPair(make_core())
+    pair.open(0.0)
+    _failed_handshake(pair, pair.server.accept(session_id=0))
+
+
+def test_reattach_answered_with_another_session_is_refused() -> None:
+    pair = connected()
+    pair.lose(1.0)
+    pair.open(1.1)
+    # Taking it would start a new session silently (ephemeral nodes and watches of the old one gone).
+    _failed_handshake(pair, pair.server.accept(session_id=0x2_0000_0002), 1.2)
+    assert pair.core.session_id == 0x1_0000_0001
+    assert pair.core.state is SessionState.SUSPENDED
+    req = pair.open(1.5)
+    assert req.session_id == 0x1_0000_0001
+    assert pair.to_client(pair.server.accept(), 1.6) == [StateChanged(SessionState.SUSPENDED, SessionState.CONNECTED)]
+
+
+def test_expired_answer_to_a_new_session_request_is_refused() -> None:
+    pair = ConnectionPair(make_core())
+    pair.open(0.0)
+    # Only a session the client presented can have expired: this server is confused, try another.
+    _failed_handshake(pair, pair.server.expire())
+    assert pair.core.state is SessionState.CONNECTING
+
+
+def test_huge_reply_zxid_is_accepted_and_sent_back() -> None:
+    """Policy: a reply's zxid is accepted as is (there is nothing to check it against).  A server that
+    sent 2**63-1 makes every honest server refuse the re-attach; the client then expires the session
+    itself after the negotiated timeout -- a typed error, no hang."""
+    pair = connected()
+    get(pair, "z")
+    pair.to_server()
+    pair.to_client(pair.server.answer(GetDataResponse(b"", STAT), zxid=LONG_MAX), 1.0)
+    assert pair.core.last_zxid == LONG_MAX
+    pair.lose(2.0)
+    t = 2.0
+    for _ in range(100):
+        t += max(pair.core.reconnect_delay(), 0.5)
+        pair.timer(t)
+        if pair.core.state is SessionState.EXPIRED:
+            break
+        assert pair.open(t).last_zxid_seen == LONG_MAX
+        pair.lose(t + 0.01)  # an honest server closes the connection without an answer
+    assert pair.core.state is SessionState.EXPIRED
+    assert t <= 1.0 + 9.0 + 1.0  # the last reply came at 1.0; the negotiated timeout is 9 s

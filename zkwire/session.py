@@ -51,6 +51,7 @@ from .paths import strip_chroot
 from .records import (
     AuthPacket,
     ConnectRequest,
+    ConnectResponse,
     Create2Response,
     CreateResponse,
     Record,
@@ -80,6 +81,11 @@ _REPLY_HEADER = struct.Struct(">iqi")
 _XID_MAX = (1 << 31) - 1
 #: Paths per SetWatches frame are batched to stay well under the frame limit.
 SET_WATCHES_BATCH_BYTES = 128 * 1024
+#: A negotiated session timeout above both this (seconds) and the requested one is clamped to the
+#: larger of the two for the client's own clocks (see "Server values" in SessionCore's docstring).
+TIMEOUT_CEILING = 60.0
+#: Longest session password accepted from a server (every ZooKeeper release sends 16 bytes).
+MAX_PASSWORD = 64
 
 
 class HostPort(NamedTuple):
@@ -201,7 +207,28 @@ _SHARED_RNG = random.Random()
 
 
 class SessionCore:
-    """ZooKeeper session logic for one session across any number of connections."""
+    """ZooKeeper session logic for one session across any number of connections.
+
+    Server values
+    -------------
+    What a server says in its ConnectResponse is checked before the session uses it.  A refused
+    answer is a :class:`~zkwire.errors.ProtocolError`: the connection is dropped, the attempt counts
+    toward back-off, and the next server is tried (the session, if there is one, is kept).
+
+    * **Session password**: null, empty, or longer than :data:`MAX_PASSWORD` bytes -- refused.
+    * **Read-only grant** the client did not ask for (``allow_read_only`` false) -- refused.
+    * **Session id**: 0, or, on a re-attach, another id than the one presented -- refused (taking it
+      would start a new session silently).  An "expired" answer to a request for a new session --
+      refused (only a presented session can expire).
+    * **Negotiated timeout** above both the requested timeout and :data:`TIMEOUT_CEILING` -- clamped to
+      the larger of the two.  The ping interval, the read timeout and client-side expiry run on the
+      clamped value, so a dead server is still noticed; the client may declare the session lost
+      earlier than the server would, never later.  A server raising a short request to its
+      ``minSessionTimeout`` is unaffected.
+    * **Reply zxids** -- accepted: the client has nothing to check them against.  One that no honest
+      server has reached (2**63-1) makes them refuse the re-attach; the session then expires
+      client-side after the negotiated timeout (:class:`~zkwire.errors.SessionExpiredError`).
+    """
 
     __slots__ = (
         "_auth_pending",
@@ -568,18 +595,28 @@ class SessionCore:
             events.append(DropConnection(f"server refused the session: {error_for_code(err)}"))
             return
         resp = decode_connect_response(payload)
+        presented = self.session_id if self.seen_read_write else 0  # as in connection_made
         if resp.expired:
+            if not presented:
+                raise ProtocolError("a request for a new session was answered 'expired'")
             log.warning("session 0x%x expired (server %s)", self.session_id, self.current_host)
             self._expire(events, SessionExpiredError())
             events.append(DropConnection("session expired"))
             return
-        if resp.passwd is None:
-            raise ProtocolError("ConnectResponse without a session password")
-        if self.session_id and resp.session_id != self.session_id:
-            log.info("server assigned session 0x%x in place of 0x%x", resp.session_id, self.session_id)
+        self._passwd = self._check_connect_response(resp, presented)
         self.session_id = resp.session_id
-        self._passwd = resp.passwd
-        self.negotiated_timeout = resp.timeout / 1000
+        timeout = resp.timeout / 1000
+        ceiling = max(self.requested_timeout, TIMEOUT_CEILING)
+        if timeout > ceiling:
+            log.warning(
+                "session 0x%x: server %s granted a timeout of %d ms; the client's clocks use %g s",
+                resp.session_id,
+                self.current_host,
+                resp.timeout,
+                ceiling,
+            )
+            timeout = ceiling
+        self.negotiated_timeout = timeout
         self._last_heard = now
         self._failed_in_row = 0
         read_only = bool(resp.read_only)
@@ -600,6 +637,21 @@ class SessionCore:
         self._send_set_watches(now)
         self._last_send = now
         self._maybe_open(events)
+
+    def _check_connect_response(self, resp: ConnectResponse, presented: int) -> bytes:
+        """The refusals listed under "Server values" in the class docstring; returns the password."""
+        passwd = resp.passwd
+        if passwd is None:
+            raise ProtocolError("ConnectResponse without a session password")
+        if not 0 < len(passwd) <= MAX_PASSWORD:
+            raise ProtocolError(f"session password of {len(passwd)} bytes (1..{MAX_PASSWORD} accepted)")
+        if resp.read_only and not self.allow_read_only:
+            raise ProtocolError("read-only session granted, but the client did not ask for one")
+        if resp.session_id == 0:
+            raise ProtocolError("ConnectResponse with session id 0")
+        if presented and resp.session_id != presented:
+            raise ProtocolError(f"re-attach of session 0x{presented:x} answered with session 0x{resp.session_id:x}")
+        return passwd
 
     def _send_set_watches(self, now: float) -> None:
         w = self.watches
