@@ -16,7 +16,7 @@ from fakeserver import STAT, ConnectionPair, FakeServer
 
 from zkwire.acl import OPEN_ACL_UNSAFE
 from zkwire.constants import DEFAULT_MAX_FRAME, OpCode
-from zkwire.errors import ConnectionLossError, ProtocolError
+from zkwire.errors import ConnectionLossError, DataTooLargeError, InvalidArgumentError, ProtocolError
 from zkwire.framing import FrameDecoder, frame
 from zkwire.multi import MultiOp, MultiRequest, MultiResponse, MultiResult
 from zkwire.records import (
@@ -355,3 +355,34 @@ def test_huge_reply_zxid_is_accepted_and_sent_back() -> None:
         pair.lose(t + 0.01)  # an honest server closes the connection without an answer
     assert pair.core.state is SessionState.EXPIRED
     assert t <= 1.0 + 9.0 + 1.0  # the last reply came at 1.0; the negotiated timeout is 9 s
+
+
+# ------------------------------------------------------------------------------------------ credentials
+
+
+@pytest.mark.parametrize(
+    ("scheme", "auth", "error"),
+    [("digest", b"u:" + b"x" * 2_000_000, DataTooLargeError), ("digest\ud800", b"u:p", InvalidArgumentError)],
+    ids=["2 MB credential", "lone surrogate in the scheme"],
+)
+@pytest.mark.parametrize("when", ["connected", "suspended", "before the first connection"])
+def test_credential_that_cannot_be_sent_is_refused_at_once_and_never_kept(
+    scheme: str, auth: bytes, error: type[Exception], when: str
+) -> None:
+    if when == "before the first connection":
+        pair = ConnectionPair(make_core())
+    else:
+        pair = connected()
+        if when == "suspended":
+            pair.lose(0.5)
+    with pytest.raises(error):
+        pair.core.add_auth(scheme, auth, "tok", 1.0)
+    assert pair.core.data_to_send() == b""
+    if when == "connected":
+        pair.lose(1.5)
+    # The next handshake must not meet the credential again (it used to raise inside receive_data).
+    pair.open(2.0)
+    events = pair.to_client(pair.server.accept(), 2.1)
+    assert [type(e) for e in events] == [StateChanged]
+    assert pair.core.state is SessionState.CONNECTED
+    assert pair.to_server() == []  # no AuthPacket

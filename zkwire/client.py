@@ -890,9 +890,20 @@ class Client:
         return body.total_number
 
     def _queue_auth(self, scheme: str, credential: bytes | str) -> _Call:
+        """Check, encode and hand a credential to the core; it raises here or never (the reader never
+        meets a credential it cannot send).  Messages never show the credential itself."""
         if not isinstance(scheme, str) or not scheme:
-            raise InvalidArgumentError("auth scheme must be a non-empty str")
-        auth = credential.encode() if isinstance(credential, str) else bytes(credential)
+            raise InvalidArgumentError(f"auth scheme must be a non-empty str, not {scheme!r}")
+        if not _encodable(scheme):
+            raise InvalidArgumentError("auth scheme is not encodable as UTF-8")
+        if isinstance(credential, str):
+            if not _encodable(credential):
+                raise InvalidArgumentError("auth credential is not encodable as UTF-8")
+            auth = credential.encode()
+        elif isinstance(credential, bytes | bytearray | memoryview):
+            auth = bytes(credential)
+        else:
+            raise InvalidArgumentError(f"auth credential must be str or bytes, not {type(credential).__name__}")
         call = _Call()
         self._core.add_auth(scheme, auth, call, trio.current_time())
         return call
@@ -1197,6 +1208,14 @@ class Transaction:
 
     async def commit(self) -> list[str | Stat | None]:
         return await self._client.multi(self.ops)
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _sorted_names(names: Sequence[str | None] | None) -> list[str]:

@@ -197,7 +197,8 @@ class _Pending:
 @dataclass(slots=True, eq=False)
 class _Credential:
     scheme: str
-    auth: bytes = field(repr=False)
+    #: The whole AuthPacket frame, encoded when the credential was added (so it can always be sent).
+    packet: bytes = field(repr=False)
     #: Who waits for the server's verdict on the first sending of this credential.
     token: object = None
 
@@ -514,8 +515,11 @@ class SessionCore:
 
         An :class:`AuthResult` carrying ``token`` reports the server's verdict.  Accepted credentials are
         re-sent on every reconnect before the session reports connected; a rejected one is forgotten.
+        A credential that cannot be encoded (over the frame limit, a string that is not UTF-8) raises
+        here, in the caller, and is not remembered: nothing the caller gave is encoded later.
         """
-        cred = _Credential(scheme, auth, token)
+        packet = bytes(encode_request(AUTH_XID, OpCode.AUTH, AuthPacket(0, scheme, auth), self.max_frame))
+        cred = _Credential(scheme, packet, token)
         self._credentials.append(cred)
         if self._phase is _Phase.OPEN:
             self._send_credential(cred)
@@ -528,7 +532,7 @@ class SessionCore:
             self._last_send = now
 
     def _send_credential(self, cred: _Credential) -> None:
-        self._out += encode_request(AUTH_XID, OpCode.AUTH, AuthPacket(0, cred.scheme, cred.auth), self.max_frame)
+        self._out += cred.packet
         self._auth_pending.append(cred)
 
     def close(self, now: float) -> bool:
