@@ -16,7 +16,7 @@ from fakeserver import STAT, ConnectionPair, FakeServer
 
 from zkwire.acl import OPEN_ACL_UNSAFE
 from zkwire.constants import DEFAULT_MAX_FRAME, OpCode
-from zkwire.errors import ConnectionLossError, DataTooLargeError, InvalidArgumentError, ProtocolError
+from zkwire.errors import AuthFailedError, ConnectionLossError, DataTooLargeError, InvalidArgumentError, ProtocolError
 from zkwire.framing import FrameDecoder, frame
 from zkwire.multi import MultiOp, MultiRequest, MultiResponse, MultiResult
 from zkwire.records import (
@@ -31,7 +31,7 @@ from zkwire.records import (
     GetDataResponse,
     SetDataResponse,
 )
-from zkwire.session import DropConnection, Event, HostPort, Reply, SessionCore, SessionState, StateChanged
+from zkwire.session import AuthResult, DropConnection, Event, HostPort, Reply, SessionCore, SessionState, StateChanged
 
 T = TypeVar("T")
 H1 = HostPort("zk1", 2181)
@@ -386,3 +386,21 @@ def test_credential_that_cannot_be_sent_is_refused_at_once_and_never_kept(
     assert [type(e) for e in events] == [StateChanged]
     assert pair.core.state is SessionState.CONNECTED
     assert pair.to_server() == []  # no AuthPacket
+
+
+def test_refused_required_credential_fails_the_session() -> None:
+    pair = ConnectionPair(make_core())
+    pair.core.add_auth("digest", b"ok:pw", "ok", 0.0, required=True)
+    pair.core.add_auth("Digest", b"u:p", "bad", 0.0, required=True)
+    pair.open(0.1)
+    assert pair.to_client(pair.server.accept(), 0.2) == []  # not connected before the verdicts
+    assert [r.is_auth for r in pair.to_server()] == [True, True]
+    events = pair.to_client(pair.server.auth_reply() + pair.server.auth_reply(-115), 0.3)
+    assert events[0] == AuthResult("ok", None)
+    [bad] = only(events, AuthResult)[1:]
+    assert bad.token == "bad" and isinstance(bad.error, AuthFailedError)
+    [change] = only(events, StateChanged)
+    assert (change.old, change.new) == (SessionState.CONNECTING, SessionState.AUTH_FAILED)
+    assert isinstance(change.error, AuthFailedError)
+    assert isinstance(events[-1], DropConnection)
+    assert pair.core.state is SessionState.AUTH_FAILED

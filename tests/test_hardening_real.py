@@ -61,3 +61,43 @@ async def test_open_client_refuses_a_credential_that_cannot_be_sent_before_conne
         with pytest.raises(error):
             async with zkwire.open_client("127.0.0.1:1", auth=[("digest", credential)]):
                 raise AssertionError("not reached")
+
+
+# ---------------------------------------------------------------------- item: a refused initial credential
+
+
+@pytest.mark.parametrize("scheme", ["Digest", "nosuchscheme"])
+async def test_open_client_with_a_refused_credential_raises_auth_failed(zk_hosts: str, scheme: str) -> None:
+    with trio.fail_after(LIMIT):
+        with pytest.raises(zkwire.AuthFailedError):
+            async with zkwire.open_client(zk_hosts, auth=[("digest", "ok:pw"), (scheme, "u:p")]):
+                raise AssertionError("the session must not report connected")
+
+
+async def test_refused_credential_without_waiting_for_the_connection(zk_hosts: str) -> None:
+    with trio.fail_after(LIMIT):
+        with pytest.raises(zkwire.AuthFailedError):
+            async with zkwire.open_client(zk_hosts, auth=[("Digest", "u:p")], wait_connected=False) as zk:
+                with pytest.raises(zkwire.AuthFailedError):
+                    await zk.wait_connected()
+                assert zk.state is SessionState.AUTH_FAILED
+                with pytest.raises(zkwire.AuthFailedError):
+                    await zk.get_data("/")
+                raise zkwire.AuthFailedError(detail="as the body saw it")
+
+
+async def test_accepted_initial_credentials_are_all_in_place_when_connected(zk_hosts: str) -> None:
+    with trio.fail_after(LIMIT):
+        async with zkwire.open_client(zk_hosts, auth=[("digest", "carol:pw"), ("digest", "dave:pw")]) as zk:
+            assert sorted(await zk.who_am_i()) == [("digest", "carol"), ("digest", "dave"), ("ip", "127.0.0.1")]
+
+
+async def test_cli_with_a_refused_credential_exits_3(zk_hosts: str) -> None:
+    from test_cli_zkwire import zkw
+
+    r = await zkw(zk_hosts, "ls", "/", options=("--auth", "bogus:x"))
+    assert r.code == 3, r
+    assert "Authentication failed" in r.err
+    assert "bogus" not in r.out
+    r = await zkw(zk_hosts, "ls", "/", options=("--auth", "digest:u:pw"))
+    assert r.code == 0 and "zookeeper" in r.out

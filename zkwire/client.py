@@ -145,7 +145,11 @@ async def open_client(
 
     ``hosts`` is a connect string ``h1:p1,h2:p2[/chroot]``.  With ``wait_connected`` (the default) the
     block starts once the session is established; bound that wait with a cancel scope around the
-    ``async with``.  ``auth`` credentials are sent before the session reports connected.
+    ``async with``.  ``auth`` credentials (``(scheme, credential)`` pairs) are sent, and each one's
+    verdict awaited, before the session reports connected; if the server refuses one, the session ends
+    in ``AUTH_FAILED`` and :class:`~zkwire.errors.AuthFailedError` is raised (from ``open_client``, or
+    from :meth:`Client.wait_connected` with ``wait_connected=False``).  The session the server had
+    created for it then holds nothing and expires on the server by itself.
     """
     client = Client(
         hosts,
@@ -155,7 +159,7 @@ async def open_client(
         max_frame=max_frame,
     )
     for scheme, credential in auth:
-        client._queue_auth(scheme, credential)
+        client._queue_auth(scheme, credential, required=True)
     try:
         async with trio.open_nursery() as nursery:
             # The client's own tasks run shielded from the caller's cancel scopes (see _task_scope).
@@ -889,7 +893,7 @@ class Client:
         assert isinstance(body, GetAllChildrenNumberResponse)
         return body.total_number
 
-    def _queue_auth(self, scheme: str, credential: bytes | str) -> _Call:
+    def _queue_auth(self, scheme: str, credential: bytes | str, *, required: bool = False) -> _Call:
         """Check, encode and hand a credential to the core; it raises here or never (the reader never
         meets a credential it cannot send).  Messages never show the credential itself."""
         if not isinstance(scheme, str) or not scheme:
@@ -905,7 +909,7 @@ class Client:
         else:
             raise InvalidArgumentError(f"auth credential must be str or bytes, not {type(credential).__name__}")
         call = _Call()
-        self._core.add_auth(scheme, auth, call, trio.current_time())
+        self._core.add_auth(scheme, auth, call, trio.current_time(), required=required)
         return call
 
     async def add_auth(self, scheme: str, credential: bytes | str) -> None:

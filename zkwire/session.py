@@ -109,7 +109,8 @@ class SessionState(Enum):
     SUSPENDED = "suspended"
     #: The session is gone: a server said so, or no server was reached for the whole session timeout.
     EXPIRED = "expired"
-    #: The server rejected the credentials on a reconnect; the session cannot be used.
+    #: The server rejected a credential given to open_client, or on a reconnect one it had accepted
+    #: before; the session cannot be used.
     AUTH_FAILED = "auth_failed"
     #: Closed by the application.
     CLOSED = "closed"
@@ -201,6 +202,8 @@ class _Credential:
     packet: bytes = field(repr=False)
     #: Who waits for the server's verdict on the first sending of this credential.
     token: object = None
+    #: A condition of the session (given to open_client): its refusal ends the session (AUTH_FAILED).
+    required: bool = False
 
 
 #: Host shuffling and back-off jitter need no per-session generator (each costs 2.5 KiB).
@@ -510,16 +513,19 @@ class SessionCore:
         self._last_send = now
         return xid
 
-    def add_auth(self, scheme: str, auth: bytes, token: object, now: float) -> None:
+    def add_auth(self, scheme: str, auth: bytes, token: object, now: float, *, required: bool = False) -> None:
         """Remember a credential and send it now if connected, else with the next re-attach.
 
         An :class:`AuthResult` carrying ``token`` reports the server's verdict.  Accepted credentials are
         re-sent on every reconnect before the session reports connected; a rejected one is forgotten.
         A credential that cannot be encoded (over the frame limit, a string that is not UTF-8) raises
         here, in the caller, and is not remembered: nothing the caller gave is encoded later.
+
+        ``required``: the session depends on this credential (``open_client(auth=...)``).  Its refusal
+        ends the session in ``AUTH_FAILED`` instead of only reporting the refusal to ``token``.
         """
         packet = bytes(encode_request(AUTH_XID, OpCode.AUTH, AuthPacket(0, scheme, auth), self.max_frame))
-        cred = _Credential(scheme, packet, token)
+        cred = _Credential(scheme, packet, token, required)
         self._credentials.append(cred)
         if self._phase is _Phase.OPEN:
             self._send_credential(cred)
@@ -560,7 +566,7 @@ class SessionCore:
         if self.state is SessionState.EXPIRED:
             return SessionExpiredError()
         if self.state is SessionState.AUTH_FAILED:
-            return AuthFailedError(detail="credentials were rejected on reconnect")
+            return AuthFailedError(detail="the server rejected a credential")
         return ClientClosedError("client closed")
 
     # ------------------------------------------------------------------ incoming bytes
@@ -778,9 +784,10 @@ class SessionCore:
         self._credentials.remove(cred)
         if token is not None:
             events.append(AuthResult(token, error))
-        else:
-            # A credential the server accepted before is now refused: the session cannot be trusted.
-            self._fail_pending(events, AuthFailedError(detail="credentials rejected on reconnect"))
+        if token is None or cred.required:
+            # A credential the session was opened with, or one the server accepted before, is refused:
+            # the session cannot be what the application asked for.
+            self._fail_pending(events, AuthFailedError(detail="the server rejected a credential"))
             self._set_state(events, SessionState.AUTH_FAILED, error)
         events.append(DropConnection("authentication failed"))
 
