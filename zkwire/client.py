@@ -27,6 +27,7 @@ hide the loss of ephemeral nodes and watches) -- open a new client.
 from __future__ import annotations
 
 import logging
+import random
 import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -39,6 +40,7 @@ from .constants import AddWatchMode, OpCode, WatcherType
 from .errors import (
     ClientClosedError,
     ConnectionLossError,
+    DataTooLargeError,
     InvalidArgumentError,
     NoNodeError,
     NoWatcherError,
@@ -62,6 +64,7 @@ from .ops import (
     check_version,
     create_op,
 )
+from .options import check_max_frame, check_session_timeout
 from .paths import join_chroot, strip_chroot, validate_path
 from .records import (
     ACL,
@@ -101,6 +104,7 @@ from .records import (
     WhoAmIResponse,
 )
 from .session import (
+    WATCH_FRAME_OVERHEAD,
     AuthResult,
     DropConnection,
     Event,
@@ -118,6 +122,10 @@ from .watches import WatchKind
 __all__ = ["Client", "open_client", "Transaction"]
 
 log = logging.getLogger("zkwire.client")
+
+#: A connection that ends sooner than this after it was opened counts as a failed attempt (back-off),
+#: also when its handshake succeeded: a server that accepts and drops every session is not hammered.
+SHORT_CONNECTION = 1.0
 
 
 class _Call:
@@ -158,7 +166,12 @@ async def open_client(
         ssl_context=ssl_context,
         max_frame=max_frame,
     )
-    for scheme, credential in auth:
+    if isinstance(auth, str | bytes):
+        raise InvalidArgumentError("auth must be a sequence of (scheme, credential) pairs, not a single str")
+    for entry in auth:
+        if not isinstance(entry, tuple | list) or len(entry) != 2:
+            raise InvalidArgumentError("auth entries must be (scheme, credential) pairs")
+        scheme, credential = entry
         client._queue_auth(scheme, credential, required=True)
     try:
         async with trio.open_nursery() as nursery:
@@ -212,9 +225,12 @@ class Client:
         max_frame: int | None = None,
     ) -> None:
         host_list, chroot = parse_connect_string(hosts)
+        session_timeout = check_session_timeout(session_timeout)
         kwargs: dict[str, Any] = {}
         if max_frame is not None:
-            kwargs["max_frame"] = max_frame
+            kwargs["max_frame"] = check_max_frame(max_frame)
+        if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
+            raise InvalidArgumentError(f"ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
         self._core = SessionCore(
             host_list,
             session_timeout=session_timeout,
@@ -243,6 +259,8 @@ class Client:
         self._task_scopes: set[trio.CancelScope] = set()
         self._tasks_cancelled = False
         self._closing = False
+        #: Connections in a row that ended within SHORT_CONNECTION of being opened.
+        self._short_connections = 0
 
     # ------------------------------------------------------------------ public attributes
 
@@ -350,15 +368,29 @@ class Client:
         core = self._core
         with self._task_scope():
             while not core.state.is_terminal and not self._closing:
-                delay = core.reconnect_delay()
+                delay = max(core.reconnect_delay(), self._short_connection_delay())
                 if delay:
                     await trio.sleep(delay)
                 host = core.next_host()
+                opened = trio.current_time()
                 stream = await self._open_stream(host)
                 if stream is None:
                     core.connection_failed()
                     continue
                 await self._run_connection(host, stream)
+                if trio.current_time() - opened < SHORT_CONNECTION:
+                    self._short_connections += 1
+                else:
+                    self._short_connections = 0
+
+    def _short_connection_delay(self) -> float:
+        """Back-off for connections that keep ending right after they were made (the core's own back-off
+        only counts attempts that never reached a session): doubling from 50 ms up to 1 s, jittered."""
+        n = self._short_connections
+        if n == 0:
+            return 0.0
+        base = min(1.0, 0.05 * 2 ** min(n - 1, 5))
+        return random.uniform(base / 2, base)
 
     async def _open_stream(self, host: HostPort) -> trio.abc.Stream | None:
         timeout = self._core.connect_timeout
@@ -388,7 +420,10 @@ class Client:
         self._connection_ended = trio.Event()
         try:
             core.connection_made(host, trio.current_time())
-        except ZKError:
+        except ZKError as e:
+            # Counted like any failed attempt: the next one waits (back-off), never a tight loop.
+            log.warning("cannot start a handshake with %s: %s", host, e)
+            core.connection_failed()
             await trio.aclose_forcefully(stream)
             return
         self._stream = stream
@@ -636,6 +671,8 @@ class Client:
     ) -> Record | None:
         core = self._core
         call = _Call()
+        if watch is not None:
+            self._check_watch_path(watch.path)
         if path is not None and self._chroot:
             path = strip_chroot(self._chroot, path)  # errors name the path as the caller knows it
         while True:
@@ -656,6 +693,12 @@ class Client:
         if reply.error is not None:
             raise reply.error
         return reply.body
+
+    def _check_watch_path(self, server_path: str) -> None:
+        """A watch must be re-registrable after a reconnect: its path must fit in a SetWatches frame."""
+        limit = self._core.max_frame - WATCH_FRAME_OVERHEAD
+        if len(server_path) * 3 > limit and len(server_path.encode()) > limit:
+            raise DataTooLargeError(f"a watch on a path of more than {limit} bytes cannot be re-registered")
 
     async def _read_replies(self, raw: socket.socket, calls: Sequence[_Call]) -> None:
         """Read the socket in the caller's own task until every one of ``calls`` has its reply.

@@ -36,6 +36,7 @@ from .errors import (
     AuthFailedError,
     ClientClosedError,
     ConnectionLossError,
+    InvalidArgumentError,
     NoNodeError,
     ProtocolError,
     ServerError,
@@ -47,6 +48,7 @@ from .errors import (
 from .framing import FrameDecoder
 from .jute import Reader
 from .multi import MultiRequest, MultiResponse
+from .options import check_max_frame, check_session_timeout
 from .paths import strip_chroot
 from .records import (
     AuthPacket,
@@ -81,6 +83,9 @@ _REPLY_HEADER = struct.Struct(">iqi")
 _XID_MAX = (1 << 31) - 1
 #: Paths per SetWatches frame are batched to stay well under the frame limit.
 SET_WATCHES_BATCH_BYTES = 128 * 1024
+#: A SetWatches2 frame holding one path is at most this much longer than the path's UTF-8 bytes (40,
+#: with room to spare): a watch on a longer path could not be re-registered after a reconnect.
+WATCH_FRAME_OVERHEAD = 64
 #: A negotiated session timeout above both this (seconds) and the requested one is clamped to the
 #: larger of the two for the client's own clocks (see "Server values" in SessionCore's docstring).
 TIMEOUT_CEILING = 60.0
@@ -278,9 +283,9 @@ class SessionCore:
         rng: random.Random | None = None,
     ) -> None:
         if not hosts:
-            raise ValueError("at least one host is needed")
-        if session_timeout <= 0:
-            raise ValueError("session_timeout must be positive")
+            raise InvalidArgumentError("at least one host is needed")
+        session_timeout = check_session_timeout(session_timeout)
+        max_frame = check_max_frame(max_frame)
         self._rng = rng or _SHARED_RNG
         self._hosts = list(hosts)
         self._rng.shuffle(self._hosts)
@@ -689,10 +694,12 @@ class SessionCore:
                 batch[k] = []
             size = 0
 
+        # A batch fits the frame limit (the client refuses watches on paths too long for one).
+        limit = min(SET_WATCHES_BATCH_BYTES, self.max_frame - WATCH_FRAME_OVERHEAD)
         for kind in order:
             for path in tables[kind]:
                 cost = len(path.encode()) + 4
-                if size + cost > SET_WATCHES_BATCH_BYTES:
+                if size and size + cost > limit:
                     flush()
                 batch[kind].append(path)
                 size += cost
