@@ -176,6 +176,12 @@ class HostileServer:
         self.connected_at: list[float] = []
         #: Exceptions scripts raised (a test asserts this stays empty).
         self.errors: list[BaseException] = []
+        #: Every connection, in the order accepted.
+        self.conns: list[HostileConnection] = []
+
+    def received(self, op: int | None = None) -> list[ClientRequest]:
+        """Requests (after the handshakes) received on every connection, optionally only those of ``op``."""
+        return [r for conn in self.conns for r in conn.fake.requests(op)]
 
     @property
     def hosts(self) -> str:
@@ -190,6 +196,7 @@ class HostileServer:
         self.connected_at.append(trio.current_time())
         script = self.scripts[min(index, len(self.scripts) - 1)]
         conn = HostileConnection(stream, index)
+        self.conns.append(conn)
         try:
             await script(conn)
         except Exception as e:  # kept for the test to see; the client must not care

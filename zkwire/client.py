@@ -173,6 +173,7 @@ async def open_client(
             raise InvalidArgumentError("auth entries must be (scheme, credential) pairs")
         scheme, credential = entry
         client._queue_auth(scheme, credential, required=True)
+    body_error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
             # The client's own tasks run shielded from the caller's cancel scopes (see _task_scope).
@@ -183,33 +184,56 @@ async def open_client(
                 if wait_connected:
                     await client.wait_connected()
                 yield client
+            except BaseException as e:
+                body_error = e
+                raise
             finally:
                 with trio.CancelScope(shield=True):
                     await client.close()
                 client._cancel_tasks()
     except BaseExceptionGroup as group:
-        # Background tasks never raise on their own: a group holds what the body raised, plus the
-        # Cancelled of every task when an outer cancel scope fired.  Hand the user one exception.
-        raise _single_exception(group) from None
+        # The nursery wraps what the body raised, the Cancelled of an outer cancel scope, and what a
+        # background task raised (never by design: that would be a bug).  Hand the user one exception.
+        raise _single_exception(group, body_error) from None
 
 
-def _single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    _, rest = group.split(trio.Cancelled)
-    if rest is None:
-        leaves = list(_leaves(group))
+def _single_exception(group: BaseExceptionGroup[BaseException], body_error: BaseException | None) -> BaseException:
+    """One exception for the caller of open_client, never a group made by zkwire.
+
+    The body's own exception is kept whole (a group the body raised itself is the user's).  Cancelled
+    only when nothing else was raised.  A background task's failure comes first: whatever the body
+    raised afterwards was a consequence of it (the others are named in its notes).
+    """
+    leaves = list(_leaves(group, body_error))
+    real = [e for e in leaves if not isinstance(e, trio.Cancelled)]
+    if not real:
         return leaves[0]
-    leaves = list(_leaves(rest))
-    if len(leaves) == 1:
-        return leaves[0]
-    return rest
+    background = [e for e in real if e is not body_error]
+    chosen = background[0] if background else real[0]
+    for other in real:
+        if other is not chosen:
+            chosen.add_note(f"also raised in open_client: {other!r}")
+    return chosen
 
 
-def _leaves(exc: BaseException) -> Iterable[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
+def _leaves(exc: BaseException, keep: BaseException | None) -> Iterable[BaseException]:
+    if keep is not None and _same(exc, keep):
+        yield keep
+    elif isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            yield from _leaves(inner)
+            yield from _leaves(inner, keep)
     else:
         yield exc
+
+
+def _same(exc: BaseException, other: BaseException) -> bool:
+    """``exc`` is ``other``, or a copy of the group ``other`` (trio re-creates groups it passes on)."""
+    if exc is other:
+        return True
+    if not (isinstance(exc, BaseExceptionGroup) and isinstance(other, BaseExceptionGroup)):
+        return False
+    mine, theirs = exc.exceptions, other.exceptions
+    return len(mine) == len(theirs) and all(_same(a, b) for a, b in zip(mine, theirs, strict=True))
 
 
 class Client:
@@ -971,6 +995,7 @@ class Client:
 
     async def check_watches(self, path: str, watcher_type: WatcherType = WatcherType.ANY) -> bool:
         """Whether the server holds a watch of ``watcher_type`` on ``path`` for this session."""
+        watcher_type = _check_watcher_type(watcher_type)
         server_path = self._path(path)
         try:
             await self._call(OpCode.CHECK_WATCHES, CheckWatchesRequest(server_path, watcher_type), server_path)
@@ -986,6 +1011,7 @@ class Client:
         """
         from .constants import EventType
 
+        watcher_type = _check_watcher_type(watcher_type)
         server_path = self._path(path)
         await self._call(OpCode.REMOVE_WATCHES, RemoveWatchesRequest(server_path, watcher_type), server_path)
         kinds: list[tuple[WatchKind, EventType]] = []
@@ -1014,6 +1040,8 @@ class Client:
         Yields an async iterator of :class:`WatchedEvent`.  It survives reconnects.  Leaving the block
         removes it (on the server too, when no other watch of this client remains on the path).
         """
+        if isinstance(max_buffered, bool) or not isinstance(max_buffered, int) or max_buffered < 1:
+            raise InvalidArgumentError(f"max_buffered must be a positive int, not {max_buffered!r}")
         server_path = self._path(path)
         pw = PersistentWatch(path, recursive, max_buffered)
         kind = WatchKind.RECURSIVE if recursive else WatchKind.PERSISTENT
@@ -1206,6 +1234,17 @@ class Client:
         from_config: int = -1,
     ) -> tuple[bytes, Stat]:
         """Change the ensemble's membership (needs reconfigEnabled on the servers and admin rights)."""
+        for name, value in (("joining", joining), ("leaving", leaving), ("members", members)):
+            if value is not None and (not isinstance(value, str) or not _encodable(value)):
+                raise InvalidArgumentError(
+                    f"{name} must be a str (UTF-8 encodable) or None, not {type(value).__name__}"
+                )
+        if (
+            isinstance(from_config, bool)
+            or not isinstance(from_config, int)
+            or not -(1 << 63) <= from_config < (1 << 63)
+        ):
+            raise InvalidArgumentError(f"from_config must be an int64 config version (-1: any), not {from_config!r}")
         body = await self._call(OpCode.RECONFIG, ReconfigRequest(joining, leaving, members, from_config))
         assert isinstance(body, GetDataResponse)
         return body.data or b"", body.stat
@@ -1255,6 +1294,16 @@ class Transaction:
 
     async def commit(self) -> list[str | Stat | None]:
         return await self._client.multi(self.ops)
+
+
+def _check_watcher_type(value: object) -> WatcherType:
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return WatcherType(value)
+        except ValueError:
+            pass
+    names = ", ".join(f"{w.name} ({w.value})" for w in WatcherType)
+    raise InvalidArgumentError(f"watcher_type must be a WatcherType: {names}; not {value!r}")
 
 
 def _encodable(text: str) -> bool:
