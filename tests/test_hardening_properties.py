@@ -199,11 +199,9 @@ def _check_body(op: int, body: Record | None) -> None:
         assert body.path is not None
     if isinstance(body, MultiResponse):
         assert op == OpCode.MULTI
-        assert [r.op in (OpCode.ERROR, want) for r, want in zip(body.results, (OpCode.CREATE, OpCode.DELETE))] == [
-            True,
-            True,
-        ]
         assert len(body.results) == 2
+        for result, want in zip(body.results, (OpCode.CREATE, OpCode.DELETE), strict=True):
+            assert result.op in (OpCode.ERROR, want), body
         assert all(r.body.path is not None for r in body.results if isinstance(r.body, CreateResponse))
 
 

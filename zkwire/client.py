@@ -158,6 +158,11 @@ async def open_client(
     in ``AUTH_FAILED`` and :class:`~zkwire.errors.AuthFailedError` is raised (from ``open_client``, or
     from :meth:`Client.wait_connected` with ``wait_connected=False``).  The session the server had
     created for it then holds nothing and expires on the server by itself.
+
+    Options are checked before any connection is made (:class:`~zkwire.errors.InvalidArgumentError`
+    naming the option): ``session_timeout`` a finite number of seconds from 0.001 to 2147483.647 (an
+    int32 of milliseconds on the wire), ``max_frame`` from 1 KiB to 256 MiB.  Whatever goes wrong, the
+    block raises one exception, never an exception group of zkwire's making.
     """
     client = Client(
         hosts,
