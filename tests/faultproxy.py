@@ -11,6 +11,7 @@
         lost = proxy.swallow_reply(op=OpCode.CREATE2, path_prefix="/locks/x")
         info = await lost.wait()                 # request applied, reply dropped, connection severed
         proxy.drop_request(op=OpCode.DELETE)     # request never forwarded, connection severed
+        proxy.sever_after_request(op=OpCode.CREATE2)  # request forwarded, connection severed at once
         proxy.retarget(host, port)               # upstream of NEW connections
 
 Each direction of each connection is split into frames (4-byte big-endian length, then the payload)
@@ -105,7 +106,7 @@ class FaultRule:
     was dropped (``reply`` set) or the connection ended before the reply came (``reply`` None).
     """
 
-    action: Literal["swallow_reply", "drop_request"]
+    action: Literal["swallow_reply", "drop_request", "sever_after_request"]
     ops: frozenset[int] | None
     path_prefix: str | None
     then: Then
@@ -197,6 +198,7 @@ class _Pipe:
         self.eof = False
         self.raw = False  # framing failed: forward chunks as they come, match nothing
         self.frames = 0  # whole frames forwarded (the first one is the handshake)
+        self.after_send: FaultRule | None = None  # a rule to complete once the current frame is written
         self.changed = _Signal()
         self._decoder = FrameDecoder(max_frame=_MAX_FRAME)
         self._tail = b""  # the bytes the decoder holds (not yet a whole frame), kept for the raw fallback
@@ -273,6 +275,11 @@ class _Pipe:
                 if is_frame:
                     self.frames += 1
                 await self.dst.send_all(item)
+                rule, self.after_send = self.after_send, None
+                if rule is not None:
+                    rule.done.set()
+                    self.conn._then(rule.then)
+                    proxy._changed.notify()
                 if is_frame and self.frames == 1 and self.direction == "to_client":
                     proxy.handshakes += 1
                     proxy._changed.notify()
@@ -415,6 +422,9 @@ class ProxiedConnection:
             rule.done.set()
             self._then(rule.then)
             return False
+        if rule.action == "sever_after_request":
+            self._to_server.after_send = rule
+            return True
         self._awaiting_reply[xid] = rule
         return True
 
@@ -564,6 +574,20 @@ class FaultProxy:
     ) -> FaultRule:
         """Never forward the next matching request; by default sever that connection instead."""
         return self._arm(FaultRule("drop_request", _as_ops(op), path_prefix, then))
+
+    def sever_after_request(
+        self,
+        op: int | Iterable[int] | None = None,
+        path_prefix: str | None = None,
+        *,
+        then: Then = "sever",
+    ) -> FaultRule:
+        """Forward the next matching request, then at once (by default) sever that connection.
+
+        The server has the request; whether it applies it before the client reconnects elsewhere is a
+        race, as when a connection breaks right after a request leaves the client.
+        """
+        return self._arm(FaultRule("sever_after_request", _as_ops(op), path_prefix, then))
 
     def disarm(self, rule: FaultRule) -> bool:
         """Take back a rule that has not fired; False if it already had."""

@@ -539,6 +539,20 @@ async def test_dropped_request_is_not_applied(proxy: FaultProxy, zk_hosts: str, 
             assert await direct.exists(zk_path)  # never reached the server
 
 
+async def test_sever_after_request_forwards_it_then_closes(proxy: FaultProxy, zk_hosts: str, zk_path: str) -> None:
+    with trio.fail_after(5):
+        async with wire(proxy.hosts) as (zk, session), wire(zk_hosts) as (direct, _):
+            rule = proxy.sever_after_request(op=OpCode.CREATE, path_prefix=zk_path)
+            xid = await zk.send(OpCode.CREATE, CreateRequest(zk_path, b"", OPEN_ACL_UNSAFE, 0))
+            await zk.expect_closed()  # no reply: the connection ends right after the request
+            info = await rule.wait()
+            assert (info.xid, info.op, info.path, info.reply) == (xid, OpCode.CREATE, zk_path, None)
+            assert info.session_id == session.session_id
+            with trio.fail_after(2):
+                while not await direct.exists(zk_path):  # the server got it
+                    await trio.sleep(0.01)
+
+
 async def test_swallow_waits_for_the_reply_even_when_stalled(proxy: FaultProxy, zk_path: str) -> None:
     with trio.fail_after(5):
         async with wire(proxy.hosts) as (zk, _):

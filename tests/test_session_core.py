@@ -405,6 +405,90 @@ def test_answered_pings_keep_the_connection() -> None:
     assert pair.core.state is SessionState.CONNECTED
 
 
+def test_watch_notifications_do_not_hide_unanswered_pings() -> None:
+    """A one-way partition: our pings are lost while notifications keep coming.  The server, which has
+    not heard from us since the last answered ping, may expire the session a timeout after it; the
+    connection is dropped two thirds of a timeout after it, however busy the other direction is."""
+    pair = connected(timeout=9.0)
+    w = Watcher("w")
+    pair.core.watches.add(WatchKind.PERSISTENT, "/busy", w)
+    assert pair.timer(3.0) == []
+    pair.to_server()  # a ping
+    assert pair.to_client(pair.server.pong(), 3.01) == []  # the server heard us at 3.0 or later
+    assert pair.timer(6.0) == []
+    [ping] = pair.to_server()  # this ping and everything after it is lost on the way
+    assert ping.is_ping
+    now = 6.0
+    while now < 8.95:
+        now += 0.05
+        events = pair.to_client(pair.server.event(EventType.NODE_DATA_CHANGED, "/busy"), now)
+        assert [type(e) for e in events] == [WatchNotification]
+    assert pair.core.next_deadline() == pytest.approx(9.0)
+    [drop] = pair.timer(9.0)
+    assert isinstance(drop, DropConnection) and "answered" in drop.reason
+
+
+def test_liveness_counts_from_when_the_answered_request_was_sent() -> None:
+    """A reply that comes late proves the server heard us when we sent, not when it answered."""
+    pair = connected(timeout=9.0)
+    core = pair.core
+    get_data(core, "/slow", "t", 1.0)
+    pair.to_server()
+    assert pair.timer(4.0) == []
+    [ping] = pair.to_server()  # the ping due at 4.0 is not answered
+    assert ping.is_ping
+    [reply] = pair.to_client(pair.server.answer(data_reply()), 5.0)
+    assert isinstance(reply, Reply) and reply.error is None
+    assert core.next_deadline() == pytest.approx(7.0)  # 1.0 + 6.0, not 5.0 + 6.0
+    [drop] = pair.timer(7.0)
+    assert isinstance(drop, DropConnection)
+
+
+def test_a_reply_trickled_byte_by_byte_does_not_keep_the_connection() -> None:
+    """Half a frame proves nothing: bytes arriving one a second never complete a reply, so the read
+    timeout still drops the connection (and the request fails with the connection, not hung)."""
+    pair = connected(timeout=3.0)  # read timeout 2 s
+    core = pair.core
+    get_data(core, "/x", "t", 0.0)
+    pair.to_server()
+    reply = pair.server.answer(data_reply(b"payload"))
+    dropped_at = None
+    for i, byte in enumerate(reply[:-1]):
+        now = float(i)
+        assert pair.to_client(bytes([byte]), now) == []
+        if drops(pair.timer(now + 0.5)):
+            dropped_at = now + 0.5
+            break
+    assert dropped_at is not None and dropped_at <= 2.5
+    [change, lost] = pair.lose(dropped_at)
+    assert isinstance(change, StateChanged) and change.new is SessionState.SUSPENDED
+    assert isinstance(lost, Reply) and isinstance(lost.error, ConnectionLossError)
+
+
+def test_ping_answers_nobody_asked_for_prove_nothing() -> None:
+    pair = connected(timeout=9.0)
+    for t in (1.0, 2.0, 3.5, 5.0, 5.9):
+        assert pair.to_client(pair.server.pong(), t) == []
+    pair.to_server()
+    [drop] = pair.timer(6.0)
+    assert isinstance(drop, DropConnection)
+
+
+def test_client_side_expiry_counts_from_the_last_answered_send() -> None:
+    pair = ConnectionPair(make_core(hosts=(H1, H2), timeout=6.0))
+    core = pair.core
+    pair.connect(0.0)
+    get_data(core, "/a", "t", 1.0)
+    pair.to_server()
+    pair.to_client(pair.server.answer(data_reply()), 2.5)  # sent at 1.0
+    for t in (3.0, 3.5, 4.0):
+        pair.to_client(pair.server.event(EventType.NODE_DATA_CHANGED, "/a"), t)  # proves nothing
+    pair.lose(4.5)
+    assert core.next_deadline() == pytest.approx(7.0)
+    [change] = pair.timer(7.0)
+    assert isinstance(change, StateChanged) and change.new is SessionState.EXPIRED
+
+
 def test_handshake_timeout_is_session_timeout_over_host_count() -> None:
     core = make_core(hosts=(H1, H2, H3), timeout=9.0)
     pair = ConnectionPair(core)
@@ -481,7 +565,8 @@ def test_connection_lost_fails_each_pending_request_with_its_own_error() -> None
     assert len(errors) == 3
     assert [e.path for e in errors] == paths
     assert len({id(e) for e in errors}) == 3
-    assert events[-1] == StateChanged(SessionState.CONNECTED, SessionState.SUSPENDED)
+    # The state change comes first, so that a lock's lease is marked lost before any request fails.
+    assert events[0] == StateChanged(SessionState.CONNECTED, SessionState.SUSPENDED)
     assert core.outstanding == 0
     with pytest.raises(ConnectionLossError):
         get_data(core, "/x", "t", 2.5)
@@ -1017,7 +1102,7 @@ def test_malformed_frames_drop_the_connection(data: bytes) -> None:
     # The request the broken reply may have been meant for is not lost: it fails with the connection.
     lost = pair.lose(1.6)
     assert [(r.token, type(r.error)) for r in only(lost, Reply)] == [("victim", ConnectionLossError)]
-    assert lost[-1] == StateChanged(SessionState.CONNECTED, SessionState.SUSPENDED)
+    assert lost[0] == StateChanged(SessionState.CONNECTED, SessionState.SUSPENDED)
 
 
 HANDSHAKE_MALFORMED: dict[str, bytes] = {

@@ -1,13 +1,17 @@
-"""The holder's side of a lock: fencing token, loss and revocation signals."""
+"""The holder's side of a lock: fencing token, fenced writes, loss and revocation signals."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 import trio
 
-from zkwire import SessionState
+from zkwire import Check, NoNodeError, SessionExpiredError, SessionState, Stat, WriteOp
+
+from .errors import LockLostError
 
 if TYPE_CHECKING:
     from .recipe import LockRecipe
@@ -25,8 +29,25 @@ class Lease:
 
     ``fencing_token`` (the lock node's czxid) strictly increases with every grant of the lock, also when
     the lock path is deleted and recreated: pass it to the resource you protect so that it can refuse
-    a stale holder.  ``lost`` / ``wait_lost()`` report a loss; ``revocation_requested`` /
+    a stale holder.  For writes to ZooKeeper itself, :meth:`fenced` makes the server refuse them once
+    this lease's node is gone.
+
+    ``lost`` / ``lost_reason`` / ``lost_at`` / ``wait_lost()`` report a loss; ``revocation_requested`` /
     ``wait_revocation_requested()`` report that another party asked us to release.
+
+    What is told, and when:
+
+    * a lost connection (suspension) and session expiry are told at least a third of the session
+      timeout before the server can expire the session -- so before anyone else can be granted the lock
+      -- as long as this process runs (a process that is paused, or a machine whose clock stops, cannot
+      be told anything: that is what fencing is for);
+    * the deletion of the lock node by another party is told only eventually: the server notifies the
+      holder and grants the next contender independently, so both may briefly believe they hold the
+      lock.  Fencing tokens and :meth:`fenced` writes are refused for the stale holder in that window.
+
+    ``async with lease:`` runs a body under the lease: the body is cancelled if the lease is lost (with
+    the recipe's ``cancel_on_loss``), :class:`~zklock.LockLostError` is raised out of it, and the lease
+    is released at the end.  ``async with lock`` is ``acquire_lease()`` followed by this.
     """
 
     def __init__(self, recipe: LockRecipe, node: str, fencing_token: int, session_id: int) -> None:
@@ -35,13 +56,18 @@ class Lease:
         self.fencing_token = fencing_token
         self.session_id = session_id
         self.lost_reason: str | None = None
+        #: When the loss was noticed, on the trio clock (``trio.current_time()``), or None.
+        self.lost_at: float | None = None
         self.released = False
         self._lost = trio.Event()
         self._revoke = trio.Event()
+        #: The cancel scopes of the open ``async with`` blocks under this lease (innermost last).
         self._scopes: list[trio.CancelScope] = []
         #: Ends the watch on our own node (at release or loss).
         self._watch_scope = trio.CancelScope()
         self._count = 1
+        #: The acquire's uuid if it ever lost a create reply: release then sweeps every node carrying it.
+        self._uuid: str | None = None
 
     @property
     def path(self) -> str:
@@ -65,6 +91,70 @@ class Lease:
         """Wait until someone asks this holder to release (see ``request_revocation``)."""
         await self._revoke.wait()
 
+    # ------------------------------------------------------------------ fenced writes
+
+    def guard(self) -> Check:
+        """The op that makes a multi fail unless this lease's node still exists.
+
+        ``await client.multi([lease.guard(), SetData(...), ...])`` is applied only while the lease
+        holds; :meth:`fenced` does this and reports a refusal as :class:`~zklock.LockLostError`.
+        """
+        return Check(self.node, -1)
+
+    async def fenced(self, ops: Iterable[WriteOp]) -> list[str | Stat | None]:
+        """Apply ``ops`` atomically, only if this lease still holds the lock when the server applies them.
+
+        The check runs on the server, in the same transaction: a holder that has lost the lock without
+        knowing it yet (paused, or its node deleted by another party) cannot write.  Returns the ops'
+        results (as :meth:`zkwire.Client.multi`, without the check's).
+
+        Raises:
+            LockLostError: the lease's node is gone or the session has ended; nothing was applied (the
+                lease is marked lost).
+            zkwire.ZKError: any other failure of ``ops`` (e.g. ``BadVersionError``), with nothing applied;
+                ``ConnectionLossError`` when the outcome is unknown, as for any write.
+        """
+        try:
+            results = await self.recipe.client.multi([self.guard(), *ops])
+        except NoNodeError as e:
+            if not e.results or not isinstance(e.results[0], NoNodeError):
+                raise  # another op's node is missing
+            self._mark_lost("lock node was deleted")
+            raise LockLostError(self.path, "lock node was deleted") from e
+        except SessionExpiredError as e:
+            self._mark_lost("session expired")
+            raise LockLostError(self.path, "session expired") from e
+        return results[1:]
+
+    # ------------------------------------------------------------------ the holder's block
+
+    async def __aenter__(self) -> Lease:
+        scope = trio.CancelScope()
+        scope.__enter__()
+        self._scopes.append(scope)
+        if self.lost and self.recipe.cancel_on_loss:
+            scope.cancel()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        scope = self._scopes.pop()
+        swallowed = bool(scope.__exit__(exc_type, exc, tb))
+        recipe = self.recipe
+        if recipe._held.get(trio.lowlevel.current_task()) is self:
+            with trio.CancelScope(shield=True):
+                await recipe.release()
+        # Whatever the body ended with (our cancellation, a ConnectionLossError from a request that
+        # failed with the connection, any error of its own), the loss is what the caller is told, with
+        # the body's exception chained.  A cancellation from outside, and KeyboardInterrupt and the
+        # like, go on as they are.
+        if self.lost and recipe.cancel_on_loss and (exc is None or swallowed or isinstance(exc, Exception)):
+            raise LockLostError(self.path, self.lost_reason or "lost") from (None if swallowed else exc)
+        return swallowed and exc is not None and not self.lost
+
+    # ------------------------------------------------------------------ signals from the session
+
     def _on_state(self, state: SessionState) -> None:
         """Session state listener (runs synchronously in the client task that saw the change)."""
         if state.is_terminal:
@@ -77,6 +167,7 @@ class Lease:
             return
         log.warning("lock %s lost: %s", self.recipe.path, reason)
         self.lost_reason = reason
+        self.lost_at = trio.current_time()
         self._lost.set()
         self._watch_scope.cancel()
         if self.recipe.cancel_on_loss:

@@ -6,9 +6,12 @@ contenders whether ours may proceed and, if not, which single node to wait for. 
 1. Create ``<path>/_c_<uuid>-<marker>`` (ephemeral, sequential) and list the children *in one round
    trip*: both requests go out back to back and the server applies them in order.  A missing parent is
    created as a container node (the server removes it once it is empty again).
-2. If the create's reply is lost (connection loss), wait for the session to reconnect, list the children
-   and adopt the node carrying our uuid -- only if its ephemeralOwner is our session; one left by an
-   older session is deleted.  Never two nodes for one acquire.
+2. If the create's reply is lost (connection loss), wait for the session to reconnect, ``sync`` the lock
+   path (the member we re-attached to may not have applied our create yet: after the sync it has
+   applied every write our session made), list the children and adopt the node carrying our uuid --
+   only if its ephemeralOwner is our session; any other node carrying our uuid is deleted.  Never two
+   nodes for one acquire; should duplicates exist anyway, every listing deletes all but our node, and
+   grant, release and clean-up agree on that one node.
 3. If the recipe says we may proceed, check that our node's ephemeralOwner is the current session and
    hold.  Otherwise watch just the one node we wait for, with a getData watch (an exists watch on a node
    that is already gone would linger), and re-list when it fires -- never assume.
@@ -16,10 +19,13 @@ contenders whether ours may proceed and, if not, which single node to wait for. 
    disconnected at that moment, the delete is retried in the background while the session lives.
 
 While held, the lease watches its own node and the session.  Suspension (the connection is lost: the
-session may be expiring on the server, and another contender may be granted the lock), expiry, or the
-deletion of our node mark the lease lost before anyone else can be granted the lock: the server only
-deletes our node once our session is gone, and our client notices a silent connection within two thirds
-of the session timeout.  ``async with`` then cancels its body and raises :class:`LockLostError`.
+session may be expiring on the server, and another contender may be granted the lock) and expiry mark
+the lease lost before anyone else can be granted the lock: the server only deletes our node once our
+session is gone, a timeout after it last heard from us, and the client drops a connection on which
+nothing it sent for two thirds of the timeout was answered.  The deletion of our node by another party
+is learnt only eventually (its notification and the next contender's travel independently): fencing
+tokens and :meth:`Lease.fenced` writes cover that window.  ``async with`` then cancels its body and
+raises :class:`LockLostError`.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from zkwire import Client, Create, EventType, GetChildren, SessionState
 from zkwire.errors import ConnectionLossError, NodeExistsError, NoNodeError, ZKError
 from zkwire.paths import validate_path
 
-from .errors import LockLostError, NotHeldError
+from .errors import NotHeldError
 from .lease import REVOKE_DATA, Lease
 from .naming import Contender, new_protected_prefix, sort_contenders
 
@@ -93,8 +99,8 @@ class LockRecipe:
         self.lose_on_suspend = lose_on_suspend
         self.cancel_on_loss = cancel_on_loss
         self._held: dict[trio.lowlevel.Task, Lease] = {}
-        #: Per task, the cancel scopes of its open ``async with`` blocks (innermost last).
-        self._blocks: dict[trio.lowlevel.Task, list[tuple[trio.CancelScope, Lease]]] = {}
+        #: Per task, the leases of its open ``async with`` blocks (innermost last).
+        self._blocks: dict[trio.lowlevel.Task, list[Lease]] = {}
 
     def _blocker(self, contenders: list[Contender], index: int) -> Contender | None:
         """The node ours must wait for, or None if ours may proceed.  Default: the predecessor."""
@@ -195,34 +201,38 @@ class LockRecipe:
         self.client.remove_state_listener(lease._on_state)
         with trio.CancelScope(shield=True):
             await delete_node(self.client, lease.node)
+            if lease._uuid is not None:
+                # This acquire once lost a create reply: make sure no other node carries its uuid.
+                await delete_uuid_nodes(self.client, self.path, lease._uuid, self.markers)
 
-    async def __aenter__(self) -> Lease:
+    async def acquire_lease(self) -> Lease:
+        """Wait for the lock and return the current task's :class:`Lease` (counted, like :meth:`acquire`).
+
+        With ``async with lease:`` after it, a cancel scope around this call bounds only the wait::
+
+            with trio.fail_after(5):
+                lease = await lock.acquire_lease()
+            async with lease:      # the body is not bounded; released at the end
+                ...
+        """
         lease = await self._acquire(True)
         assert lease is not None
-        scope = trio.CancelScope()
-        scope.__enter__()
-        lease._scopes.append(scope)
-        self._blocks.setdefault(trio.lowlevel.current_task(), []).append((scope, lease))
-        if lease.lost and self.cancel_on_loss:
-            scope.cancel()
         return lease
+
+    async def __aenter__(self) -> Lease:
+        lease = await self.acquire_lease()
+        self._blocks.setdefault(trio.lowlevel.current_task(), []).append(lease)
+        return await lease.__aenter__()
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
         task = trio.lowlevel.current_task()
         blocks = self._blocks[task]
-        scope, lease = blocks.pop()
+        lease = blocks.pop()
         if not blocks:
             del self._blocks[task]
-        lease._scopes.remove(scope)
-        swallowed = bool(scope.__exit__(exc_type, exc, tb))
-        if self._held.get(task) is lease:
-            with trio.CancelScope(shield=True):
-                await self.release()
-        if lease.lost and self.cancel_on_loss and (swallowed or exc is None):
-            raise LockLostError(self.path, lease.lost_reason or "lost")
-        return swallowed and exc is not None and not lease.lost
+        return await lease.__aexit__(exc_type, exc, tb)
 
 
 class _Attempt:
@@ -237,6 +247,8 @@ class _Attempt:
         self.node_session = 0
         self.czxid = 0
         self.create_sent = False
+        #: A create reply was lost at least once: nodes carrying our uuid may exist besides ours.
+        self.create_lost = False
 
     def _sort(self, children: list[str]) -> list[Contender]:
         return sort_contenders(children, self.recipe.markers)
@@ -244,8 +256,7 @@ class _Attempt:
     async def run(self, blocking: bool) -> Lease | None:
         children = await self._create_and_list()
         while True:
-            contenders = self._sort(children)
-            index = next((i for i, c in enumerate(contenders) if c.uuid == self.uuid), None)
+            contenders, index = await self._locate(children)
             if index is None:
                 # Our node vanished (deleted by someone else): start over with a new node.
                 self.node = None
@@ -278,6 +289,31 @@ class _Attempt:
             log.debug("lock %s: %s: %s", self.recipe.path, blocker_name, event.type)
             children = await self._list()
 
+    async def _locate(self, children: list[str]) -> tuple[list[Contender], int | None]:
+        """The queue in ``children``, and our node's index in it (None if it is gone).
+
+        Any other node carrying our uuid (only a lost create reply can have made one) is deleted and
+        left out, so that grant, release and clean-up all mean the one node in ``self.node``.
+        """
+        contenders = self._sort(children)
+        mine = self.node.rsplit("/", 1)[1] if self.node is not None else None
+        index = None
+        ghosts = False
+        for i, c in enumerate(contenders):
+            if c.uuid == self.uuid:
+                if c.name == mine:
+                    index = i
+                else:
+                    ghosts = True
+        if not ghosts:
+            return contenders, index
+        for c in contenders:
+            if c.uuid == self.uuid and c.name != mine:
+                log.warning("lock %s: deleting %s, a second node of one acquire", self.recipe.path, c.name)
+                await delete_node(self.client, f"{self.recipe.path}/{c.name}")
+        contenders = [c for c in contenders if c.uuid != self.uuid or c.name == mine]
+        return contenders, next((i for i, c in enumerate(contenders) if c.name == mine), None)
+
     async def _list(self) -> list[str]:
         while True:
             try:
@@ -298,6 +334,7 @@ class _Attempt:
                 await self._ensure_parent()
                 continue
             if isinstance(created, ConnectionLossError):
+                self.create_lost = True
                 if await self._recover_lost_create():
                     return await self._list()
                 continue
@@ -315,23 +352,28 @@ class _Attempt:
             return children
 
     async def _recover_lost_create(self) -> bool:
-        """After a lost create reply: adopt our node if the server made it in this session."""
+        """After a lost create reply: adopt our node if the server made it in this session.
+
+        The listing comes after a ``sync``: the member we re-attached to has then applied every write
+        our session made (a create still on its way through the old member is refused by the leader
+        once the session has moved).  The first node carrying our uuid and owned by this session is
+        adopted; every other one is deleted.
+        """
         while True:
             await self.client.wait_connected()
             try:
-                for c in self._sort(await self._list()):
-                    if c.uuid != self.uuid:
-                        continue
-                    path = f"{self.recipe.path}/{c.name}"
+                adopted = False
+                for path in await uuid_nodes(self.client, self.recipe.path, self.uuid, self.recipe.markers):
                     stat = await self.client.exists(path)
                     if stat is None:
                         continue
-                    if stat.ephemeral_owner == self.client.session_id:
-                        log.info("lock %s: adopted %s after a lost create reply", self.recipe.path, c.name)
+                    if not adopted and stat.ephemeral_owner == self.client.session_id:
+                        log.info("lock %s: adopted %s after a lost create reply", self.recipe.path, path)
                         self.node, self.node_session, self.czxid = path, stat.ephemeral_owner, stat.czxid
-                        return True
-                    await delete_node(self.client, path)
-                return False
+                        adopted = True
+                    else:
+                        await delete_node(self.client, path)
+                return adopted
             except ConnectionLossError:
                 continue
 
@@ -351,6 +393,8 @@ class _Attempt:
             raise ConnectionLossError(self.node, "lock node belongs to an older session")
         node = self.node
         lease = Lease(self.recipe, node, self.czxid, self.node_session)
+        if self.create_lost:
+            lease._uuid = self.uuid
         client.add_state_listener(lease._on_state)
         if self.recipe.lose_on_suspend and client.state is not SessionState.CONNECTED:
             lease._mark_lost(f"session {client.state.value}")
@@ -398,27 +442,41 @@ class _Attempt:
         if not self.create_sent:
             return
         # The create may or may not have reached the server: look for our uuid.
-        uuid_, path, markers = self.uuid, self.recipe.path, self.recipe.markers
+        await delete_uuid_nodes(client, self.recipe.path, self.uuid, self.recipe.markers)
 
-        async def find_and_delete() -> None:
-            while not client.state.is_terminal:
-                await client.wait_connected()
-                try:
-                    children = await client.get_children(path)
-                    for c in sort_contenders(children, markers):
-                        if c.uuid == uuid_:
-                            await delete_node(client, f"{path}/{c.name}")
-                    return
-                except NoNodeError:
-                    return
-                except ConnectionLossError:
-                    continue
 
-        if client.state.is_connected:
-            with trio.move_on_after(CLEANUP_TIMEOUT):
-                await find_and_delete()
+async def uuid_nodes(client: Client, path: str, uuid_: str, markers: Sequence[str]) -> list[str]:
+    """Every node under ``path`` carrying ``uuid_``, in queue order, as seen after a ``sync`` of ``path``
+    (so that the member we are connected to has applied every write our session made)."""
+    try:
+        await client.sync(path)
+        children = await client.get_children(path)
+    except NoNodeError:
+        return []
+    return [f"{path}/{c.name}" for c in sort_contenders(children, markers) if c.uuid == uuid_]
+
+
+async def delete_uuid_nodes(client: Client, path: str, uuid_: str, markers: Sequence[str]) -> None:
+    """Delete every node carrying ``uuid_`` under ``path`` now, or keep trying in the background while
+    the session lives (like :func:`delete_node`)."""
+
+    async def sweep() -> None:
+        while not client.state.is_terminal:
+            await client.wait_connected()
+            try:
+                for node in await uuid_nodes(client, path, uuid_, markers):
+                    await delete_node(client, node)
                 return
-        _spawn(client, find_and_delete, f"zklock cleanup {path}")
+            except ConnectionLossError:
+                continue
+
+    if client.state.is_terminal:
+        return
+    if client.state.is_connected:
+        with trio.move_on_after(CLEANUP_TIMEOUT):
+            await sweep()
+            return
+    _spawn(client, sweep, f"zklock cleanup {path}")
 
 
 def _spawn(client: Client, fn: object, name: str) -> None:

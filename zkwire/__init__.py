@@ -7,7 +7,7 @@ from .client import Client, Transaction, open_client
 from .constants import AddWatchMode, CreateMode, EventType, KeeperState, OpCode, Perm, WatcherType
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
-from .ops import Check, Create, Delete, GetChildren, GetData, SetData
+from .ops import Check, Create, Delete, GetChildren, GetData, ReadOp, SetData, WriteOp
 from .records import ACL, Id, Stat
 from .session import SessionState
 from .watchers import PersistentWatch, StateStream, Watch, WatchedEvent
@@ -29,6 +29,8 @@ __all__ = [
     "Check",
     "GetData",
     "GetChildren",
+    "WriteOp",
+    "ReadOp",
     "ACL",
     "Id",
     "Stat",

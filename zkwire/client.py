@@ -244,6 +244,11 @@ def _same(exc: BaseException, other: BaseException) -> bool:
 class Client:
     """A ZooKeeper session.  Create it with :func:`open_client`."""
 
+    #: Requests in flight on one connection at most; more wait (in their caller's cancel scope) until
+    #: replies make room.  The server stops reading a connection with ~1,000 requests outstanding and
+    #: buffers every reply it owes, so an unbounded burst costs it memory and the client liveness.
+    max_in_flight = 1000
+
     def __init__(
         self,
         hosts: str,
@@ -282,6 +287,9 @@ class Client:
         self._reader_resume = trio.Event()
         self._state_changed = trio.Event()
         self._timer_wakeup = trio.Event()
+        #: Set when replies made room below ``max_in_flight`` for a caller waiting to send.
+        self._room = trio.Event()
+        self._room_wanted = False
         self._state_streams: list[StateStream] = []
         self._state_listeners: list[Callable[[SessionState], None]] = []
         self._nursery: trio.Nursery | None = None
@@ -600,6 +608,10 @@ class Client:
                     await self._flush(whole_burst=True)
 
     def _dispatch(self, events: list[Event]) -> None:
+        if self._room_wanted and self._core.outstanding < self.max_in_flight:
+            self._room_wanted = False
+            self._room.set()
+            self._room = trio.Event()
         for ev in events:
             if isinstance(ev, Reply | AuthResult):
                 call = ev.token
@@ -704,6 +716,8 @@ class Client:
             self._check_watch_path(watch.path)
         if path is not None and self._chroot:
             path = strip_chroot(self._chroot, path)  # errors name the path as the caller knows it
+        if core.outstanding >= self.max_in_flight:
+            await self._wait_for_room(1)
         while True:
             try:
                 core.send_request(op, record, call, trio.current_time(), path=path, watch=watch)
@@ -728,6 +742,14 @@ class Client:
         limit = self._core.max_frame - WATCH_FRAME_OVERHEAD
         if len(server_path) * 3 > limit and len(server_path.encode()) > limit:
             raise DataTooLargeError(f"a watch on a path of more than {limit} bytes cannot be re-registered")
+
+    async def _wait_for_room(self, count: int) -> None:
+        """Wait until ``count`` more requests fit under :attr:`max_in_flight` (always once nothing is in
+        flight: a larger burst then goes out whole)."""
+        core = self._core
+        while core.outstanding and core.outstanding + count > self.max_in_flight:
+            self._room_wanted = True
+            await self._room.wait()
 
     async def _read_replies(self, raw: socket.socket, calls: Sequence[_Call]) -> None:
         """Read the socket in the caller's own task until every one of ``calls`` has its reply.
@@ -1081,20 +1103,28 @@ class Client:
         prepared: list[tuple[int, Record, str, Callable[[Record | None], object]]] = []
         for op in ops:
             prepared.append(self._prepare(op))
-        while not core.state.is_connected:
-            if core.state.is_terminal:
-                raise core._terminal_error()
-            await self._state_changed.wait()
-        now = trio.current_time()
-        for code, record, server_path, convert in prepared:
-            call = _Call()
-            try:
-                core.send_request(code, record, call, now, path=server_path)
-            except ConnectionLossError as e:
-                call.reply = Reply(call, 0, None, e)
-                call.done.set()
-            calls.append((call, convert))
-        await self._flush(whole_burst=True)
+        limit = self.max_in_flight
+        for start in range(0, len(prepared), limit):
+            burst = prepared[start : start + limit]
+            while True:
+                if core.state.is_terminal:
+                    raise core._terminal_error()
+                if not core.state.is_connected:
+                    await self._state_changed.wait()
+                elif core.outstanding and core.outstanding + len(burst) > limit:
+                    await self._wait_for_room(len(burst))
+                else:
+                    break
+            now = trio.current_time()
+            for code, record, server_path, convert in burst:
+                call = _Call()
+                try:
+                    core.send_request(code, record, call, now, path=server_path)
+                except ConnectionLossError as e:
+                    call.reply = Reply(call, 0, None, e)
+                    call.done.set()
+                calls.append((call, convert))
+            await self._flush(whole_burst=True)
         raw = self._raw
         if raw is not None and self._socket_reader is None and core.outstanding == len(calls):
             await self._read_replies(raw, [call for call, _ in calls])

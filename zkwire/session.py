@@ -196,6 +196,8 @@ class _Pending:
     token: object
     path: str | None
     watch: WatchRequest | None
+    #: When the request was queued: once it is answered, the server has heard from us since then.
+    sent: float
     #: multi / multiRead: the op code of each sub-operation, to check the reply against.
     subops: tuple[int, ...] | None = None
 
@@ -247,13 +249,14 @@ class SessionCore:
         "_failed_in_row",
         "_host_index",
         "_hosts",
+        "_last_confirmed",
         "_last_heard",
-        "_last_recv",
         "_last_send",
         "_out",
         "_passwd",
         "_pending",
         "_phase",
+        "_pings",
         "_preferred",
         "_read_only_connection",
         "_rng",
@@ -316,9 +319,17 @@ class SessionCore:
         self._sync_outstanding = 0
         self._xid = 0
         self._last_send = 0.0
-        self._last_recv = 0.0
+        #: Send times of the pings on this connection that are not answered yet (oldest first).
+        self._pings: deque[float] = deque()
         self._connect_deadline = 0.0
-        #: Last moment a server confirmed the session (reply, ping answer or handshake).
+        #: Liveness is timed from what proves that the server heard us, never from what merely arrives
+        #: (a watch notification, a ping answer nobody asked for, half a frame): the send time of the
+        #: newest request, ping or ConnectRequest that has been answered on this connection.  A server
+        #: expires a session one timeout after it last heard from the client, so dropping the connection
+        #: two thirds of a timeout after this moment tells the application at least a third of a timeout
+        #: before the session can expire, whatever else the server keeps sending.
+        self._last_confirmed = 0.0
+        #: The same moment across connections (None before the first session): client-side expiry.
         self._last_heard: float | None = None
 
     # ------------------------------------------------------------------ host selection & timing
@@ -370,7 +381,7 @@ class SessionCore:
         if self._phase is _Phase.HANDSHAKE:
             deadlines.append(self._connect_deadline)
         elif self._phase in (_Phase.SYNCING, _Phase.OPEN):
-            deadlines.append(self._last_recv + self.read_timeout)
+            deadlines.append(self._last_confirmed + self.read_timeout)
             deadlines.append(self._last_send + self.ping_interval)
         if self._last_heard is not None and self.negotiated_timeout is not None and not self.state.is_connected:
             deadlines.append(self._last_heard + self.negotiated_timeout)
@@ -395,10 +406,13 @@ class SessionCore:
         if self._phase is _Phase.HANDSHAKE and now >= self._connect_deadline:
             events.append(DropConnection(f"no handshake reply within {self.connect_timeout:.2f}s"))
         elif self._phase in (_Phase.SYNCING, _Phase.OPEN):
-            if now >= self._last_recv + self.read_timeout:
-                events.append(DropConnection(f"nothing heard from the server for {now - self._last_recv:.2f}s"))
+            if now >= self._last_confirmed + self.read_timeout:
+                events.append(
+                    DropConnection(f"nothing sent in the last {now - self._last_confirmed:.2f}s was answered")
+                )
             elif now >= self._last_send + self.ping_interval:
                 self._out += encode_request(PING_XID, OpCode.PING)
+                self._pings.append(now)
                 self._last_send = now
         return events
 
@@ -413,7 +427,8 @@ class SessionCore:
         self._decoder = FrameDecoder(self.max_frame)
         self._out.clear()
         self._connect_deadline = now + self.connect_timeout
-        self._last_send = self._last_recv = now
+        self._last_send = self._last_confirmed = now
+        self._pings.clear()
         # A session only ever served by read-only servers is local to that server: a read-write server
         # would not know it, so it is not presented again (it has no ephemeral nodes to lose).
         attach = self.session_id if self.seen_read_write else 0
@@ -442,11 +457,13 @@ class SessionCore:
         self._out.clear()
         if phase in (_Phase.IDLE, _Phase.HANDSHAKE):
             self._failed_in_row += 1
-        self._fail_pending(events, error or ConnectionLossError())
+        # The state change comes first: whoever watches the session (a lock's lease) has heard of the
+        # loss before any caller's request fails with it.
         if phase is _Phase.CLOSING:
             self._set_state(events, SessionState.CLOSED)
         elif self.state.is_connected:
             self._set_state(events, SessionState.SUSPENDED)
+        self._fail_pending(events, error or ConnectionLossError())
         return events
 
     def _fail_pending(self, events: list[Event], error: ZKError) -> None:
@@ -511,7 +528,7 @@ class SessionCore:
             raise ConnectionLossError(path, "not connected")
         xid = self._next_xid()
         self._out += encode_request(xid, op, record, self.max_frame)
-        pending = _Pending(xid, op, token, path, watch)
+        pending = _Pending(xid, op, token, path, watch, now)
         if type(record) is MultiRequest:
             pending.subops = tuple([sub.op for sub in record.ops])
         self._pending.append(pending)
@@ -553,7 +570,7 @@ class SessionCore:
         if self._phase is _Phase.OPEN:
             xid = self._next_xid()
             self._out += encode_request(xid, OpCode.CLOSE_SESSION)
-            self._pending.append(_Pending(xid, OpCode.CLOSE_SESSION, None, None, None))
+            self._pending.append(_Pending(xid, OpCode.CLOSE_SESSION, None, None, None, now))
             self._phase = _Phase.CLOSING
             self._last_send = now
             return True
@@ -585,7 +602,6 @@ class SessionCore:
         except ProtocolError as e:
             events.append(DropConnection(f"bad framing from server: {e}"))
             return events
-        self._last_recv = now
         for payload in frames:
             try:
                 if self._phase is _Phase.HANDSHAKE:
@@ -632,7 +648,7 @@ class SessionCore:
             )
             timeout = ceiling
         self.negotiated_timeout = timeout
-        self._last_heard = now
+        self._last_heard = self._last_confirmed  # when the ConnectRequest was queued
         self._failed_in_row = 0
         read_only = bool(resp.read_only)
         if not read_only:
@@ -688,7 +704,7 @@ class SessionCore:
                 op = OpCode.SET_WATCHES
             xid = self._next_xid()
             self._out += encode_request(xid, op, rec, self.max_frame)
-            self._pending.append(_Pending(xid, op, None, None, None))
+            self._pending.append(_Pending(xid, op, None, None, None, now))
             self._sync_outstanding += 1
             for k in order:
                 batch[k] = []
@@ -716,8 +732,9 @@ class SessionCore:
         if len(payload) < 16:
             raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload, 0)
-        self._last_heard = now
         if xid == PING_XID:
+            if self._pings:  # an answer to no ping of ours proves nothing
+                self._confirm(self._pings.popleft())
             return
         if xid == WATCH_XID:
             self._handle_notification(payload, events)
@@ -732,6 +749,7 @@ class SessionCore:
             raise ProtocolError(f"reply xid {xid} does not match the oldest request's xid {p.xid}")
         if p.token is None:  # internal request
             self._pending.popleft()
+            self._confirm(p.sent)
             if zxid > self.last_zxid:
                 self.last_zxid = zxid
             self._internal_reply(p, err, events)
@@ -747,11 +765,17 @@ class SessionCore:
             if p.op in _CHECKED_REPLIES:
                 _check_reply(p, body)
         self._pending.popleft()
+        self._confirm(p.sent)
         if zxid > self.last_zxid:
             self.last_zxid = zxid
         if p.watch is not None:
             self._register_watch(p, err)
         events.append(Reply(p.token, zxid, body, error_for_code(err, p.path) if err else None))
+
+    def _confirm(self, sent: float) -> None:
+        """The server answered something we sent at ``sent``: it heard from us then or later."""
+        if sent > self._last_confirmed:
+            self._last_confirmed = self._last_heard = sent
 
     def _register_watch(self, p: _Pending, err: int) -> None:
         assert p.watch is not None
