@@ -100,6 +100,16 @@ async def trickled(conn: HostileConnection) -> None:
             return
 
 
+async def half_frame_forever(conn: HostileConnection) -> None:
+    """Answer a request with a frame that never completes: one byte of it every 50 ms."""
+    await conn.accept()
+    await conn.request()
+    await conn.send(FakeServer.bad_length(1000))
+    while not conn.closed_by_client:
+        await conn.send(b"\x00")
+        await trio.sleep(0.05)
+
+
 async def endless_pings(conn: HostileConnection) -> None:
     if await conn.accept() is None:
         return
@@ -221,6 +231,20 @@ async def test_trickled_replies_are_assembled() -> None:
                 for _ in range(3):
                     assert await zk.get_data("/x") == (HONEST_DATA, STAT)
         assert server.connections == 1
+
+
+async def test_half_frame_trickled_forever_is_dropped_after_the_read_timeout() -> None:
+    async with open_hostile_server(half_frame_forever, honest) as server:
+        async with bounded(10):
+            async with zkwire.open_client(server.hosts, session_timeout=3) as zk:
+                start = trio.current_time()
+                with pytest.raises(zkwire.ConnectionLossError):
+                    await zk.get_data("/")
+                # Bytes that never complete a frame do not keep the connection: dropped after the read
+                # timeout (2/3 of the session timeout), not kept alive by the trickle.
+                assert trio.current_time() - start < 3.0
+                assert (await zk.get_data("/"))[0] == HONEST_DATA
+                assert zk.session_id == SID
 
 
 async def test_endless_pings_change_nothing() -> None:

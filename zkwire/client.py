@@ -123,8 +123,9 @@ __all__ = ["Client", "open_client", "Transaction"]
 
 log = logging.getLogger("zkwire.client")
 
-#: A connection that ends sooner than this after it was opened counts as a failed attempt (back-off),
-#: also when its handshake succeeded: a server that accepts and drops every session is not hammered.
+#: A connection that ends sooner than this after it was opened, without answering any request, counts
+#: as a failed attempt (back-off) even when its handshake succeeded: a server that accepts and drops
+#: every session is not hammered.
 SHORT_CONNECTION = 1.0
 
 
@@ -296,8 +297,10 @@ class Client:
         self._task_scopes: set[trio.CancelScope] = set()
         self._tasks_cancelled = False
         self._closing = False
-        #: Connections in a row that ended within SHORT_CONNECTION of being opened.
+        #: Connections in a row that ended within SHORT_CONNECTION of being opened, unanswered.
         self._short_connections = 0
+        #: Requests answered successfully so far (tells a connection that served from one that did not).
+        self._answered = 0
 
     # ------------------------------------------------------------------ public attributes
 
@@ -409,13 +412,13 @@ class Client:
                 if delay:
                     await trio.sleep(delay)
                 host = core.next_host()
-                opened = trio.current_time()
+                opened, answered = trio.current_time(), self._answered
                 stream = await self._open_stream(host)
                 if stream is None:
                     core.connection_failed()
                     continue
                 await self._run_connection(host, stream)
-                if trio.current_time() - opened < SHORT_CONNECTION:
+                if trio.current_time() - opened < SHORT_CONNECTION and self._answered == answered:
                     self._short_connections += 1
                 else:
                     self._short_connections = 0
@@ -614,6 +617,8 @@ class Client:
             self._room = trio.Event()
         for ev in events:
             if isinstance(ev, Reply | AuthResult):
+                if ev.error is None:
+                    self._answered += 1
                 call = ev.token
                 assert isinstance(call, _Call)
                 call.reply = ev
