@@ -27,6 +27,7 @@ hide the loss of ephemeral nodes and watches) -- open a new client.
 from __future__ import annotations
 
 import logging
+import random
 import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -39,6 +40,7 @@ from .constants import AddWatchMode, OpCode, WatcherType
 from .errors import (
     ClientClosedError,
     ConnectionLossError,
+    DataTooLargeError,
     InvalidArgumentError,
     NoNodeError,
     NoWatcherError,
@@ -62,6 +64,7 @@ from .ops import (
     check_version,
     create_op,
 )
+from .options import check_max_frame, check_session_timeout
 from .paths import join_chroot, strip_chroot, validate_path
 from .records import (
     ACL,
@@ -101,6 +104,7 @@ from .records import (
     WhoAmIResponse,
 )
 from .session import (
+    WATCH_FRAME_OVERHEAD,
     AuthResult,
     DropConnection,
     Event,
@@ -118,6 +122,11 @@ from .watches import WatchKind
 __all__ = ["Client", "open_client", "Transaction"]
 
 log = logging.getLogger("zkwire.client")
+
+#: A connection that ends sooner than this after it was opened, without answering any request, counts
+#: as a failed attempt (back-off) even when its handshake succeeded: a server that accepts and drops
+#: every session is not hammered.
+SHORT_CONNECTION = 1.0
 
 
 class _Call:
@@ -145,7 +154,16 @@ async def open_client(
 
     ``hosts`` is a connect string ``h1:p1,h2:p2[/chroot]``.  With ``wait_connected`` (the default) the
     block starts once the session is established; bound that wait with a cancel scope around the
-    ``async with``.  ``auth`` credentials are sent before the session reports connected.
+    ``async with``.  ``auth`` credentials (``(scheme, credential)`` pairs) are sent, and each one's
+    verdict awaited, before the session reports connected; if the server refuses one, the session ends
+    in ``AUTH_FAILED`` and :class:`~zkwire.errors.AuthFailedError` is raised (from ``open_client``, or
+    from :meth:`Client.wait_connected` with ``wait_connected=False``).  The session the server had
+    created for it then holds nothing and expires on the server by itself.
+
+    Options are checked before any connection is made (:class:`~zkwire.errors.InvalidArgumentError`
+    naming the option): ``session_timeout`` a finite number of seconds from 0.001 to 2147483.647 (an
+    int32 of milliseconds on the wire), ``max_frame`` from 1 KiB to 256 MiB.  Whatever goes wrong, the
+    block raises one exception, never an exception group of zkwire's making.
     """
     client = Client(
         hosts,
@@ -154,8 +172,14 @@ async def open_client(
         ssl_context=ssl_context,
         max_frame=max_frame,
     )
-    for scheme, credential in auth:
-        client._queue_auth(scheme, credential)
+    if isinstance(auth, str | bytes):
+        raise InvalidArgumentError("auth must be a sequence of (scheme, credential) pairs, not a single str")
+    for entry in auth:
+        if not isinstance(entry, tuple | list) or len(entry) != 2:
+            raise InvalidArgumentError("auth entries must be (scheme, credential) pairs")
+        scheme, credential = entry
+        client._queue_auth(scheme, credential, required=True)
+    body_error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
             # The client's own tasks run shielded from the caller's cancel scopes (see _task_scope).
@@ -166,33 +190,56 @@ async def open_client(
                 if wait_connected:
                     await client.wait_connected()
                 yield client
+            except BaseException as e:
+                body_error = e
+                raise
             finally:
                 with trio.CancelScope(shield=True):
                     await client.close()
                 client._cancel_tasks()
     except BaseExceptionGroup as group:
-        # Background tasks never raise on their own: a group holds what the body raised, plus the
-        # Cancelled of every task when an outer cancel scope fired.  Hand the user one exception.
-        raise _single_exception(group) from None
+        # The nursery wraps what the body raised, the Cancelled of an outer cancel scope, and what a
+        # background task raised (never by design: that would be a bug).  Hand the user one exception.
+        raise _single_exception(group, body_error) from None
 
 
-def _single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    _, rest = group.split(trio.Cancelled)
-    if rest is None:
-        leaves = list(_leaves(group))
+def _single_exception(group: BaseExceptionGroup[BaseException], body_error: BaseException | None) -> BaseException:
+    """One exception for the caller of open_client, never a group made by zkwire.
+
+    The body's own exception is kept whole (a group the body raised itself is the user's).  Cancelled
+    only when nothing else was raised.  A background task's failure comes first: whatever the body
+    raised afterwards was a consequence of it (the others are named in its notes).
+    """
+    leaves = list(_leaves(group, body_error))
+    real = [e for e in leaves if not isinstance(e, trio.Cancelled)]
+    if not real:
         return leaves[0]
-    leaves = list(_leaves(rest))
-    if len(leaves) == 1:
-        return leaves[0]
-    return rest
+    background = [e for e in real if e is not body_error]
+    chosen = background[0] if background else real[0]
+    for other in real:
+        if other is not chosen:
+            chosen.add_note(f"also raised in open_client: {other!r}")
+    return chosen
 
 
-def _leaves(exc: BaseException) -> Iterable[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
+def _leaves(exc: BaseException, keep: BaseException | None) -> Iterable[BaseException]:
+    if keep is not None and _same(exc, keep):
+        yield keep
+    elif isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            yield from _leaves(inner)
+            yield from _leaves(inner, keep)
     else:
         yield exc
+
+
+def _same(exc: BaseException, other: BaseException) -> bool:
+    """``exc`` is ``other``, or a copy of the group ``other`` (trio re-creates groups it passes on)."""
+    if exc is other:
+        return True
+    if not (isinstance(exc, BaseExceptionGroup) and isinstance(other, BaseExceptionGroup)):
+        return False
+    mine, theirs = exc.exceptions, other.exceptions
+    return len(mine) == len(theirs) and all(_same(a, b) for a, b in zip(mine, theirs, strict=True))
 
 
 class Client:
@@ -213,9 +260,12 @@ class Client:
         max_frame: int | None = None,
     ) -> None:
         host_list, chroot = parse_connect_string(hosts)
+        session_timeout = check_session_timeout(session_timeout)
         kwargs: dict[str, Any] = {}
         if max_frame is not None:
-            kwargs["max_frame"] = max_frame
+            kwargs["max_frame"] = check_max_frame(max_frame)
+        if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
+            raise InvalidArgumentError(f"ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
         self._core = SessionCore(
             host_list,
             session_timeout=session_timeout,
@@ -247,6 +297,10 @@ class Client:
         self._task_scopes: set[trio.CancelScope] = set()
         self._tasks_cancelled = False
         self._closing = False
+        #: Connections in a row that ended within SHORT_CONNECTION of being opened, unanswered.
+        self._short_connections = 0
+        #: Requests answered successfully so far (tells a connection that served from one that did not).
+        self._answered = 0
 
     # ------------------------------------------------------------------ public attributes
 
@@ -354,15 +408,29 @@ class Client:
         core = self._core
         with self._task_scope():
             while not core.state.is_terminal and not self._closing:
-                delay = core.reconnect_delay()
+                delay = max(core.reconnect_delay(), self._short_connection_delay())
                 if delay:
                     await trio.sleep(delay)
                 host = core.next_host()
+                opened, answered = trio.current_time(), self._answered
                 stream = await self._open_stream(host)
                 if stream is None:
                     core.connection_failed()
                     continue
                 await self._run_connection(host, stream)
+                if trio.current_time() - opened < SHORT_CONNECTION and self._answered == answered:
+                    self._short_connections += 1
+                else:
+                    self._short_connections = 0
+
+    def _short_connection_delay(self) -> float:
+        """Back-off for connections that keep ending right after they were made (the core's own back-off
+        only counts attempts that never reached a session): doubling from 50 ms up to 1 s, jittered."""
+        n = self._short_connections
+        if n == 0:
+            return 0.0
+        base = min(1.0, 0.05 * 2 ** min(n - 1, 5))
+        return random.uniform(base / 2, base)
 
     async def _open_stream(self, host: HostPort) -> trio.abc.Stream | None:
         timeout = self._core.connect_timeout
@@ -392,7 +460,10 @@ class Client:
         self._connection_ended = trio.Event()
         try:
             core.connection_made(host, trio.current_time())
-        except ZKError:
+        except ZKError as e:
+            # Counted like any failed attempt: the next one waits (back-off), never a tight loop.
+            log.warning("cannot start a handshake with %s: %s", host, e)
+            core.connection_failed()
             await trio.aclose_forcefully(stream)
             return
         self._stream = stream
@@ -546,6 +617,8 @@ class Client:
             self._room = trio.Event()
         for ev in events:
             if isinstance(ev, Reply | AuthResult):
+                if ev.error is None:
+                    self._answered += 1
                 call = ev.token
                 assert isinstance(call, _Call)
                 call.reply = ev
@@ -644,6 +717,8 @@ class Client:
     ) -> Record | None:
         core = self._core
         call = _Call()
+        if watch is not None:
+            self._check_watch_path(watch.path)
         if path is not None and self._chroot:
             path = strip_chroot(self._chroot, path)  # errors name the path as the caller knows it
         if core.outstanding >= self.max_in_flight:
@@ -666,6 +741,12 @@ class Client:
         if reply.error is not None:
             raise reply.error
         return reply.body
+
+    def _check_watch_path(self, server_path: str) -> None:
+        """A watch must be re-registrable after a reconnect: its path must fit in a SetWatches frame."""
+        limit = self._core.max_frame - WATCH_FRAME_OVERHEAD
+        if len(server_path) * 3 > limit and len(server_path.encode()) > limit:
+            raise DataTooLargeError(f"a watch on a path of more than {limit} bytes cannot be re-registered")
 
     async def _wait_for_room(self, count: int) -> None:
         """Wait until ``count`` more requests fit under :attr:`max_in_flight` (always once nothing is in
@@ -911,12 +992,23 @@ class Client:
         assert isinstance(body, GetAllChildrenNumberResponse)
         return body.total_number
 
-    def _queue_auth(self, scheme: str, credential: bytes | str) -> _Call:
+    def _queue_auth(self, scheme: str, credential: bytes | str, *, required: bool = False) -> _Call:
+        """Check, encode and hand a credential to the core; it raises here or never (the reader never
+        meets a credential it cannot send).  Messages never show the credential itself."""
         if not isinstance(scheme, str) or not scheme:
-            raise InvalidArgumentError("auth scheme must be a non-empty str")
-        auth = credential.encode() if isinstance(credential, str) else bytes(credential)
+            raise InvalidArgumentError(f"auth scheme must be a non-empty str, not {scheme!r}")
+        if not _encodable(scheme):
+            raise InvalidArgumentError("auth scheme is not encodable as UTF-8")
+        if isinstance(credential, str):
+            if not _encodable(credential):
+                raise InvalidArgumentError("auth credential is not encodable as UTF-8")
+            auth = credential.encode()
+        elif isinstance(credential, bytes | bytearray | memoryview):
+            auth = bytes(credential)
+        else:
+            raise InvalidArgumentError(f"auth credential must be str or bytes, not {type(credential).__name__}")
         call = _Call()
-        self._core.add_auth(scheme, auth, call, trio.current_time())
+        self._core.add_auth(scheme, auth, call, trio.current_time(), required=required)
         return call
 
     async def add_auth(self, scheme: str, credential: bytes | str) -> None:
@@ -935,6 +1027,7 @@ class Client:
 
     async def check_watches(self, path: str, watcher_type: WatcherType = WatcherType.ANY) -> bool:
         """Whether the server holds a watch of ``watcher_type`` on ``path`` for this session."""
+        watcher_type = _check_watcher_type(watcher_type)
         server_path = self._path(path)
         try:
             await self._call(OpCode.CHECK_WATCHES, CheckWatchesRequest(server_path, watcher_type), server_path)
@@ -950,6 +1043,7 @@ class Client:
         """
         from .constants import EventType
 
+        watcher_type = _check_watcher_type(watcher_type)
         server_path = self._path(path)
         await self._call(OpCode.REMOVE_WATCHES, RemoveWatchesRequest(server_path, watcher_type), server_path)
         kinds: list[tuple[WatchKind, EventType]] = []
@@ -978,6 +1072,8 @@ class Client:
         Yields an async iterator of :class:`WatchedEvent`.  It survives reconnects.  Leaving the block
         removes it (on the server too, when no other watch of this client remains on the path).
         """
+        if isinstance(max_buffered, bool) or not isinstance(max_buffered, int) or max_buffered < 1:
+            raise InvalidArgumentError(f"max_buffered must be a positive int, not {max_buffered!r}")
         server_path = self._path(path)
         pw = PersistentWatch(path, recursive, max_buffered)
         kind = WatchKind.RECURSIVE if recursive else WatchKind.PERSISTENT
@@ -1187,6 +1283,17 @@ class Client:
         from_config: int = -1,
     ) -> tuple[bytes, Stat]:
         """Change the ensemble's membership (needs reconfigEnabled on the servers and admin rights)."""
+        for name, value in (("joining", joining), ("leaving", leaving), ("members", members)):
+            if value is not None and (not isinstance(value, str) or not _encodable(value)):
+                raise InvalidArgumentError(
+                    f"{name} must be a str (UTF-8 encodable) or None, not {type(value).__name__}"
+                )
+        if (
+            isinstance(from_config, bool)
+            or not isinstance(from_config, int)
+            or not -(1 << 63) <= from_config < (1 << 63)
+        ):
+            raise InvalidArgumentError(f"from_config must be an int64 config version (-1: any), not {from_config!r}")
         body = await self._call(OpCode.RECONFIG, ReconfigRequest(joining, leaving, members, from_config))
         assert isinstance(body, GetDataResponse)
         return body.data or b"", body.stat
@@ -1236,6 +1343,24 @@ class Transaction:
 
     async def commit(self) -> list[str | Stat | None]:
         return await self._client.multi(self.ops)
+
+
+def _check_watcher_type(value: object) -> WatcherType:
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return WatcherType(value)
+        except ValueError:
+            pass
+    names = ", ".join(f"{w.name} ({w.value})" for w in WatcherType)
+    raise InvalidArgumentError(f"watcher_type must be a WatcherType: {names}; not {value!r}")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _sorted_names(names: Sequence[str | None] | None) -> list[str]:
