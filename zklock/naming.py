@@ -133,7 +133,8 @@ class Contender:
     uuid: str | None
 
 
-#: Parsed names per marker set; a set's table is dropped when it reaches the limit (so is bounded).
+#: Parsed names per marker set; a set's table is dropped when it is full and a new name comes (so every
+#: table holds at most ``_PARSED_LIMIT`` names).
 _PARSED: dict[tuple[str, ...], dict[str, Contender | None]] = {}
 _PARSED_LIMIT = 65536
 #: The key of the lease-parent table in ``_PARSED`` (no marker set is empty).
@@ -181,7 +182,7 @@ def parse_contender(name: str, markers: Iterable[str]) -> Contender | None:
     try:
         return table[name]
     except KeyError:
-        parsed = table[name] = _parse_uncached(name, key)
+        parsed = _table(key)[name] = _parse_uncached(name, key)
         return parsed
 
 
@@ -195,7 +196,11 @@ def sort_contenders(children: Iterable[str], markers: Iterable[str]) -> list[Con
     for n in children:
         c = get(n, _UNPARSED)
         if c is _UNPARSED:
-            c = table[n] = _parse_uncached(n, key)
+            c = _parse_uncached(n, key)
+            if len(table) >= _PARSED_LIMIT:
+                table = _PARSED[key] = {}
+                get = table.get
+            table[n] = c
         if c is not None:
             append(c)  # type: ignore[arg-type]
     out.sort(key=_ORDER)
@@ -211,7 +216,10 @@ def lease_contenders(children: Iterable[str]) -> list[Contender]:
     for n in children:
         c = table.get(n)
         if c is None:
-            c = table[n] = _parse_lease(n)
+            c = _parse_lease(n)
+            if len(table) >= _PARSED_LIMIT:
+                table = _PARSED[_LEASES_KEY] = {}
+            table[n] = c
         out.append(c)
     out.sort(key=_ORDER)
     return out
