@@ -11,32 +11,17 @@ Curator half of the README's interoperability matrix, checked cell by cell.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import trio
+from curator import CuratorPeer, CuratorWorker, compile_worker
 from holds import Holds, now_us
 
 import zklock
 import zkwire
 
-JAVA_DIR = Path(__file__).parent / "java"
-SHARE = Path("/usr/share/java")
-COMPILE_CP = ":".join(
-    str(SHARE / jar)
-    for jar in (
-        "curator-recipes.jar",
-        "curator-framework.jar",
-        "curator-client.jar",
-        "zookeeper.jar",
-        "zookeeper-jute.jar",
-        "guava.jar",
-        "slf4j-api.jar",
-    )
-)
 ROUNDS = 10
 
 X, NO, SHARE_ = "excludes", "does not exclude", "shares"
@@ -70,64 +55,7 @@ def make(zk: zkwire.Client, ours: str, path: str, naming: str) -> zklock.recipe.
 
 @pytest.fixture(scope="session")
 def curator_classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("javac") is None or not (SHARE / "curator-recipes.jar").exists():
-        pytest.skip("javac or Debian's libcurator-recipes-java is not installed")
-    out = tmp_path_factory.mktemp("curator")
-    subprocess.run(
-        ["javac", "-d", str(out), "-cp", COMPILE_CP, str(JAVA_DIR / "CuratorLockWorker.java")],
-        check=True,
-        timeout=120,
-    )
-    return out
-
-
-def _java_cmd(curator_classes: Path, *args: str) -> list[str]:
-    return ["java", "-cp", f"{curator_classes}:{COMPILE_CP}:{SHARE}/*", "CuratorLockWorker", *args]
-
-
-class CuratorPeer:
-    """A ``CuratorLockWorker serve`` process: one Curator client answering ``try`` / ``release``."""
-
-    def __init__(self, curator_classes: Path, hosts: str) -> None:
-        self.process = subprocess.Popen(
-            _java_cmd(curator_classes, hosts, "serve"),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        assert self.read() == "READY"
-
-    def read(self) -> str:
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line, "the Curator peer exited"
-        return line.strip()
-
-    def ask(self, command: str) -> str:
-        assert self.process.stdin is not None
-        self.process.stdin.write(command + "\n")
-        self.process.stdin.flush()
-        return self.read()
-
-    async def try_(self, kind: str, path: str, millis: int) -> bool:
-        answer = await trio.to_thread.run_sync(self.ask, f"try {kind} {path} {millis}")
-        assert answer in ("GOT", "BUSY"), answer
-        return answer == "GOT"
-
-    async def release(self) -> None:
-        assert await trio.to_thread.run_sync(self.ask, "release") == "RELEASED"
-
-    def close(self) -> None:
-        try:
-            self.ask("quit")
-        except (AssertionError, OSError):
-            pass
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+    return compile_worker(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -164,41 +92,6 @@ async def test_matrix_cell(
     both_shared = OUR_KIND[ours] == THEIR_KIND[theirs] == "s"
     found = X if not (they_got_in or we_got_in) else SHARE_ if both_shared and they_got_in and we_got_in else NO
     assert found == MATRIX[ours, naming][theirs], (they_got_in, we_got_in)
-
-
-class CuratorWorker:
-    """A ``CuratorLockWorker`` loop process, started and waited for from trio."""
-
-    def __init__(self, process: trio.Process) -> None:
-        self.process = process
-        self.output = b""
-
-    @classmethod
-    async def start(cls, curator_classes: Path, *args: str) -> CuratorWorker:
-        process = await trio.lowlevel.open_process(
-            _java_cmd(curator_classes, *args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
-        worker = cls(process)
-        assert process.stdout is not None
-        with trio.fail_after(60):
-            while b"READY\n" not in worker.output:
-                data = await process.stdout.receive_some(65536)
-                assert data, worker.output.decode()
-                worker.output += data
-        return worker
-
-    async def finish(self) -> str:
-        assert self.process.stdout is not None
-        while data := await self.process.stdout.receive_some(65536):
-            self.output += data
-        code = await self.process.wait()
-        text = self.output.decode()
-        assert code == 0, text[-3000:]
-        return text
-
-    def kill(self) -> None:
-        if self.process.returncode is None:
-            self.process.kill()
 
 
 async def _setup(zk_hosts: str, zk_path: str, counter: str) -> None:

@@ -9,7 +9,9 @@ Every node kind of :mod:`zklock.naming` is understood, whoever wrote it (zklock,
   leads;
 * a semaphore, Curator's layout (``locks`` and ``leases`` children) or kazoo's (bare-uuid lease nodes,
   the lease count as the path's data, the guard queue at ``<path>-__lock__``): every lease node holds a
-  lease (all of them but the newest one past ``max_leases``, when known); the guard's queue waits.
+  lease but those past ``max_leases`` when the count is known (kazoo's layout), or, when it is not
+  (Curator's), the newest one if its session holds the guard (an acquirer waiting for a free lease); the
+  guard's queue waits.
 
 Children that fit none of these are *not understood*: when nothing else holds the path its state is
 ``"unknown"``, never ``"free"``.  A path holding both naming families gets a warning: a default peer of one
@@ -201,7 +203,8 @@ def analyze_semaphore(
                 "which kazoo counts as taken leases"
             )
     queue = sort_contenders(guard, LOCK_MARKERS)
-    out.entries += [_entry(guard_path, c, False) for c in queue]
+    # The guard's queue waits for a lease (its first node is the acquirer being served now).
+    out.entries += [Entry(guard_path, c.name, "lease", family_of(c.marker), False) for c in queue]
     out.warnings += _mixed_warning(guard_path, queue)
     return out
 
@@ -246,12 +249,16 @@ async def lock_status(client: Client, path: str) -> LockStatus:
             shown, entry.kind, entry.naming, data.decode("utf-8", "replace"), stat.ephemeral_owner, stat.czxid
         )
         (holders if entry.holds else waiting).append(holder)
-    if analysis.recipe == "semaphore":
+    if analysis.recipe == "semaphore" and holders:
         holders.sort(key=lambda h: h.fencing_token)
-        if analysis.max_leases is not None and len(holders) > analysis.max_leases:
-            # The newest lease node past the count is the guard holder's, still waiting for a lease.
+        if analysis.max_leases is not None:
+            # Lease nodes past the count are the newest: the acquirer holding the guard, still waiting.
             waiting[:0] = holders[analysis.max_leases :]
             del holders[analysis.max_leases :]
+        elif waiting and waiting[0].session == holders[-1].session:
+            # Count unknown (Curator's layout): the newest lease node belongs to the session that holds
+            # the guard, which releases it as soon as it is granted -- so it is most likely still waiting.
+            waiting.insert(0, holders.pop())
     state: State = "held" if holders else "unknown" if analysis.unknown else "free"
     return LockStatus(
         path,
