@@ -1,9 +1,11 @@
 """Leader election on the node queue: the lowest node leads.
 
 With ``naming="curator"`` (default) the nodes are Curator LeaderLatch's ``_c_<uuid>-latch-<seq>``, and
-one leader is elected among zklock and Curator LeaderLatch participants; with ``naming="kazoo"`` they are
-``<uuid hex>__lock__<seq>``, kazoo's Election (which is a kazoo Lock), and one leader is elected among
-zklock and kazoo Election participants.  Either naming sees both kinds of nodes.
+one leader is elected among zklock and Curator LeaderLatch participants; no other peer recipe excludes
+it.  With ``naming="kazoo"`` they are ``<uuid hex>__lock__<seq>``, those of kazoo's Election (which is a
+kazoo Lock), and one leader is elected among zklock and kazoo Election participants; it also excludes
+kazoo's Lock and WriteLock on the path, not kazoo's ReadLock nor any Curator recipe.  Either naming sees
+both kinds of nodes.
 
 ``async with election.leadership() as lease:`` waits to become leader; the body runs only while this
 participant leads and is cancelled (with :class:`~zklock.LockLostError`) if leadership is lost.

@@ -22,11 +22,11 @@ class Mutex(LockRecipe):
     ``naming`` picks the peers it excludes (README: interoperability matrix):
 
     * ``"curator"`` (default): nodes ``_c_<uuid>-lock-<seq>``, like Curator's InterProcessMutex, which
-      it excludes.  A default kazoo ``Lock`` does **not** see these nodes: kazoo and this mutex do not
-      exclude each other.
-    * ``"kazoo"``: nodes ``<uuid hex>__lock__<seq>``, like kazoo's Lock / WriteLock / Election, which it
-      excludes (and kazoo's ReadLock).  Curator cannot order these nodes: Curator's recipes and this
-      mutex do not exclude each other.
+      it excludes.  It does **not** exclude kazoo's default recipes (they do not see these nodes), nor
+      Curator's read/write lock or LeaderLatch (they ignore ``lock-`` nodes).
+    * ``"kazoo"``: nodes ``<uuid hex>__lock__<seq>``, like kazoo's Lock / WriteLock / Election; it
+      excludes those three and kazoo's ReadLock.  It does **not** exclude any Curator recipe (Curator
+      cannot order these nodes).
 
     In both namings the mutex waits for every lock node queued before its own, of either family
     (mutexes, writers and readers of zklock, Curator and kazoo), so zklock users of one path exclude

@@ -15,9 +15,24 @@ Both families carry a uuid, which lets a contender find its own node after a los
 No single name suits both peers' default parsers: Curator orders a child by what follows the *last*
 occurrence of its marker (the whole name when the marker is absent), so a name must end with
 ``lock-<seq>`` for an InterProcessMutex to order it; kazoo's Lock only counts names that end with
-``__lock__`` followed by ten digits.  Both peers therefore need their own family (see the README's
-interoperability matrix).  zklock itself understands both families whatever it writes, and orders every
-contender by its parsed sequence number.
+``__lock__`` followed by ten digits.  Both peers therefore need their own family.  zklock itself understands both families whatever it
+writes, and orders every contender by its parsed sequence number, so zklock users of a path exclude each
+other whatever their namings.
+
+Which default peers exclude which recipe (README: interoperability matrix; readers never exclude
+readers; semaphores limit holders together only within one layout):
+
+======================  =========================================  ==========================================
+zklock recipe           ``naming="curator"`` excludes              ``naming="kazoo"`` excludes
+======================  =========================================  ==========================================
+Mutex                   Curator InterProcessMutex                  kazoo Lock, ReadLock, WriteLock, Election
+ReadLock                Curator read/write lock's write side       kazoo WriteLock
+WriteLock               Curator read/write lock, both sides        kazoo Lock, ReadLock, WriteLock, Election
+Election                Curator LeaderLatch                        kazoo Election, Lock, WriteLock
+Semaphore               Curator InterProcessSemaphoreV2            kazoo Semaphore
+======================  =========================================  ==========================================
+
+Every other pair of a zklock recipe and a default Curator or kazoo recipe does not exclude each other.
 
 ``<seq>`` is the server's sequence suffix: the parent's child-version counter (an int32) formatted as
 ``%010d``.  It is parsed as a *signed* number, taking what follows the last marker (a marker such as

@@ -46,9 +46,16 @@ class WriteLock(LockRecipe):
 class ReadWriteLock:
     """``async with rw.read_lock as lease:`` for shared access, ``async with rw.write_lock:`` exclusive.
 
-    With ``naming="curator"`` (default) both sides exclude Curator's InterProcessReadWriteLock (and
-    not kazoo's); with ``naming="kazoo"`` both sides exclude kazoo's ReadLock / WriteLock (and not
-    Curator's).  The other arguments are those of :class:`~zklock.Mutex`.
+    Which peers each side excludes (readers never exclude readers):
+
+    * ``naming="curator"`` (default): the read side excludes Curator's InterProcessReadWriteLock write
+      side; the write side excludes both of its sides.  Neither excludes Curator's InterProcessMutex or
+      LeaderLatch (they ignore these nodes) nor any of kazoo's default recipes (they do not see them).
+    * ``naming="kazoo"``: the read side excludes kazoo's WriteLock only (kazoo's Lock and Election ignore
+      readers); the write side excludes kazoo's Lock, ReadLock, WriteLock and Election.  Neither
+      excludes any Curator recipe (Curator cannot order these nodes).
+
+    The other arguments are those of :class:`~zklock.Mutex`.
     """
 
     def __init__(

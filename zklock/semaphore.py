@@ -17,9 +17,10 @@ The two namings are two layouts:
   ``max_leases`` in decimal: a semaphore whose stored count differs raises
   :class:`~zklock.MaxLeasesMismatchError` (kazoo raises ValueError in that case).
 
-The layouts do not share a single node: a Curator-layout and a kazoo-layout semaphore on one path do not
-limit each other (and kazoo counts the ``locks`` and ``leases`` children of a Curator-layout path as
-taken leases).
+So ``naming="curator"`` limits holders together with Curator's InterProcessSemaphoreV2 only, and
+``naming="kazoo"`` together with kazoo's Semaphore only.  The layouts do not share a single node: a
+Curator-layout and a kazoo-layout semaphore on one path do not limit each other (and kazoo counts the
+``locks`` and ``leases`` children of a Curator-layout path as taken leases).
 """
 
 from __future__ import annotations
