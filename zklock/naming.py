@@ -15,9 +15,9 @@ Both families carry a uuid, which lets a contender find its own node after a los
 No single name suits both peers' default parsers: Curator orders a child by what follows the *last*
 occurrence of its marker (the whole name when the marker is absent), so a name must end with
 ``lock-<seq>`` for an InterProcessMutex to order it; kazoo's Lock only counts names that end with
-``__lock__`` followed by ten digits.  Both peers therefore need their own family.  zklock itself understands both families whatever it
-writes, and orders every contender by its parsed sequence number, so zklock users of a path exclude each
-other whatever their namings.
+``__lock__`` followed by ten digits.  Both peers therefore need their own family.  zklock itself
+understands both families whatever it writes, and orders every contender by its parsed sequence number,
+so zklock users of a path exclude each other whatever their namings.
 
 Which default peers exclude which recipe (README: interoperability matrix; readers never exclude
 readers; semaphores limit holders together only within one layout):
