@@ -277,3 +277,24 @@ async def test_recipe_warns_once_about_nodes_a_default_peer_does_not_see(
     finally:
         await call(peer.release)
         _WARNED_PATHS.discard(path)
+
+
+async def test_curator_layout_semaphore_warns_about_kazoo_leases_beside_it(
+    zk_hosts: str, zk_path: str, kz: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = f"{zk_path}/sem"
+    caplog.set_level(logging.WARNING, logger="zklock")
+    _WARNED_PATHS.discard(path)
+    theirs = kz.Semaphore(path, "kazoo", max_leases=2)
+    assert await call(theirs.acquire, blocking=False)
+    try:
+        async with zkwire.open_client(zk_hosts) as zk:
+            semaphore = zklock.Semaphore(zk, path, 2)
+            for _ in range(2):
+                async with semaphore:  # the layouts do not limit each other: nothing stops us
+                    pass
+            warnings = [r.getMessage() for r in caplog.records if f"lock {path} holds" in r.getMessage()]
+            assert len(warnings) == 1 and "naming='kazoo'" in warnings[0]
+    finally:
+        await call(theirs.release)
+        _WARNED_PATHS.discard(path)

@@ -148,7 +148,7 @@ class LockRecipe:
         Curator does), persistent nodes in the ``"kazoo"`` naming (as kazoo does)."""
         await ensure_path(self.client, self.path, container=self.naming == "curator")
 
-    def _warn_foreign(self, contenders: list[Contender]) -> None:
+    def _warn_foreign(self, contenders: list[Contender], path: str | None = None) -> None:
         """Log once per path when it holds nodes of the other naming family (or, under a semaphore's
         lease parent, children no recipe wrote): a default peer of the other family does not see
         (kazoo) or cannot order (Curator) this recipe's nodes."""
@@ -158,12 +158,13 @@ class LockRecipe:
                 break
         else:
             return
-        if self.path in _WARNED_PATHS:
+        path = path or self.path
+        if path in _WARNED_PATHS:
             return
         if len(_WARNED_PATHS) >= _WARNED_LIMIT:
             _WARNED_PATHS.clear()
-        _WARNED_PATHS.add(self.path)
-        log.warning("%s", foreign_warning(self.path, self.naming, type(self).__name__, c))
+        _WARNED_PATHS.add(path)
+        log.warning("%s", foreign_warning(path, self.naming, type(self).__name__, c))
 
     # ------------------------------------------------------------------ inspection
 

@@ -84,8 +84,9 @@ class Semaphore(LockRecipe):
             cancel_on_loss=False,
             naming=naming,
         )
-        #: kazoo layout: whether the count stored in the semaphore node was checked (once per object).
-        self._count_checked = naming == "curator"
+        #: Whether the semaphore node was looked at (once per object): in kazoo's layout the count it
+        #: stores is checked; in Curator's, kazoo-layout leases beside ours are warned about.
+        self._checked = False
 
     def _contenders(self, children: list[str]) -> list[Contender]:
         return lease_contenders(children)
@@ -98,6 +99,19 @@ class Semaphore(LockRecipe):
             await ensure_path(self.client, self.path, container=False, data=str(self.max_leases).encode())
         else:
             await ensure_path(self.client, self.path, container=True)
+
+    async def _check_layout(self) -> None:
+        """Curator layout: warn (once per path) if kazoo-layout leases sit beside ours, which no side
+        counts against the other; a peer's lease nodes under our lease parent are seen at each acquire."""
+        while True:
+            try:
+                children = await self.client.get_children(self.semaphore_path)
+            except NoNodeError:
+                return
+            except ConnectionLossError:
+                continue
+            break
+        self._warn_foreign([c for c in lease_contenders(children) if c.marker == KAZOO_LEASE], self.semaphore_path)
 
     async def _check_count(self) -> None:
         """kazoo layout: create the semaphore node holding ``max_leases``, or check the count it holds."""
@@ -120,9 +134,9 @@ class Semaphore(LockRecipe):
     async def _acquire(self, blocking: bool) -> Lease | None:
         if self.lease is not None and not self.lease.lost:
             return await super()._acquire(blocking)
-        if not self._count_checked:
-            await self._check_count()
-            self._count_checked = True
+        if not self._checked:
+            await (self._check_count() if self.naming == "kazoo" else self._check_layout())
+            self._checked = True
         if not await self._guard.acquire(blocking):
             return None
         try:
