@@ -329,3 +329,49 @@ def test_status_help_documents_every_exit_code() -> None:
         [sys.executable, "-m", "zklock", "status", "--help"], capture_output=True, text=True, check=True
     ).stdout
     assert "0 free or held; 65 unknown" in " ".join(out.split()) and "69" in out
+
+
+# ------------------------------------------------------------------------ the analysis, server-free
+
+U = "0f8fad5b-d9cb-469f-a165-70867728950e"
+H = "9b2c4d8e0a1f4b6c8d0e2f4a6b8c0d1e"
+
+
+def holding(analysis: zklock.status.Analysis) -> list[tuple[str, str, bool]]:
+    return [(e.name, e.kind, e.holds) for e in analysis.entries]
+
+
+def test_analysis_of_queues() -> None:
+    from zklock.status import analyze_queue
+
+    latch, klock, mutex = f"_c_{U}-latch-0000000001", f"{H}__lock__0000000002", f"_c_{U}-lock-0000000003"
+    a = analyze_queue("/p", [klock, latch])
+    assert (a.recipe, holding(a), a.unknown) == ("election", [(latch, "leader", True), (klock, "lock", False)], [])
+    assert len(a.warnings) == 1 and "may overlap" in a.warnings[0]  # both namings
+    a = analyze_queue("/p", [mutex, latch, "x"])
+    assert a.recipe == "mixed" and a.unknown == ["x"]
+    assert holding(a) == [(latch, "leader", True), (mutex, "mutex", True)]
+    assert "election and lock nodes" in a.warnings[0]
+    reader, writer = f"{H}__rlock__0000000004", f"_c_{U}-__WRIT__0000000005"
+    a = analyze_queue("/p", [writer, reader, f"{H}__rlock__0000000001"])
+    assert a.recipe == "read/write lock"
+    assert [e.holds for e in a.entries] == [True, True, False]
+    leases = [f"_c_{U}-lease-000000000{i}" for i in range(3)]
+    a = analyze_queue("/p/leases", leases)
+    assert a.recipe == "semaphore" and all(e.holds for e in a.entries)
+    assert analyze_queue("/p", []).entries == []
+
+
+def test_analysis_of_semaphore_layouts() -> None:
+    from zklock.status import analyze_semaphore
+
+    lease, guard = f"_c_{U}-lease-0000000001", f"_c_{U}-lock-0000000003"
+    a = analyze_semaphore("/s", ["locks", "leases", H, "odd"], [lease], "/s/locks", [guard], None)
+    assert [(e.parent, e.name, e.holds) for e in a.entries] == [
+        ("/s/leases", lease, True),
+        ("/s", H, True),
+        ("/s/locks", guard, False),
+    ]
+    assert a.unknown == ["odd"] and "do not limit each other" in a.warnings[0]
+    a = analyze_semaphore("/s", [H, "config"], [H, "config"], "/s-__lock__", [], 2)
+    assert a.max_leases == 2 and "which kazoo counts as taken leases" in a.warnings[0]
