@@ -424,7 +424,7 @@ async def test_semaphore_runs_at_most_n_at_once(zk_hosts: str, zk_path: str, tmp
             started = [name for name in names if exists(os.path.join(d, f"{name}.start"))]
             assert len(started) == n
             busy = await zkl("run", zk_hosts, "--semaphore", str(n), "--nowait", lock, "--", "true")
-            assert busy.code == EXIT_LOCK_BUSY and busy.err.startswith(f"zklock: {lock} is all {n} leases taken")
+            assert busy.code == EXIT_LOCK_BUSY and busy.err == f"zklock: {lock}: all {n} leases are taken\n"
             status = await zkl("status", zk_hosts, "--json", lock)
             doc = json.loads(status.out)
             assert (status.code, doc["state"], doc["recipe"]) == (0, "held", "semaphore")

@@ -343,6 +343,13 @@ class _Runner:
                 await _connected(client, opts.server, opts.timeout)
                 mutex = _recipe(client, opts)
                 if not await self._acquire(mutex):
+                    if opts.semaphore:
+                        busy = f"all {opts.semaphore} leases are taken"
+                        if opts.nowait:
+                            _say(f"{opts.lockpath}: {busy}")
+                        else:
+                            _say(f"{opts.lockpath}: no lease was granted within {opts.wait:g}s ({busy})")
+                        return EXIT_LOCK_BUSY
                     holder = None
                     with trio.move_on_after(opts.timeout):
                         try:
@@ -350,11 +357,10 @@ class _Runner:
                         except ZKError:
                             pass
                     by = f" by {holder}" if holder else ""
-                    busy = f"all {opts.semaphore} leases taken" if opts.semaphore else "locked"
                     if opts.nowait:
-                        _say(f"{opts.lockpath} is {busy}{by}")
+                        _say(f"{opts.lockpath} is locked{by}")
                     else:
-                        _say(f"{opts.lockpath} was not granted within {opts.wait:g}s ({busy}{by})")
+                        _say(f"{opts.lockpath} was not granted within {opts.wait:g}s (locked{by})")
                     return EXIT_LOCK_BUSY
                 lease = mutex.lease
                 assert lease is not None
