@@ -55,7 +55,7 @@ def nearest_below(
 class SharedQueue:
     """The newest listing of one lock path and the nodes known gone since it was received."""
 
-    __slots__ = ("__weakref__", "_gone", "_names", "_sorted", "_version", "markers", "users")
+    __slots__ = ("__weakref__", "_gone", "_names", "_sorted", "_version", "checked_foreign", "markers", "users")
 
     def __init__(self, markers: Sequence[str]) -> None:
         self.markers = tuple(markers)
@@ -65,6 +65,8 @@ class SharedQueue:
         self._gone: set[str] = set()
         #: Waiters of this process currently relying on this view.
         self.users = 0
+        #: Whether a listing was checked for nodes of the other naming family (warned once per view).
+        self.checked_foreign = False
 
     def saw_listing(self, names: Sequence[str], cversion: int) -> None:
         """A listing of the lock node whose child version was ``cversion``; kept if it is the newest."""

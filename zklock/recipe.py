@@ -3,9 +3,13 @@
 One ephemeral sequential node per contender under the lock path; a recipe decides from the sorted
 contenders whether ours may proceed and, if not, which single node to wait for.  The steps:
 
-1. Create ``<path>/_c_<uuid>-<marker>`` (ephemeral, sequential) and list the children *in one round
-   trip*: both requests go out back to back and the server applies them in order.  A missing parent is
-   created as a container node (the server removes it once it is empty again).
+1. Create ``<path>/<name>`` (ephemeral, sequential; the name carries a fresh uuid: ``_c_<uuid>-<marker>``
+   in the ``"curator"`` naming, ``<uuid hex><marker>`` in the ``"kazoo"`` naming, see
+   :mod:`zklock.naming`) and list the children *in one round trip*: both requests go out back to back
+   and the server applies them in order.  A missing parent is created as a container node (the server
+   removes it once it is empty again) in the ``"curator"`` naming, as a persistent node in the
+   ``"kazoo"`` naming (kazoo creates its lock paths once per lock object and would fail on a reaped
+   container).
 2. If the create's reply is lost (connection loss), wait for the session to reconnect, ``sync`` the lock
    path (the member we re-attached to may not have applied our create yet: after the sync it has
    applied every write our session made), list the children and adopt the node carrying our uuid --
@@ -33,7 +37,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable
 from types import TracebackType
 from typing import cast
 
@@ -45,7 +49,18 @@ from zkwire.paths import validate_path
 
 from .errors import NotHeldError
 from .lease import REVOKE_DATA, Lease
-from .naming import Contender, new_protected_prefix, parse_contender, sort_contenders
+from .naming import (
+    FAMILY_MARKERS,
+    KAZOO_LOCK,
+    LOCK_MARKERS,
+    MUTEX,
+    Contender,
+    Naming,
+    check_naming,
+    new_node_prefix,
+    parse_contender,
+    sort_contenders,
+)
 from .queue import SharedQueue, nearest_below, release_queue, shared_queue
 
 __all__ = [
@@ -70,6 +85,13 @@ ANY_CHANGE = Contender(0, "", "", None)
 #: A listing of the lock node: child names in the server's order, and its child version.
 Listing = tuple[list[str], int]
 
+#: Lock paths already warned about (a warning once per path and process); bounded.
+_WARNED_PATHS: set[str] = set()
+_WARNED_LIMIT = 4096
+
+#: Parses a children listing into the contenders of one recipe, in queue order.
+ContenderParser = Callable[[list[str]], list[Contender]]
+
 
 def default_identifier() -> str:
     """``hostname:pid``: what a lock node's data says about its holder by default."""
@@ -77,16 +99,23 @@ def default_identifier() -> str:
 
 
 class LockRecipe:
-    """Base of the node-queue locks.  Subclasses set ``marker``/``markers`` and :meth:`_blocker`.
+    """Base of the node-queue locks.  Subclasses set the markers and :meth:`_blocker`.
 
     Reentrant per trio task: the task holding the lock may acquire it again (counted); other tasks of
     the same process queue like any other contender.
+
+    ``naming`` chooses the names of the nodes this recipe creates (see :mod:`zklock.naming`):
+    ``"curator"`` (default) or ``"kazoo"``.  Whatever it writes, a recipe understands the nodes of both
+    families on its path.
     """
 
-    #: The marker in our own node names.
-    marker = "lock-"
+    #: The marker in our own node names, per naming.
+    curator_marker = MUTEX
+    kazoo_marker = KAZOO_LOCK
     #: Markers of the nodes that take part in this queue (ours and compatible clients').
-    markers: Sequence[str] = ("lock-",)
+    markers: tuple[str, ...] = LOCK_MARKERS
+    #: Whether our node is sequential (kazoo's semaphore leases are not).
+    sequential = True
     #: Waiters wait for any change among the children (see :meth:`_blocker`), not for one node.
     watches_children = False
 
@@ -98,12 +127,17 @@ class LockRecipe:
         identifier: str | None = None,
         lose_on_suspend: bool = True,
         cancel_on_loss: bool = True,
+        naming: Naming = "curator",
     ) -> None:
         self.client = client
         self.path = validate_path(path)
         self.identifier = identifier if identifier is not None else default_identifier()
         self.lose_on_suspend = lose_on_suspend
         self.cancel_on_loss = cancel_on_loss
+        self.naming: Naming = check_naming(naming)
+        #: The marker in the names of the nodes this recipe creates.
+        self.marker = self.kazoo_marker if self.naming == "kazoo" else self.curator_marker
+        self._own_family = FAMILY_MARKERS[self.naming]
         self._held: dict[trio.lowlevel.Task, Lease] = {}
         #: Per task, the leases of its open ``async with`` blocks (innermost last).
         self._blocks: dict[trio.lowlevel.Task, list[Lease]] = {}
@@ -120,6 +154,33 @@ class LockRecipe:
                 return contenders[i]
         return None
 
+    def _contenders(self, children: list[str]) -> list[Contender]:
+        """The contenders among ``children``, in queue order."""
+        return sort_contenders(children, self.markers)
+
+    async def _ensure_parent(self) -> None:
+        """Create the lock path and its missing ancestors: containers in the ``"curator"`` naming (as
+        Curator does), persistent nodes in the ``"kazoo"`` naming (as kazoo does)."""
+        await ensure_path(self.client, self.path, container=self.naming == "curator")
+
+    def _warn_foreign(self, contenders: list[Contender], path: str | None = None) -> None:
+        """Log once per path when it holds nodes of the other naming family (or, under a semaphore's
+        lease parent, children no recipe wrote): a default peer of the other family does not see
+        (kazoo) or cannot order (Curator) this recipe's nodes."""
+        own = self._own_family
+        for c in contenders:
+            if c.marker not in own:
+                break
+        else:
+            return
+        path = path or self.path
+        if path in _WARNED_PATHS:
+            return
+        if len(_WARNED_PATHS) >= _WARNED_LIMIT:
+            _WARNED_PATHS.clear()
+        _WARNED_PATHS.add(path)
+        log.warning("%s", foreign_warning(path, self.naming, type(self).__name__, c))
+
     # ------------------------------------------------------------------ inspection
 
     async def _sorted(self) -> list[Contender]:
@@ -127,7 +188,7 @@ class LockRecipe:
             children = await self.client.get_children(self.path)
         except NoNodeError:
             return []
-        return sort_contenders(children, self.markers)
+        return self._contenders(children)
 
     async def contenders(self) -> list[str]:
         """Node names of all contenders, in queue order."""
@@ -217,7 +278,7 @@ class LockRecipe:
             await delete_node(self.client, lease.node)
             if lease._uuid is not None:
                 # This acquire once lost a create reply: make sure no other node carries its uuid.
-                await delete_uuid_nodes(self.client, self.path, lease._uuid, self.markers)
+                await delete_uuid_nodes(self.client, self.path, lease._uuid, self._contenders)
 
     async def acquire_lease(self) -> Lease:
         """Wait for the lock and return the current task's :class:`Lease` (counted, like :meth:`acquire`).
@@ -255,7 +316,7 @@ class _Attempt:
     def __init__(self, recipe: LockRecipe) -> None:
         self.recipe = recipe
         self.client = recipe.client
-        self.uuid, prefix = new_protected_prefix(recipe.marker)
+        self.uuid, prefix = new_node_prefix(recipe.naming, recipe.marker)
         self.node_prefix = f"{recipe.path}/{prefix}"
         self.node: str | None = None
         self.node_session = 0
@@ -263,9 +324,6 @@ class _Attempt:
         self.create_sent = False
         #: A create reply was lost at least once: nodes carrying our uuid may exist besides ours.
         self.create_lost = False
-
-    def _sort(self, children: list[str]) -> list[Contender]:
-        return sort_contenders(children, self.recipe.markers)
 
     async def run(self, blocking: bool) -> Lease | None:
         recipe = self.recipe
@@ -316,6 +374,11 @@ class _Attempt:
         and clean-up all mean the one node in ``self.node``."""
         names, version = listing
         queue.saw_listing(names, version)
+        if not queue.checked_foreign:
+            # Once per shared view (not per waiter of a long local queue).
+            queue.checked_foreign = True
+            markers = self.recipe.markers
+            self.recipe._warn_foreign([c for n in names if (c := parse_contender(n, markers)) is not None])
         assert self.node is not None
         mine = self.node.rsplit("/", 1)[1]
         me = parse_contender(mine, self.recipe.markers)
@@ -334,8 +397,12 @@ class _Attempt:
     async def _wait_on_children(self, blocking: bool) -> Lease | None:
         """For recipes that wait for any change among the children (a semaphore's leases)."""
         names, _ = await self._create_and_list()
+        first = True
         while True:
             contenders, index = await self._locate(names)
+            if first:
+                self.recipe._warn_foreign(contenders)
+                first = False
             if index is None:
                 self.node = None
                 names, _ = await self._create_and_list()
@@ -361,7 +428,7 @@ class _Attempt:
     async def _locate(self, children: list[str]) -> tuple[list[Contender], int | None]:
         """The queue in ``children``, and our node's index in it (None if it is gone); other nodes
         carrying our uuid are deleted and left out (see :meth:`_place`)."""
-        contenders = self._sort(children)
+        contenders = self.recipe._contenders(children)
         mine = self.node.rsplit("/", 1)[1] if self.node is not None else None
         index = None
         ghosts = False
@@ -397,16 +464,19 @@ class _Attempt:
 
     async def _create_and_list(self) -> Listing:
         data = self.recipe.identifier.encode()
+        sequential = self.recipe.sequential
         listing = GetChildren(self.recipe.path, with_stat=True, sort=False)
         while True:
             self.create_sent = True
             created, children = await self.client.pipeline(
-                [Create(self.node_prefix, data, ephemeral=True, sequential=True), listing]
+                [Create(self.node_prefix, data, ephemeral=True, sequential=sequential), listing]
             )
             if isinstance(created, NoNodeError):
-                await self._ensure_parent()
+                await self.recipe._ensure_parent()
                 continue
-            if isinstance(created, ConnectionLossError):
+            if isinstance(created, ConnectionLossError) or (not sequential and isinstance(created, NodeExistsError)):
+                # A non-sequential name exists already only if an earlier create of ours (whose reply was
+                # lost) made it: recovered like a lost reply.
                 self.create_lost = True
                 if await self._recover_lost_create():
                     return await self._list()
@@ -436,7 +506,7 @@ class _Attempt:
             await self.client.wait_connected()
             try:
                 adopted = False
-                for path in await uuid_nodes(self.client, self.recipe.path, self.uuid, self.recipe.markers):
+                for path in await uuid_nodes(self.client, self.recipe.path, self.uuid, self.recipe._contenders):
                     stat = await self.client.exists(path)
                     if stat is None:
                         continue
@@ -449,14 +519,6 @@ class _Attempt:
                 return adopted
             except ConnectionLossError:
                 continue
-
-    async def _ensure_parent(self) -> None:
-        parts = self.recipe.path.strip("/").split("/")
-        for i in range(1, len(parts) + 1):
-            try:
-                await self.client.create("/" + "/".join(parts[:i]), container=True)
-            except NodeExistsError:
-                pass
 
     async def _grant(self) -> Lease:
         client = self.client
@@ -515,10 +577,36 @@ class _Attempt:
         if not self.create_sent:
             return
         # The create may or may not have reached the server: look for our uuid.
-        await delete_uuid_nodes(client, self.recipe.path, self.uuid, self.recipe.markers)
+        await delete_uuid_nodes(client, self.recipe.path, self.uuid, self.recipe._contenders)
 
 
-async def uuid_nodes(client: Client, path: str, uuid_: str, markers: Sequence[str]) -> list[str]:
+async def ensure_path(client: Client, path: str, *, container: bool, data: bytes = b"") -> None:
+    """Create ``path`` and its missing ancestors (containers or persistent nodes); ``data`` goes into
+    ``path`` itself if this call creates it."""
+    parts = path.strip("/").split("/")
+    for i in range(1, len(parts) + 1):
+        try:
+            await client.create("/" + "/".join(parts[:i]), data if i == len(parts) else b"", container=container)
+        except NodeExistsError:
+            pass
+
+
+def foreign_warning(path: str, naming: Naming, recipe: str, node: Contender) -> str:
+    """The warning for a lock path that holds ``node``, a node of the naming family other than ours."""
+    if naming == "curator":
+        return (
+            f"lock {path} holds {node.name}, which is not a Curator-style node: a default kazoo client "
+            f"(which ignores this {recipe}'s Curator-style nodes) may hold it at the same time; give every "
+            "zklock user of the path naming='kazoo' (see the README's interoperability matrix)"
+        )
+    return (
+        f"lock {path} holds {node.name}, which is not a kazoo-style node: a Curator client (which cannot "
+        f"order this {recipe}'s kazoo-style nodes) may hold it at the same time; give every zklock user of "
+        "the path naming='curator' (see the README's interoperability matrix)"
+    )
+
+
+async def uuid_nodes(client: Client, path: str, uuid_: str, contenders: ContenderParser) -> list[str]:
     """Every node under ``path`` carrying ``uuid_``, in queue order, as seen after a ``sync`` of ``path``
     (so that the member we are connected to has applied every write our session made)."""
     try:
@@ -526,10 +614,10 @@ async def uuid_nodes(client: Client, path: str, uuid_: str, markers: Sequence[st
         children = await client.get_children(path)
     except NoNodeError:
         return []
-    return [f"{path}/{c.name}" for c in sort_contenders(children, markers) if c.uuid == uuid_]
+    return [f"{path}/{c.name}" for c in contenders(children) if c.uuid == uuid_]
 
 
-async def delete_uuid_nodes(client: Client, path: str, uuid_: str, markers: Sequence[str]) -> None:
+async def delete_uuid_nodes(client: Client, path: str, uuid_: str, contenders: ContenderParser) -> None:
     """Delete every node carrying ``uuid_`` under ``path`` now, or keep trying in the background while
     the session lives (like :func:`delete_node`)."""
 
@@ -537,7 +625,7 @@ async def delete_uuid_nodes(client: Client, path: str, uuid_: str, markers: Sequ
         while not client.state.is_terminal:
             await client.wait_connected()
             try:
-                for node in await uuid_nodes(client, path, uuid_, markers):
+                for node in await uuid_nodes(client, path, uuid_, contenders):
                     await delete_node(client, node)
                 return
             except ConnectionLossError:
