@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from zklock.naming import MUTEX_MARKERS, READ_MARKERS, WRITE_MARKERS, parse_contender
+from zklock.naming import EXCLUSIVE_MARKERS, LOCK_MARKERS, parse_contender
 from zklock.queue import SharedQueue, nearest_below
 
 
@@ -18,64 +18,64 @@ def anything(_: object) -> bool:
 
 
 def writers(c) -> bool:  # type: ignore[no-untyped-def]
-    return c.marker in WRITE_MARKERS
+    return c.marker in EXCLUSIVE_MARKERS
 
 
 def test_nearest_below_in_one_pass_over_an_unsorted_listing() -> None:
     names = [name(s) for s in (7, 2, 9, 4, 11)] + ["not-a-lock-node", "x-lock-12"]
     random.Random(1).shuffle(names)
-    assert nearest_below(names, name(9), MUTEX_MARKERS, anything) == (True, parse_contender(name(7), MUTEX_MARKERS))
-    assert nearest_below(names, name(2), MUTEX_MARKERS, anything) == (True, None)
-    assert nearest_below(names, name(5), MUTEX_MARKERS, anything) == (False, parse_contender(name(4), MUTEX_MARKERS))
+    assert nearest_below(names, name(9), LOCK_MARKERS, anything) == (True, parse_contender(name(7), LOCK_MARKERS))
+    assert nearest_below(names, name(2), LOCK_MARKERS, anything) == (True, None)
+    assert nearest_below(names, name(5), LOCK_MARKERS, anything) == (False, parse_contender(name(4), LOCK_MARKERS))
 
 
 def test_a_reader_waits_only_for_the_nearest_writer_below() -> None:
-    markers = READ_MARKERS + WRITE_MARKERS
+    markers = LOCK_MARKERS
     names = [name(1, "__WRIT__"), name(2, "__READ__"), name(3, "__READ__"), name(4, "__READ__")]
     found, blocker = nearest_below(names, name(4, "__READ__"), markers, writers)
     assert found and blocker is not None and blocker.sequence == 1
 
 
 def test_the_newest_listing_wins_whatever_order_it_is_handed_in() -> None:
-    q = SharedQueue(MUTEX_MARKERS)
+    q = SharedQueue(LOCK_MARKERS)
     newer = [name(s) for s in (1, 2, 3)]
     older = [name(s) for s in (1, 2)]
     q.saw_listing(newer, cversion=3)
     q.saw_listing(older, cversion=2)  # a task that ran late must not put an older view back
-    me = parse_contender(name(3), MUTEX_MARKERS)
+    me = parse_contender(name(3), LOCK_MARKERS)
     assert me is not None
-    assert q.blocker(me, anything) == (True, parse_contender(name(2), MUTEX_MARKERS))
+    assert q.blocker(me, anything) == (True, parse_contender(name(2), LOCK_MARKERS))
 
 
 def test_known_deletions_hand_the_lock_down_the_queue_without_listing() -> None:
-    q = SharedQueue(MUTEX_MARKERS)
+    q = SharedQueue(LOCK_MARKERS)
     names = [name(s) for s in range(100)]
     q.saw_listing(names, cversion=100)
-    me = parse_contender(name(99), MUTEX_MARKERS)
+    me = parse_contender(name(99), LOCK_MARKERS)
     assert me is not None
     for s in range(98, -1, -1):
-        assert q.blocker(me, anything)[1] == parse_contender(name(s), MUTEX_MARKERS)
+        assert q.blocker(me, anything)[1] == parse_contender(name(s), LOCK_MARKERS)
         q.saw_gone(name(s))
     assert q.blocker(me, anything) == (True, None)
     assert len(q) == 1
 
 
 def test_deletions_seen_before_the_sort_are_applied_and_forgotten_once_listed_away() -> None:
-    q = SharedQueue(MUTEX_MARKERS)
+    q = SharedQueue(LOCK_MARKERS)
     q.saw_listing([name(s) for s in range(5)], cversion=5)
     q.saw_gone(name(3))
-    me = parse_contender(name(4), MUTEX_MARKERS)
+    me = parse_contender(name(4), LOCK_MARKERS)
     assert me is not None
-    assert q.blocker(me, anything)[1] == parse_contender(name(2), MUTEX_MARKERS)
+    assert q.blocker(me, anything)[1] == parse_contender(name(2), LOCK_MARKERS)
     q.saw_listing([name(s) for s in (0, 1, 4)], cversion=9)
-    assert q.blocker(me, anything)[1] == parse_contender(name(1), MUTEX_MARKERS)
+    assert q.blocker(me, anything)[1] == parse_contender(name(1), LOCK_MARKERS)
     assert q._gone == set()
 
 
 def test_our_node_missing_from_the_view_is_reported() -> None:
-    q = SharedQueue(MUTEX_MARKERS)
+    q = SharedQueue(LOCK_MARKERS)
     q.saw_listing([name(1), name(2)], cversion=2)
-    me = parse_contender(name(2), MUTEX_MARKERS)
+    me = parse_contender(name(2), LOCK_MARKERS)
     assert me is not None
     q.saw_gone(name(2))
     assert q.blocker(me, anything) == (False, None)
@@ -89,7 +89,7 @@ def test_view_is_always_a_superset_of_what_exists_below_a_waiter() -> None:
         alive: list[int] = []
         seq = 0
         version = 0
-        q = SharedQueue(MUTEX_MARKERS)
+        q = SharedQueue(LOCK_MARKERS)
         snapshots: list[tuple[list[str], int]] = []
         me: int | None = None
         for _ in range(60):
@@ -114,7 +114,7 @@ def test_view_is_always_a_superset_of_what_exists_below_a_waiter() -> None:
                 if rng.random() < 0.5 and snapshots:
                     q.saw_listing(*rng.choice(snapshots))
             if me is not None:
-                mine = parse_contender(name(me), MUTEX_MARKERS)
+                mine = parse_contender(name(me), LOCK_MARKERS)
                 assert mine is not None
                 found, blocker = q.blocker(mine, anything)
                 assert found
