@@ -202,12 +202,20 @@ async def test_lost_create_reply_one_node_in_every_naming(
 
 @pytest.mark.parametrize("naming", ["curator", "kazoo"])
 async def test_a_second_node_carrying_the_acquires_uuid_is_deleted(
-    zk_hosts: str, zk_path: str, naming: zklock.Naming
+    zk_hosts: str, zk_path: str, naming: zklock.Naming, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Another node carrying the acquire's uuid (what a lost create reply could leave) is deleted as soon
+    as a listing shows it, before the acquire is granted on its own node."""
+    import uuid
+
     path = f"{zk_path}/lock"
     async with zkwire.open_client(zk_hosts) as a, zkwire.open_client(zk_hosts) as b:
         holder = zklock.Mutex(a, path, naming=naming)
         assert await holder.acquire()
+        fixed = uuid.UUID("12345678-1234-4234-8234-123456789abc")
+        monkeypatch.setattr(uuid, "uuid4", lambda: fixed)  # the waiter's acquire will carry this uuid
+        prefix = f"_c_{fixed}-lock-" if naming == "curator" else f"{fixed.hex}__lock__"
+        ghost = await a.create(f"{path}/{prefix}", ephemeral=True, sequential=True)
         waiter = zklock.Mutex(b, path, naming=naming)
         seen: dict[str, object] = {}
 
@@ -219,15 +227,13 @@ async def test_a_second_node_carrying_the_acquires_uuid_is_deleted(
         async with trio.open_nursery() as nursery:
             nursery.start_soon(wait_for_the_lock)
             with trio.fail_after(5):
-                while len(names := await _children(a, path)) < 2:
+                while len(await _children(a, path)) < 3 and await a.exists(ghost):
                     await trio.sleep(0.02)
-            mine = holder.lease.node.rsplit("/", 1)[1] if holder.lease else ""
-            (waiting,) = [n for n in names if n != mine]
-            # What a lost create reply could leave behind: another node of the waiter's acquire
-            marker = "-lock-" if naming == "curator" else "__lock__"
-            ghost = await a.create(f"{path}/{waiting.rsplit(marker, 1)[0]}{marker}", ephemeral=True, sequential=True)
+                while await a.exists(ghost):
+                    await trio.sleep(0.02)
             await holder.release()
-        assert seen == {"node": f"{path}/{waiting}", "children": [waiting]}  # the ghost was deleted first
+        assert seen["node"] != ghost
+        assert seen["children"] == [str(seen["node"]).rsplit("/", 1)[1]]  # the ghost was deleted first
         assert await a.exists(ghost) is None
 
 
