@@ -136,6 +136,7 @@ class Hold:
     error_t: float | None = None
     cut_t: float | None = None  #: the process was killed or exited while holding
     lost_exc: str | None = None
+    lost_via: str | None = None
     outcome: str | None = None
     grant_lb: float = 0.0  #: earliest moment the grant may have been observed (see (b))
 
@@ -265,6 +266,7 @@ def build_holds(workers: Sequence[Record], parent: Sequence[Record]) -> list[Hol
             elif ev == "lost" and h.lost_t is None:
                 h.lost_t = r["t"]
                 h.lost_exc = r.get("exc")
+                h.lost_via = r.get("via")
             elif ev == "body_error" and h.error_t is None:
                 h.error_t = r["t"]
             elif ev == "outcome":
@@ -755,7 +757,9 @@ def check(cfg: CheckConfig, workers: Sequence[Record], parent: Sequence[Record],
     v = Verdict(cfg, holds=len(holds))
     v.holds_by_role = dict(Counter(h.role for h in holds))
     v.ended_by = dict(Counter(h.ended_by for h in holds))
-    v.lost_exc = dict(Counter(h.lost_exc or "?" for h in holds if h.lost_t is not None))
+    v.lost_exc = dict(
+        Counter(h.lost_exc or f"none, seen by {h.lost_via or '?'}" for h in holds if h.lost_t is not None)
+    )
     v.overlaps, v.excused = check_overlaps(cfg, holds, parent)
     v.tokens = check_tokens(cfg, holds)
     v.counter_findings, v.counter = check_counter(workers, parent, final)

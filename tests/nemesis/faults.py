@@ -21,7 +21,7 @@ from .fleet import Fleet, WorkerProc
 from .members import Members
 from .proxies import ProxySet
 
-__all__ = ["FAULTS", "DEFAULT_WEIGHTS", "FaultContext", "Fault"]
+__all__ = ["FAULTS", "DEFAULT_WEIGHTS", "MAX_DURATION", "FaultContext", "Fault", "max_duration"]
 
 CREATE_OPS = (OpCode.CREATE, OpCode.CREATE2)
 
@@ -259,35 +259,55 @@ async def pause_member(ctx: FaultContext) -> dict[str, Any] | None:
 
 
 async def swallow_create_lagging(ctx: FaultContext) -> dict[str, Any] | None:
-    """A lost create reply, then a re-attach to a member that lags: a follower is paused, the worker's
-    create goes through another member and its reply is swallowed, and the worker's reconnection is
-    steered (proxy retarget) to the paused follower, which is resumed a moment later."""
+    """A lost create reply, then a re-attach to a member that lags behind that create: the moment the
+    worker's create is forwarded, a follower other than the one it goes through is stopped (SIGSTOP),
+    the reply is swallowed (connection severed) and the worker's reconnection is steered (proxy
+    retarget) to that follower, which is resumed a moment later."""
     wp = await ctx.pick(prefer=("idle", "waiting", "releasing"), p_prefer=0.9)
     leader = await ctx.members.find_leader(within=5.0)
     if wp is None or leader is None:
         return None
+    pids = {i: await trio.to_thread.run_sync(ctx.members.pid, i) for i in range(ctx.members.size)}
     ps = ctx.proxies[wp.worker]
-    connected = ps.connected_members()
-    followers = [i for i in range(ctx.members.size) if i != leader and i not in connected]
-    if not followers:
-        followers = [i for i in range(ctx.members.size) if i != leader]
-    lagging = ctx.rng.choice(followers)
-    lag = ctx.rng.uniform(0.2, 1.0)
-    if ctx.members.pause(lagging) is None:
-        return None
-    info: dict[str, Any] = {}
+    lag = ctx.rng.uniform(0.3, 1.8)  # below syncLimit (2 s): the follower stays, with a backlog of commits
+    rules = ps.swallow_reply(CREATE_OPS, ctx.lock_path)
+    fired: Any = None
+    lagging: int | None = None
     try:
-        ps.retarget_all(lagging)
-        rules = ps.swallow_reply(CREATE_OPS, ctx.lock_path)
-        info = await _armed(ctx, ps, rules, window=3.0)
-        if info["fired"]:
+        with trio.move_on_after(5.0):
+            while fired is None:  # a tight poll: the follower must be stopped before the create reaches it
+                fired = next((r for r in rules if r.matched.is_set()), None)
+                if fired is None:
+                    await trio.sleep(0.001)
+        if fired is not None:
+            via = rules.index(fired)
+            candidates = [i for i in range(ctx.members.size) if i not in (via, leader) and pids.get(i)]
+            candidates = candidates or [i for i in range(ctx.members.size) if i != via and pids.get(i)]
+            if candidates:
+                lagging = ctx.rng.choice(candidates)
+                ctx.members.pause(lagging, pids[lagging])
+                ps.retarget_all(lagging)
+            with trio.move_on_after(ctx.T):
+                await fired.wait()
             await _sleep(lag)
     finally:
-        ctx.members.resume(lagging)
-        with trio.CancelScope(shield=True):
-            await _sleep(0.5)  # the re-attach happens now, to the member catching up
-            ps.restore_targets()
-    return {"target": wp.worker, "lagging": f"member{lagging}", "lag": lag, **info}
+        ps.disarm(rules)
+        if lagging is not None:
+            ctx.members.resume(lagging)
+            with trio.CancelScope(shield=True):
+                await _sleep(0.5)  # the re-attach happens now, to the member catching up
+        ps.restore_targets()
+    if fired is None:
+        return {"target": wp.worker, "fired": False}
+    return {
+        "target": wp.worker,
+        "fired": True,
+        "via": via,
+        "lagging": None if lagging is None else f"member{lagging}",
+        "lag": lag,
+        "session": fired.session_id,
+        "created": fired.created_path,
+    }
 
 
 FAULTS: dict[str, Fault] = {
@@ -306,6 +326,31 @@ FAULTS: dict[str, Fault] = {
     "kill_leader": kill_leader,
     "pause_member": pause_member,
 }
+
+#: The longest each kind may take, as (multiple of T, seconds): the scheduler starts a fault only if
+#: it can end before the deadline.  Target searches take up to 2 s; a member restart up to ~10 s.
+MAX_DURATION: dict[str, tuple[float, float]] = {
+    "sever": (0.0, 1.5),
+    "freeze_short": (0.5, 1.0),
+    "freeze_long": (1.75, 1.0),
+    "oneway_out": (1.5, 1.0),
+    "oneway_in": (1.5, 1.0),
+    "refuse": (1.25, 1.5),
+    "swallow_create": (1.0, 4.0),
+    "swallow_create_lagging": (1.0, 9.0),
+    "drop_request": (1.0, 4.0),
+    "pause_short": (0.5, 2.0),
+    "pause_long": (1.75, 2.0),
+    "kill_holder": (0.0, 3.5),
+    "kill_leader": (0.0, 12.0),
+    "pause_member": (0.0, 3.0),
+}
+
+
+def max_duration(kind: str, session_timeout: float) -> float:
+    k, c = MAX_DURATION[kind]
+    return k * session_timeout + c
+
 
 #: Relative frequencies.  The ensemble faults are rarer: they hit every worker at once and a restart
 #: costs seconds.

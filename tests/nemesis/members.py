@@ -77,8 +77,9 @@ class Members:
                 return int(entry)
         return None
 
-    def pause(self, index: int) -> int | None:
-        pid = self.pid(index)
+    def pause(self, index: int, pid: int | None = None) -> int | None:
+        """SIGSTOP member ``index`` (``pid``: its JVM, if already looked up); returns the pid."""
+        pid = self.pid(index) if pid is None else pid
         if pid is None:
             return None
         os.kill(pid, signal.SIGSTOP)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import trio
 
-from .faults import FAULTS, FaultContext
+from .faults import FAULTS, FaultContext, max_duration
 from .history import ParentLog
 
 __all__ = ["Nemesis"]
@@ -53,21 +53,27 @@ class Nemesis:
             out.append((self.active_since, time.monotonic() if now is None else now))
         return out
 
-    def _choose(self) -> str | None:
-        kinds = [k for k in self.weights if self.counts[k] < self.max_per_kind.get(k, 1 << 30)]
+    def _choose(self, remaining: float) -> str | None:
+        kinds = [
+            k
+            for k in self.weights
+            if self.counts[k] < self.max_per_kind.get(k, 1 << 30)
+            and max_duration(k, self.ctx.session_timeout) <= remaining
+        ]
         if not kinds:
             return None
         return self.rng.choices(kinds, weights=[self.weights[k] for k in kinds])[0]
 
     async def run(self, deadline: float) -> None:
-        """Apply faults until ``deadline`` (time.monotonic()); a fault in progress then runs to its end."""
+        """Apply faults until ``deadline`` (time.monotonic()): a fault starts only if it can end by then."""
         while True:
             gap = self.rng.uniform(*self.gap)
             if time.monotonic() + gap >= deadline:
                 break
             await trio.sleep(gap)
-            kind = self._choose()
+            kind = self._choose(deadline - time.monotonic())
             if kind is None:
+                await trio.sleep(max(0.0, deadline - time.monotonic()))
                 break
             start = time.monotonic()
             self.active_since, self.active_kind = start, kind

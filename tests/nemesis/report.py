@@ -34,7 +34,8 @@ def summary_text(r: RunResult) -> str:
     if r.faults_skipped:
         lines.append(f"  skipped (no target): {_counts(r.faults_skipped)}")
     lines += [
-        f"holds ended by: {_counts(v.ended_by)}; exception seen with a loss: {_counts(v.lost_exc)}",
+        f"holds ended by: {_counts(v.ended_by)}",
+        f"  losses, by the exception that ended the body: {_counts(v.lost_exc)}",
         f"outcomes out of async with / acquire: {_counts(r.outcomes)}",
         f"counter: {v.counter.ok} acknowledged increments, failed {_counts(dict(v.counter.failed))}, "
         f"{v.counter.indeterminate} of unknown outcome ({v.counter.applied_indeterminate} applied); "

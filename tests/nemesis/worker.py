@@ -21,6 +21,7 @@ Nothing here works around the library: the worker uses the public API as an appl
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import random
@@ -309,6 +310,14 @@ class Worker:
         await trio.sleep(hold_for)
 
 
+class _MonotonicFormatter(logging.Formatter):
+    """Log lines stamped with time.monotonic(), the clock of the histories."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.monotonic = time.monotonic()
+        return super().format(record)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
@@ -318,6 +327,11 @@ def main(argv: list[str] | None = None) -> int:
     if os.getppid() != cfg.parent_pid:
         return 3  # the parent is already gone
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
+    # zklock's own account (losses, adopted nodes) goes to the worker's .log file, beside its history.
+    handler = logging.StreamHandler()
+    handler.setFormatter(_MonotonicFormatter("%(monotonic).6f %(name)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    logging.getLogger("zklock").setLevel(logging.INFO)
     trio.run(Worker(cfg).run)
     return 0
 
