@@ -701,6 +701,57 @@ def check_liveness(cfg: CheckConfig, workers: Sequence[Record], parent: Sequence
     return findings
 
 
+# ------------------------------------------------------------------------------------------ signal margins
+
+
+def check_signal_margins(cfg: CheckConfig, holds: Sequence[Hold], workers: Sequence[Record]) -> list[Finding]:
+    """Informational: losses signalled barely before the next conflicting grant.
+
+    When a holder's session expires on the server, its client should have given up the lease about T/3
+    earlier (it stops trusting a silent connection after 2T/3; the server expires the session after T).
+    A loss seen less than T/6 before someone else's grant, for a session that then turned out expired,
+    means the holder learnt of the loss from the expiry itself: it won the race, but only just.
+    """
+    expired = {r["sid"] for r in workers if r["ev"] == "session_end" and r.get("state") == "expired"}
+    grants = sorted(holds, key=lambda h: h.grant_t)
+    times = [g.grant_t for g in grants]
+    out = []
+    for h in holds:
+        if h.lost_t is None or h.end != h.lost_t or h.session not in expired:
+            continue
+        i = bisect.bisect_right(times, h.grant_t)
+        nxt = next((g for g in grants[i:] if g.session != h.session and _conflicting(h, g)), None)
+        if nxt is None:
+            continue
+        margin = nxt.grant_t - h.lost_t
+        if margin < cfg.session_timeout / 6:
+            out.append(
+                Finding(
+                    "margin",
+                    f"{h.key} saw its loss only {margin * 1000:.0f} ms before {nxt.key} was granted "
+                    f"(its session expired; expected about T/3 = {cfg.session_timeout / 3:.2f} s earlier)",
+                    {"hold": h.describe(), "next": nxt.describe(), "margin": margin},
+                )
+            )
+    return out
+
+
+def check_loss_reporting(holds: Sequence[Hold]) -> list[Finding]:
+    """Informational: a lost lease whose ``async with`` ended with something else than LockLostError."""
+    out = []
+    for h in holds:
+        if h.lost_t is not None and h.outcome not in (None, "LockLostError") and h.release_t is None:
+            out.append(
+                Finding(
+                    "reporting",
+                    f"{h.key}: lease lost ({h.lost_exc or 'no exception'} in the body) but async with raised "
+                    f"{h.outcome}, not LockLostError",
+                    {"hold": h.describe(), "outcome": h.outcome},
+                )
+            )
+    return out
+
+
 # ------------------------------------------------------------------------------------------ verdict
 
 
@@ -720,6 +771,9 @@ class Verdict:
     stuck: list[Finding] = field(default_factory=list)
     ghosts: list[Finding] = field(default_factory=list)
     orphans: list[Finding] = field(default_factory=list)
+    #: Informational, not failures: late loss signals, losses reported as another exception.
+    margins: list[Finding] = field(default_factory=list)
+    reporting: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -747,6 +801,8 @@ class Verdict:
             "counter": self.counter.to_json(),
             "failures": {k: [f.to_json() for f in v] for k, v in self.failures.items()},
             "excused_overlaps": [f.to_json() for f in self.excused],
+            "late_loss_signals": [f.to_json() for f in self.margins],
+            "loss_reported_otherwise": [f.to_json() for f in self.reporting],
             "notes": self.notes,
         }
 
@@ -764,6 +820,8 @@ def check(cfg: CheckConfig, workers: Sequence[Record], parent: Sequence[Record],
     v.tokens = check_tokens(cfg, holds)
     v.counter_findings, v.counter = check_counter(workers, parent, final)
     v.liveness = check_liveness(cfg, workers, parent)
+    v.margins = check_signal_margins(cfg, holds, workers)
+    v.reporting = check_loss_reporting(holds)
     for r in parent:
         if r["ev"] == "stuck":
             v.stuck.append(Finding("liveness", r.get("message", "stuck"), {k: r[k] for k in r if k not in ("ev",)}))

@@ -61,7 +61,7 @@ class RunConfig:
     think_max: float = 0.05
     write_ratio: float = 0.3
     pause_grace: float = 1.0
-    watch_counter: bool = True
+    watch_traffic: bool = True  #: workers watch the run's directory (see worker.WorkerConfig.watch_path)
     out_dir: Path | None = None
 
     def __post_init__(self) -> None:
@@ -217,7 +217,7 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
                     think_max=cfg.think_max,
                     acquire_timeout=3 * T + 30,
                     max_runtime=cfg.duration + 30 * T + 120,
-                    watch_counter=cfg.watch_counter,
+                    watch_path=base if cfg.watch_traffic else "",
                 )
 
             fleet = Fleet(run_dir, log, cfg.workers, make_config)

@@ -47,6 +47,13 @@ def summary_text(r: RunResult) -> str:
         lines.append(
             f"overlaps excused (holder frozen by SIGSTOP past its session): {len(v.excused)}, {total:.3f} s in all"
         )
+    for title, found in (
+        ("losses seen less than T/6 before the next grant (session expired)", v.margins),
+        ("lost leases whose async with raised something else than LockLostError", v.reporting),
+    ):
+        if found:
+            lines.append(f"{title}: {len(found)}")
+            lines.extend(f"    - {f.message}" for f in found[:_SHOWN])
     lines.append("checker:")
     for name, findings in v.failures.items():
         lines.append(f"  {name}: {len(findings)}")

@@ -288,3 +288,30 @@ def test_interval_helpers() -> None:
     assert union_length([(0, 2), (1, 3), (5, 6)], 0, 10) == 4
     assert union_length([(0, 2), (1, 3), (5, 6)], 2.5, 5.5) == 1.0
     assert stall_excess(0, 20, [(5, 10)], 12) == 3
+
+
+def test_loss_seen_only_at_the_expiry_is_reported() -> None:
+    s = Story()
+    s.run_window(0, 20)
+    s.hold(0, 1.0, 5.0, token=10, how="lost")
+    s.rec(5.2, "session_end", 0, reason="session expired", connected=False, state="expired")
+    s.hold(1, 5.05, 5.3, token=20)
+    v = s.verdict()
+    assert v.ok  # not a failure: the holder won the race
+    assert len(v.margins) == 1 and "50 ms" in v.margins[0].message
+    s2 = Story()
+    s2.run_window(0, 20)
+    s2.hold(0, 1.0, 5.0, token=10, how="lost")
+    s2.rec(5.2, "session_end", 0, reason="session expired", connected=False, state="expired")
+    s2.hold(1, 6.4, 6.5, token=20)  # T/3 later, as designed
+    assert not s2.verdict().margins
+
+
+def test_loss_reported_as_connection_loss_is_listed() -> None:
+    s = Story()
+    s.run_window(0, 20)
+    s.hold(0, 1.0, None, token=10, inc=False)
+    s.rec(1.5, "lost", 0, cycle=1, reason="connection lost", via="exception", exc="ConnectionLossError")
+    s.rec(1.6, "outcome", 0, cycle=1, exc="ConnectionLossError")
+    v = s.verdict()
+    assert len(v.reporting) == 1 and "ConnectionLossError" in v.reporting[0].message

@@ -9,8 +9,9 @@
   end of their hold), hold for a random short time, release;
 - records the loss of a lease the moment it observes it: a task waiting on ``lease.wait_lost()``, or
   the exception that ends the body, whichever comes first;
-- keeps a persistent watch on the counter (so that other workers' writes arrive as server->client
-  traffic, as in an application watching shared state; ``watch_counter``);
+- keeps a persistent recursive watch on the run's directory (the lock queue and the counter), so that
+  other workers' activity reaches it as server->client traffic, as in an application that watches
+  shared state (``watch_path``); a one-way partition then still delivers frames to the client;
 - stops when its stdin reaches EOF (the parent closes it, or dies), when it is re-parented, on SIGTERM,
   or after ``max_runtime``.  (No PR_SET_PDEATHSIG: trio forks from a worker thread, and the kernel
   would send the signal when that thread exits.)
@@ -65,7 +66,9 @@ class WorkerConfig:
     think_max: float = 0.05
     acquire_timeout: float = 60.0
     max_runtime: float = 900.0
-    watch_counter: bool = True
+    #: A persistent recursive watch on this path (the run's directory: the lock queue and the counter),
+    #: so that other workers' activity reaches this worker as server->client traffic; "" for none.
+    watch_path: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -156,8 +159,8 @@ class Worker:
                 self.hist.write("session", timeout=zk.session_timeout)
                 try:
                     async with trio.open_nursery() as nursery:
-                        if cfg.watch_counter:
-                            nursery.start_soon(self._counter_watch, zk)
+                        if cfg.watch_path:
+                            nursery.start_soon(self._watch_traffic, zk)
                         reason = await self._lock_loop(zk)
                         nursery.cancel_scope.cancel()
                 finally:
@@ -168,10 +171,10 @@ class Worker:
                 self.hist.write("session_end", reason=f"connect failed: {type(e).__name__}", connected=False)
             self.hist.session_id = 0
 
-    async def _counter_watch(self, zk: zkwire.Client) -> None:
+    async def _watch_traffic(self, zk: zkwire.Client) -> None:
         while not zk.state.is_terminal:
             try:
-                async with zk.add_watch(self.cfg.counter_path) as events:
+                async with zk.add_watch(self.cfg.watch_path, recursive=True) as events:
                     async for _ in events:
                         pass
             except WatchOverflowError:
