@@ -704,21 +704,33 @@ def check_liveness(cfg: CheckConfig, workers: Sequence[Record], parent: Sequence
 # ------------------------------------------------------------------------------------------ signal margins
 
 
-def check_signal_margins(cfg: CheckConfig, holds: Sequence[Hold], workers: Sequence[Record]) -> list[Finding]:
+def check_signal_margins(
+    cfg: CheckConfig, holds: Sequence[Hold], workers: Sequence[Record], parent: Sequence[Record]
+) -> list[Finding]:
     """Informational: losses signalled barely before the next conflicting grant.
 
     When a holder's session expires on the server, its client should have given up the lease about T/3
     earlier (it stops trusting a silent connection after 2T/3; the server expires the session after T).
-    A loss seen less than T/6 before someone else's grant, for a session that then turned out expired,
-    means the holder learnt of the loss from the expiry itself: it won the race, but only just.
+    Listed: a loss seen less than T/6 before someone else's grant, where that session's next event was
+    its expiry (no grant to it in between) and its process was not stopped meanwhile -- the holder
+    learnt of the loss from the expiry itself: it won the race, but only just.
     """
-    expired = {r["sid"] for r in workers if r["ev"] == "session_end" and r.get("state") == "expired"}
+    expired_at = {r["sid"]: r["t"] for r in workers if r["ev"] == "session_end" and r.get("state") == "expired"}
     grants = sorted(holds, key=lambda h: h.grant_t)
     times = [g.grant_t for g in grants]
+    by_session: dict[int, list[float]] = defaultdict(list)
+    for g in grants:
+        by_session[g.session].append(g.grant_t)
+    pauses = pause_windows(parent)
     out = []
     for h in holds:
-        if h.lost_t is None or h.end != h.lost_t or h.session not in expired:
+        if h.lost_t is None or h.end != h.lost_t or h.session not in expired_at:
             continue
+        expiry = expired_at[h.session]
+        if expiry < h.lost_t or any(h.lost_t < t <= expiry for t in by_session[h.session]):
+            continue  # the session went on after this loss: it expired later, for another reason
+        if any(s < h.lost_t and c > h.grant_t for s, c in pauses.get(h.pid, ())):
+            continue  # stopped by SIGSTOP: see the excused overlaps
         i = bisect.bisect_right(times, h.grant_t)
         nxt = next((g for g in grants[i:] if g.session != h.session and _conflicting(h, g)), None)
         if nxt is None:
@@ -729,8 +741,8 @@ def check_signal_margins(cfg: CheckConfig, holds: Sequence[Hold], workers: Seque
                 Finding(
                     "margin",
                     f"{h.key} saw its loss only {margin * 1000:.0f} ms before {nxt.key} was granted "
-                    f"(its session expired; expected about T/3 = {cfg.session_timeout / 3:.2f} s earlier)",
-                    {"hold": h.describe(), "next": nxt.describe(), "margin": margin},
+                    f"(its session then expired; expected about T/3 = {cfg.session_timeout / 3:.2f} s earlier)",
+                    {"hold": h.describe(), "next": nxt.describe(), "margin": margin, "lost_t": h.lost_t},
                 )
             )
     return out
@@ -820,7 +832,7 @@ def check(cfg: CheckConfig, workers: Sequence[Record], parent: Sequence[Record],
     v.tokens = check_tokens(cfg, holds)
     v.counter_findings, v.counter = check_counter(workers, parent, final)
     v.liveness = check_liveness(cfg, workers, parent)
-    v.margins = check_signal_margins(cfg, holds, workers)
+    v.margins = check_signal_margins(cfg, holds, workers, parent)
     v.reporting = check_loss_reporting(holds)
     for r in parent:
         if r["ev"] == "stuck":

@@ -9,6 +9,7 @@ Durations are relative to the session timeout T: "short" faults end before the c
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,12 @@ class FaultContext:
         anyone = [w for w in self.fleet.live() if not w.stopped]
         return self.rng.choice(sorted(anyone, key=lambda w: w.worker)) if anyone else None
 
+    async def aim(self, wp: WorkerProc, duration: float) -> None:
+        """If ``wp`` holds the lock, ask it to keep holding through the fault (its holds are short)."""
+        if wp.state == "holding":
+            self.fleet.extend_hold(wp, time.monotonic() + duration + 0.5)
+            await trio.sleep(0.02)  # let it read the request before it is hit
+
     async def holder(self) -> WorkerProc | None:
         """A worker seen holding the lock a moment ago (waiting up to two seconds for one)."""
         holders = await self.fleet.wait_for(("holding",), within=2.0)
@@ -71,8 +78,10 @@ async def sever(ctx: FaultContext) -> dict[str, Any] | None:
     wp = await ctx.pick()
     if wp is None:
         return None
+    state = wp.state
+    await ctx.aim(wp, 0.5)
     n = await ctx.proxies[wp.worker].sever()
-    return {"target": wp.worker, "state": wp.state, "severed": n}
+    return {"target": wp.worker, "state": state, "severed": n}
 
 
 async def _freeze(ctx: FaultContext, duration: float, to_server: bool, to_client: bool) -> dict[str, Any] | None:
@@ -81,6 +90,7 @@ async def _freeze(ctx: FaultContext, duration: float, to_server: bool, to_client
         return None
     ps = ctx.proxies[wp.worker]
     state = wp.state
+    await ctx.aim(wp, duration)
     ps.freeze(to_server=to_server, to_client=to_client)
     try:
         await _sleep(duration)
@@ -117,6 +127,7 @@ async def refuse(ctx: FaultContext) -> dict[str, Any] | None:
     ps = ctx.proxies[wp.worker]
     duration = ctx.rng.uniform(0.25, 1.25) * ctx.T
     state = wp.state
+    await ctx.aim(wp, duration)
     ps.refuse(True)
     try:
         await ps.sever()
@@ -178,6 +189,7 @@ async def drop_request(ctx: FaultContext) -> dict[str, Any] | None:
     if wp is None:
         return None
     ps = ctx.proxies[wp.worker]
+    await ctx.aim(wp, 1.0)
     rules = ps.drop_request(ops, prefix)
     info = await _armed(ctx, ps, rules, window=3.0)
     return {"target": wp.worker, "ops": [OpCode(o).name for o in ops], "prefix": prefix, **info}
@@ -191,6 +203,7 @@ async def _pause(ctx: FaultContext, duration: float) -> dict[str, Any] | None:
     if wp is None:
         return None
     state = wp.state
+    await ctx.aim(wp, duration)
     if not ctx.fleet.sigstop(wp):
         return None
     try:
@@ -216,6 +229,7 @@ async def kill_holder(ctx: FaultContext) -> dict[str, Any] | None:
     if wp is None:
         return None
     state, pid = wp.state, wp.pid
+    await ctx.aim(wp, 0.5)
     await ctx.fleet.kill(wp)
     pause = ctx.rng.uniform(0.2, 1.0)
     await _sleep(pause)

@@ -158,6 +158,11 @@ class Fleet:
             return False
         return True
 
+    def extend_hold(self, wp: WorkerProc, until: float) -> bool:
+        """Ask a worker to keep its current (or next) lease until ``until`` (time.monotonic())."""
+        wp.history.with_suffix(".extend").write_text(f"{until!r}")
+        return self._signal(wp, signal.SIGUSR1)
+
     def sigstop(self, wp: WorkerProc) -> bool:
         self.log.write("sigstop", w=wp.worker, inc=wp.incarnation, pid=wp.pid, state=wp.state)
         ok = self._signal(wp, signal.SIGSTOP)

@@ -2,7 +2,8 @@
 
 1. An observer session (direct, not proxied) creates ``/nemesis/<run>/`` with the counter at "0".
 2. Per worker, one fault proxy per member; the workers start, each through its own proxies.
-3. For ``duration`` seconds the nemesis applies faults while the watchdog watches for stalls and ghosts.
+3. For ``duration`` seconds the nemesis applies faults while the watchdog watches for stalls and ghosts,
+   and the observer writes a ticker node that every worker watches (server->client traffic).
 4. Every fault is undone (members resumed and restarted, proxies thawed); then the run waits until every
    worker was granted again after that (bounded: the liveness bound plus a second).
 5. The workers are stopped cleanly; the lock nodes left are listed at once and again after the
@@ -62,6 +63,10 @@ class RunConfig:
     write_ratio: float = 0.3
     pause_grace: float = 1.0
     watch_traffic: bool = True  #: workers watch the run's directory (see worker.WorkerConfig.watch_path)
+    #: The observer writes ``<run>/ticker`` this often (0: never): with ``watch_traffic`` every worker,
+    #: the lock holder included, then receives a notification that often, as in an application whose
+    #: shared state keeps changing.
+    ticker_interval: float = 0.1
     out_dir: Path | None = None
 
     def __post_init__(self) -> None:
@@ -147,6 +152,18 @@ async def _all_nodes(zk: zkwire.Client, queues: list[Queue]) -> list[dict[str, A
     return out
 
 
+async def _ticker(zk: zkwire.Client, path: str, interval: float) -> None:
+    n = 0
+    while True:
+        await trio.sleep(interval)
+        n += 1
+        try:
+            with trio.move_on_after(2):
+                await zk.set_data(path, str(n).encode())
+        except zkwire.ZKError:
+            pass
+
+
 async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool = True) -> RunResult:
     """One run against a running ``ensemble`` (members it stops are started again before it returns)."""
     seed = cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(1 << 31)
@@ -193,6 +210,7 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
             async with zkwire.open_client(ensemble.hosts, session_timeout=10) as setup:
                 await _ensure_path(setup, lock_path)
                 await setup.create(counter_path, b"0")
+                await setup.create(f"{base}/ticker", b"0")
         async with (
             zkwire.open_client(ensemble.hosts, session_timeout=10) as observer,
             open_proxy_sets(cfg.workers, members.addresses) as proxies,
@@ -232,6 +250,8 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
                 watchdog = Watchdog(fleet, log, queues, T, nemesis.windows, check_cfg.bound)
                 async with trio.open_nursery() as watching:
                     watching.start_soon(watchdog.run, observer)
+                    if cfg.ticker_interval > 0:
+                        watching.start_soon(_ticker, observer, f"{base}/ticker", cfg.ticker_interval)
                     phase("running")
                     try:
                         await nemesis.run(time.monotonic() + cfg.duration)

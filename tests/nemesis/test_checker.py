@@ -305,6 +305,13 @@ def test_loss_seen_only_at_the_expiry_is_reported() -> None:
     s2.rec(5.2, "session_end", 0, reason="session expired", connected=False, state="expired")
     s2.hold(1, 6.4, 6.5, token=20)  # T/3 later, as designed
     assert not s2.verdict().margins
+    s3 = Story()
+    s3.run_window(0, 20)
+    s3.hold(0, 1.0, 5.0, token=10, how="lost")  # lost on a sever, released at once: no expiry then
+    s3.hold(1, 5.05, 5.3, token=20)
+    s3.hold(0, 6.0, 6.1, token=30)
+    s3.rec(9.0, "session_end", 0, reason="session expired", connected=False, state="expired")
+    assert not s3.verdict().margins
 
 
 def test_loss_reported_as_connection_loss_is_listed() -> None:

@@ -96,6 +96,8 @@ class Worker:
         self.identifier = f"nemesis-w{cfg.worker}-{os.getpid()}"
         self._wait_scope: trio.CancelScope | None = None
         self._nursery: trio.Nursery | None = None
+        self.extend_until = 0.0
+        self._extended = trio.Event()
 
     # ------------------------------------------------------------------ process life
 
@@ -120,9 +122,36 @@ class Worker:
         self.request_stop()
 
     async def _watch_signals(self) -> None:
-        with trio.open_signal_receiver(signal.SIGTERM) as signals:
-            async for _ in signals:
-                self.request_stop()
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGUSR1) as signals:
+            async for signum in signals:
+                if signum == signal.SIGUSR1:
+                    self._extend_hold()
+                else:
+                    self.request_stop()
+
+    def _extend_hold(self) -> None:
+        """SIGUSR1: hold the current (or next) lease until the time.monotonic() in ``<history>.extend``.
+
+        The nemesis does this before a fault aimed at the holder, so that the fault finds it holding.
+        """
+        try:
+            until = float(Path(self.cfg.history).with_suffix(".extend").read_text())
+        except (OSError, ValueError):
+            return
+        self.extend_until = max(self.extend_until, until)
+        self.hist.write("extend", until=until)
+        self._extended.set()
+        self._extended = trio.Event()
+
+    async def _hold(self, seconds: float) -> None:
+        """Hold for ``seconds``, or until the extension the nemesis asked for, whichever is later."""
+        deadline = time.monotonic() + seconds
+        while True:
+            end = max(deadline, self.extend_until)
+            if time.monotonic() >= end:
+                return
+            with trio.move_on_after(end - time.monotonic()):
+                await self._extended.wait()
 
     async def run(self) -> None:
         self.hist.write("start", recipe=self.cfg.recipe, hosts=self.cfg.hosts)
@@ -273,7 +302,7 @@ class Worker:
         if role == "read":
             data, stat = await zk.get_data(cfg.counter_path)
             h.write("read", cycle=c, value=int(data), version=stat.version, when="start")
-            await trio.sleep(hold_for)
+            await self._hold(hold_for)
             data, stat = await zk.get_data(cfg.counter_path)
             h.write("read", cycle=c, value=int(data), version=stat.version, when="end")
             return
@@ -310,7 +339,7 @@ class Worker:
             raise
         else:
             h.write("inc_ok", cycle=c, value=value, version=new.version, t0=t0)
-        await trio.sleep(hold_for)
+        await self._hold(hold_for)
 
 
 class _MonotonicFormatter(logging.Formatter):
@@ -330,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     if os.getppid() != cfg.parent_pid:
         return 3  # the parent is already gone
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # until trio listens for it (see _watch_signals)
     # zklock's own account (losses, adopted nodes) goes to the worker's .log file, beside its history.
     handler = logging.StreamHandler()
     handler.setFormatter(_MonotonicFormatter("%(monotonic).6f %(name)s %(levelname)s %(message)s"))
