@@ -10,6 +10,7 @@ Ctrl-C stops the run: faults are undone and every process started is killed.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -62,34 +63,43 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-async def _run(args: argparse.Namespace) -> list[RunResult]:
+class Terminated(Exception):
+    """SIGTERM: stop the run as for Ctrl-C."""
+
+
+async def _run(args: argparse.Namespace, ensemble: EmbeddedEnsemble, results: list[RunResult]) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_on_sigterm)
+        await _recipes(args, ensemble, results)
+        nursery.cancel_scope.cancel()
+
+
+async def _on_sigterm() -> None:
+    with trio.open_signal_receiver(signal.SIGTERM) as signals:
+        async for _ in signals:
+            raise Terminated
+
+
+async def _recipes(args: argparse.Namespace, ensemble: EmbeddedEnsemble, results: list[RunResult]) -> None:
     recipes = list(RECIPES) if args.recipe == "all" else [args.recipe]
     weights = _weights(args.weights, args.faults)
-    results = []
-    ensemble = EmbeddedEnsemble(3, tick_time_ms=args.tick, extended_types=True, four_letter_words="*")
-    try:
-        await trio.to_thread.run_sync(ensemble.start)
-        print(f"nemesis: ensemble {ensemble.hosts}", flush=True)
-        for i, recipe in enumerate(recipes):
-            cfg = RunConfig(
-                recipe=recipe,
-                duration=args.duration,
-                workers=args.workers,
-                seed=None if args.seed is None else args.seed + i,
-                session_timeout=args.session_timeout,
-                max_leases=args.max_leases,
-                weights=weights,
-                gap=tuple(args.gap),
-                out_dir=args.out,
-            )
-            result = await run_nemesis(cfg, ensemble)
-            print(summary_text(result), flush=True)
-            results.append(result)
-            if args.json:
-                write_json(results, args.json)
-    finally:
-        await trio.to_thread.run_sync(ensemble.stop)
-    return results
+    for i, recipe in enumerate(recipes):
+        cfg = RunConfig(
+            recipe=recipe,
+            duration=args.duration,
+            workers=args.workers,
+            seed=None if args.seed is None else args.seed + i,
+            session_timeout=args.session_timeout,
+            max_leases=args.max_leases,
+            weights=weights,
+            gap=tuple(args.gap),
+            out_dir=args.out,
+        )
+        result = await run_nemesis(cfg, ensemble)
+        print(summary_text(result), flush=True)
+        results.append(result)
+        if args.json:
+            write_json(results, args.json)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,11 +112,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 1 or args.duration <= 0:
         print("--workers and --duration must be positive", file=sys.stderr)
         return 2
+    # Ctrl-C must work even if this process was started with SIGINT ignored (a background job).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Started from the main thread, so that the kernel kills the servers if this process dies
+    # (members restarted during the run are stopped by the cleanup below and at exit).
+    ensemble = EmbeddedEnsemble(3, tick_time_ms=args.tick, extended_types=True, four_letter_words="*")
+    results: list[RunResult] = []
     try:
-        results = trio.run(_run, args)
-    except KeyboardInterrupt:
-        print("nemesis: interrupted; every process was stopped", file=sys.stderr)
+        ensemble.start()
+        print(f"nemesis: ensemble {ensemble.hosts}", flush=True)
+        trio.run(_run, args, ensemble, results)
+    except (KeyboardInterrupt, Terminated, BaseExceptionGroup) as e:
+        if isinstance(e, BaseExceptionGroup) and not e.subgroup((KeyboardInterrupt, Terminated)):
+            raise
+        print("nemesis: interrupted; every process it started is stopped", file=sys.stderr)
         return 130
+    finally:
+        ensemble.stop()
     if args.json:
         print(f"nemesis: results in {args.json}")
     return 0 if all(r.ok for r in results) else 1
