@@ -267,6 +267,8 @@ def build_holds(workers: Sequence[Record], parent: Sequence[Record]) -> list[Hol
                 h.lost_t = r["t"]
                 h.lost_exc = r.get("exc")
                 h.lost_via = r.get("via")
+            elif ev == "body_exc":
+                h.lost_exc = r.get("exc")
             elif ev == "body_error" and h.error_t is None:
                 h.error_t = r["t"]
             elif ev == "outcome":
@@ -819,6 +821,23 @@ class Verdict:
         }
 
 
+def _annotate(findings: Iterable[Finding], parent: Sequence[Record], lookback: float) -> None:
+    """Name the faults active around each finding's time (from ``lookback`` before it to just after)."""
+    faults = [r for r in parent if r["ev"] == "fault"]
+    for f in findings:
+        t = next((f.data[k] for k in ("start", "lost_t", "point") if isinstance(f.data.get(k), float)), None)
+        if t is None:
+            continue
+        near = [
+            f"{r['kind']}({r.get('target')})"
+            for r in faults
+            if r["start"] <= t + 0.5 and r["end"] >= t - lookback
+        ]
+        f.data["faults"] = near
+        if near:
+            f.message += f" [faults: {', '.join(near)}]"
+
+
 def check(cfg: CheckConfig, workers: Sequence[Record], parent: Sequence[Record], final: FinalState) -> Verdict:
     """All checks over one run (worker records sorted by time, parent records sorted by time)."""
     holds = build_holds(workers, parent)
@@ -834,6 +853,7 @@ def check(cfg: CheckConfig, workers: Sequence[Record], parent: Sequence[Record],
     v.liveness = check_liveness(cfg, workers, parent)
     v.margins = check_signal_margins(cfg, holds, workers, parent)
     v.reporting = check_loss_reporting(holds)
+    _annotate([*v.overlaps, *v.excused, *v.tokens, *v.liveness, *v.margins], parent, cfg.session_timeout * 1.5)
     for r in parent:
         if r["ev"] == "stuck":
             v.stuck.append(Finding("liveness", r.get("message", "stuck"), {k: r[k] for k in r if k not in ("ev",)}))

@@ -145,6 +145,16 @@ async def _ensure_path(zk: zkwire.Client, path: str) -> None:
             pass
 
 
+async def _remove_tree(zk: zkwire.Client, path: str) -> None:
+    """Delete ``path`` and what is under it (best effort: the run's nodes, once everything is checked)."""
+    try:
+        for child in await zk.get_children(path):
+            await _remove_tree(zk, f"{path}/{child}")
+        await zk.delete(path)
+    except (zkwire.NoNodeError, zkwire.NotEmptyError):
+        pass
+
+
 async def _all_nodes(zk: zkwire.Client, queues: list[Queue]) -> list[dict[str, Any]]:
     out = []
     for q in queues:
@@ -300,6 +310,9 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
                 await observer.sync(counter_path)
                 data, stat = await observer.get_data(counter_path)
                 final.counter_value, final.counter_version = int(data), stat.version
+                if not final.leftover_nodes:
+                    with trio.move_on_after(10):
+                        await _remove_tree(observer, base)
                 for ps in proxies:
                     proxy_stats.update(ps.stats())
                 nursery.cancel_scope.cancel()

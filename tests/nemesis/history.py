@@ -25,6 +25,7 @@ Worker events (``worker.py``), per hold ``cycle`` (a counter of acquire attempts
 ``lost``         the loss was observed (``reason``, ``via``: the lease's wait_lost() or the exception
                  that ended the body, ``exc``)
 ``body_error``   the body raised while the lease was not lost (``exc``)
+``body_exc``     the exception that ended the body of a lost lease (``exc``)
 ``outcome``      what came out of ``async with`` (``exc`` or None)
 ``acquire_fail`` the acquire gave up (``exc``: AcquireTimeout, Stopped, or an exception class)
 ``exit``         the worker leaves (``reason``)

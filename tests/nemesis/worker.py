@@ -278,6 +278,7 @@ class Worker:
                     except BaseException as e:
                         if lease.lost:
                             self._record_lost(hold, "exception", type(e).__name__)
+                            h.write("body_exc", cycle=c, exc=type(e).__name__)
                         else:
                             h.write("body_error", cycle=c, exc=type(e).__name__)
                         raise
