@@ -663,9 +663,9 @@ def waiting_intervals(
 
 
 def check_liveness(cfg: CheckConfig, workers: Sequence[Record], parent: Sequence[Record]) -> list[Finding]:
-    phases = {r["name"]: r["t"] for r in parent if r["ev"] == "phase"}
-    start = phases.get("running", workers[0]["t"] if workers else 0.0)
-    stop = phases.get("stopping", workers[-1]["t"] if workers else 0.0)
+    phases: dict[str, float] = {r["name"]: r["t"] for r in parent if r["ev"] == "phase"}
+    start: float = phases.get("running", workers[0]["t"] if workers else 0.0)
+    stop: float = phases.get("stopping", workers[-1]["t"] if workers else 0.0)
     grants = sorted(r["t"] for r in workers if r["ev"] == "grant" and start <= r["t"] <= stop)
     waits = sorted(
         (max(a, start), min(b, stop)) for a, b, _ in waiting_intervals(workers, parent, stop) if b > start and a < stop
@@ -828,11 +828,7 @@ def _annotate(findings: Iterable[Finding], parent: Sequence[Record], lookback: f
         t = next((f.data[k] for k in ("start", "lost_t", "point") if isinstance(f.data.get(k), float)), None)
         if t is None:
             continue
-        near = [
-            f"{r['kind']}({r.get('target')})"
-            for r in faults
-            if r["start"] <= t + 0.5 and r["end"] >= t - lookback
-        ]
+        near = [f"{r['kind']}({r.get('target')})" for r in faults if r["start"] <= t + 0.5 and r["end"] >= t - lookback]
         f.data["faults"] = near
         if near:
             f.message += f" [faults: {', '.join(near)}]"

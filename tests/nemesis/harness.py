@@ -156,7 +156,7 @@ async def _remove_tree(zk: zkwire.Client, path: str) -> None:
 
 
 async def _all_nodes(zk: zkwire.Client, queues: list[Queue]) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for q in queues:
         out.extend(n.to_json() for n in await census(zk, q))
     return out

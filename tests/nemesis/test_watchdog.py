@@ -14,15 +14,16 @@ from zklock.naming import MUTEX_MARKERS
 from .fleet import Fleet
 from .history import ParentLog, read_records
 from .watchdog import Queue, Watchdog
+from .worker import WorkerConfig
 
 
 def _watchdog(tmp_path: Path, queue: str, windows: list[tuple[float, float]]) -> tuple[Watchdog, Fleet, ParentLog]:
     log = ParentLog(tmp_path / "parent.jsonl")
 
-    def no_workers(worker: int, incarnation: int, history: Path) -> None:  # type: ignore[return]
+    def no_workers(worker: int, incarnation: int, history: Path) -> WorkerConfig:
         raise AssertionError("no worker is started here")
 
-    fleet = Fleet(tmp_path, log, 0, no_workers)  # type: ignore[arg-type]
+    fleet = Fleet(tmp_path, log, 0, no_workers)
     return Watchdog(fleet, log, [Queue(queue, MUTEX_MARKERS)], 4.0, lambda: windows), fleet, log
 
 
