@@ -16,6 +16,7 @@ from typing import Any
 
 import trio
 
+import zkwire
 from zkwire.constants import OpCode
 
 from .fleet import Fleet, WorkerProc
@@ -36,6 +37,8 @@ class FaultContext:
     session_timeout: float
     lock_path: str
     counter_path: str
+    #: A node the nemesis may write to load the ensemble.
+    load_path: str | None = None
 
     @property
     def T(self) -> float:  # the session timeout, named as in the docs
@@ -272,55 +275,84 @@ async def pause_member(ctx: FaultContext) -> dict[str, Any] | None:
     return {"target": f"member{member}", "duration": duration}
 
 
+async def _load(ctx: FaultContext, member: int, writes: int) -> int:
+    """Write the load node ``writes`` times through ``member`` (pipelined in batches): commits that a
+    stopped member will have to apply before anything that comes after them."""
+    if ctx.load_path is None:
+        return 0
+    host, port = ctx.members.addresses[member]
+    done = 0
+    with trio.move_on_after(4.0):
+        async with zkwire.open_client(f"{host}:{port}", session_timeout=ctx.T) as zk:
+            while done < writes:
+                batch = min(50, writes - done)
+                await zk.pipeline([zkwire.SetData(ctx.load_path, b"x") for _ in range(batch)])
+                done += batch
+    return done
+
+
 async def swallow_create_lagging(ctx: FaultContext) -> dict[str, Any] | None:
-    """A lost create reply, then a re-attach to a member that lags behind that create: the moment the
-    worker's create is forwarded, a follower other than the one it goes through is stopped (SIGSTOP),
-    the reply is swallowed (connection severed) and the worker's reconnection is steered (proxy
-    retarget) to that follower, which is resumed a moment later."""
-    wp = await ctx.pick(prefer=("idle", "waiting", "releasing"), p_prefer=0.9)
+    """A lost create reply, then a re-attach to a member that has not applied that create yet.
+
+    A worker is asked to rest (start no acquire) for a moment, so that the last zxid its session saw
+    is old; a follower it is not connected to is then stopped (SIGSTOP) and the ensemble is loaded
+    with writes that the follower will have to apply before anything later; then the worker's next
+    lock-node create is let through but its reply is swallowed (connection severed), and its
+    reconnection is steered (proxy retarget) to the stopped follower, which is resumed a moment later.
+    The follower accepts the session (it has seen everything the client had seen) and answers reads
+    while it works through its backlog, in which the create sits behind the load.
+    """
+    wp = await ctx.pick(prefer=("idle", "waiting"), p_prefer=0.5)
     leader = await ctx.members.find_leader(within=5.0)
     if wp is None or leader is None:
         return None
-    pids = {i: await trio.to_thread.run_sync(ctx.members.pid, i) for i in range(ctx.members.size)}
     ps = ctx.proxies[wp.worker]
-    lag = ctx.rng.uniform(0.3, 1.8)  # below syncLimit (2 s): the follower stays, with a backlog of commits
-    rules = ps.swallow_reply(CREATE_OPS, ctx.lock_path)
+    pids = {i: await trio.to_thread.run_sync(ctx.members.pid, i) for i in range(ctx.members.size)}
+    rest = ctx.rng.uniform(1.0, 2.0)
+    ctx.fleet.request_idle(wp, time.monotonic() + rest)
+    if not await ctx.fleet.wait_for_worker(wp, ("resting",), within=3.0):
+        return None
+    await _sleep(0.2)  # every member has applied what the worker saw last
+    via = ps.connected_members()
+    candidates = [i for i in range(ctx.members.size) if i not in (*via, leader) and pids.get(i)]
+    candidates = candidates or [i for i in range(ctx.members.size) if i not in via and pids.get(i)]
+    if not candidates:
+        return None
+    lagging = ctx.rng.choice(candidates)
+    lag = ctx.rng.uniform(0.1, 0.6)
+    rules: list[Any] = []
     fired: Any = None
-    lagging: int | None = None
+    loaded = 0
+    ctx.members.pause(lagging, pids[lagging])
     try:
-        with trio.move_on_after(5.0):
-            while fired is None:  # a tight poll: the follower must be stopped before the create reaches it
+        ps.retarget_all(lagging)
+        loaded = await _load(ctx, leader, ctx.rng.randrange(100, 600))
+        rules = ps.swallow_reply(CREATE_OPS, ctx.lock_path)
+        with trio.move_on_after(rest + 3.0):
+            while fired is None:
                 fired = next((r for r in rules if r.matched.is_set()), None)
                 if fired is None:
-                    await trio.sleep(0.001)
+                    await trio.sleep(0.005)
         if fired is not None:
-            via = rules.index(fired)
-            candidates = [i for i in range(ctx.members.size) if i not in (via, leader) and pids.get(i)]
-            candidates = candidates or [i for i in range(ctx.members.size) if i != via and pids.get(i)]
-            if candidates:
-                lagging = ctx.rng.choice(candidates)
-                ctx.members.pause(lagging, pids[lagging])
-                ps.retarget_all(lagging)
             with trio.move_on_after(ctx.T):
                 await fired.wait()
             await _sleep(lag)
     finally:
         ps.disarm(rules)
-        if lagging is not None:
-            ctx.members.resume(lagging)
-            with trio.CancelScope(shield=True):
-                await _sleep(0.5)  # the re-attach happens now, to the member catching up
-        ps.restore_targets()
-    if fired is None:
-        return {"target": wp.worker, "fired": False}
+        ctx.members.resume(lagging)
+        with trio.CancelScope(shield=True):
+            await _sleep(1.0)  # the re-attach happens now, to the member catching up
+            ps.restore_targets()
     return {
         "target": wp.worker,
-        "fired": True,
+        "fired": fired is not None,
         "via": via,
-        "lagging": None if lagging is None else f"member{lagging}",
+        "lagging": f"member{lagging}",
         "lag": lag,
-        "session": fired.session_id,
-        "created": fired.created_path,
+        "rest": rest,
+        "load": loaded,
+        "session": None if fired is None else fired.session_id,
+        "created": None if fired is None else fired.created_path,
     }
 
 
@@ -351,7 +383,7 @@ MAX_DURATION: dict[str, tuple[float, float]] = {
     "oneway_in": (1.5, 1.0),
     "refuse": (1.25, 1.5),
     "swallow_create": (1.0, 4.0),
-    "swallow_create_lagging": (1.0, 9.0),
+    "swallow_create_lagging": (1.0, 12.0),
     "drop_request": (1.0, 4.0),
     "pause_short": (0.5, 2.0),
     "pause_long": (1.75, 2.0),

@@ -163,6 +163,11 @@ class Fleet:
         wp.history.with_suffix(".extend").write_text(f"{until!r}")
         return self._signal(wp, signal.SIGUSR1)
 
+    def request_idle(self, wp: WorkerProc, until: float) -> bool:
+        """Ask a worker to start no acquire before ``until`` (time.monotonic())."""
+        wp.history.with_suffix(".idle").write_text(f"{until!r}")
+        return self._signal(wp, signal.SIGUSR2)
+
     def sigstop(self, wp: WorkerProc) -> bool:
         self.log.write("sigstop", w=wp.worker, inc=wp.incarnation, pid=wp.pid, state=wp.state)
         ok = self._signal(wp, signal.SIGSTOP)
@@ -259,6 +264,8 @@ class Fleet:
             wp.state, wp.state_since = "releasing", t
         elif ev in ("outcome", "acquire_fail"):
             wp.state, wp.state_since, wp.node = "idle", t, None
+        elif ev == "idle":
+            wp.state, wp.state_since = "resting", t
         elif ev == "exit":
             wp.state, wp.state_since = "exited", t
 
@@ -286,6 +293,18 @@ class Fleet:
                     return found
                 await trio.sleep(0.005)
         return []
+
+    async def wait_for_worker(self, wp: WorkerProc, states: tuple[str, ...], within: float) -> bool:
+        """Poll closely until ``wp`` is in one of ``states``; False if ``within`` passed first."""
+        with trio.move_on_after(within):
+            while True:
+                self.poll()
+                if wp.state in states:
+                    return True
+                if wp.exited:
+                    return False
+                await trio.sleep(0.005)
+        return False
 
     def owner_of(self, session: int) -> SessionInfo | None:
         return self.sessions.get(session)

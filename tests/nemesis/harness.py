@@ -255,7 +255,7 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
                 with trio.move_on_after(30 + 2 * T):
                     while any(wp.session == 0 for wp in fleet.live()):
                         await trio.sleep(0.1)
-                ctx = FaultContext(fleet, proxies, members, rng, T, lock_path, counter_path)
+                ctx = FaultContext(fleet, proxies, members, rng, T, lock_path, counter_path, f"{base}/ticker")
                 nemesis = Nemesis(ctx, log, cfg.weights, rng, cfg.gap, cfg.max_per_kind)
                 watchdog = Watchdog(fleet, log, queues, T, nemesis.windows, check_cfg.bound)
                 async with trio.open_nursery() as watching:

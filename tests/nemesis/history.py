@@ -20,6 +20,7 @@ Worker events (``worker.py``), per hold ``cycle`` (a counter of acquire attempts
 ``inc_fail``     it failed (``err``: exception class, ``stage``: read or write, ``indeterminate``:
                  a write whose outcome is unknown, ``expected_version``)
 ``extend``       the nemesis asked (SIGUSR1) that the hold last until ``until`` (see ``faults``)
+``idle``         the nemesis asked (SIGUSR2) that no acquire start before ``until``
 ``read``         a reader's view of the counter (``value``, ``when``: start or end of its hold)
 ``release``      the body finished normally; recorded *before* the lock node is deleted
 ``lost``         the loss was observed (``reason``, ``via``: the lease's wait_lost() or the exception

@@ -97,6 +97,7 @@ class Worker:
         self._wait_scope: trio.CancelScope | None = None
         self._nursery: trio.Nursery | None = None
         self.extend_until = 0.0
+        self.idle_until = 0.0
         self._extended = trio.Event()
 
     # ------------------------------------------------------------------ process life
@@ -122,12 +123,23 @@ class Worker:
         self.request_stop()
 
     async def _watch_signals(self) -> None:
-        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGUSR1) as signals:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2) as signals:
             async for signum in signals:
                 if signum == signal.SIGUSR1:
                     self._extend_hold()
+                elif signum == signal.SIGUSR2:
+                    self._request_idle()
                 else:
                     self.request_stop()
+
+    def _request_idle(self) -> None:
+        """SIGUSR2: start no acquire before the time.monotonic() in ``<history>.idle`` (an application
+        that needs the lock only now and then; its session sees no reply meanwhile, only pings)."""
+        try:
+            until = float(Path(self.cfg.history).with_suffix(".idle").read_text())
+        except (OSError, ValueError):
+            return
+        self.idle_until = max(self.idle_until, until)
 
     def _extend_hold(self) -> None:
         """SIGUSR1: hold the current (or next) lease until the time.monotonic() in ``<history>.extend``.
@@ -237,6 +249,11 @@ class Worker:
         while not self.stop.is_set():
             if zk.state.is_terminal:
                 return f"session {zk.state.value}"
+            if time.monotonic() < self.idle_until:
+                self.hist.write("idle", until=self.idle_until)
+                with trio.move_on_after(self.idle_until - time.monotonic()):
+                    await self.stop.wait()
+                continue
             role = self._role()
             await self._cycle(zk, self._lock(zk, role), role)
             await trio.sleep(self.rng.uniform(0, self.cfg.think_max))
@@ -360,12 +377,14 @@ def main(argv: list[str] | None = None) -> int:
     if os.getppid() != cfg.parent_pid:
         return 3  # the parent is already gone
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
-    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # until trio listens for it (see _watch_signals)
-    # zklock's own account (losses, adopted nodes) goes to the worker's .log file, beside its history.
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_IGN)  # until trio listens for them (see _watch_signals)
+    # zklock's and zkwire's own account goes to the worker's .log file, beside its history.
     handler = logging.StreamHandler()
     handler.setFormatter(_MonotonicFormatter("%(monotonic).6f %(name)s %(levelname)s %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     logging.getLogger("zklock").setLevel(logging.INFO)
+    logging.getLogger("zkwire").setLevel(logging.INFO)  # connections: which member, when, why they ended
     trio.run(Worker(cfg).run)
     return 0
 
