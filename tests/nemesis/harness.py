@@ -275,9 +275,13 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
                             with trio.move_on_after(90):
                                 await members.heal()
                     phase("healed")
-                    # Recovery: every worker must be granted again once the faults are over.
+                    # Recovery: every worker must be granted again once the faults are over.  Wait until
+                    # that, or until a stall in progress exceeds the liveness bound (so that the checker
+                    # sees it), whichever comes first.
                     healed = phases["healed"]
-                    with trio.move_on_after(check_cfg.bound + 1.0 + max(0.0, healed - (fleet.last_grant or healed))):
+                    stall = watchdog.stall(healed)
+                    excess = stall[1] if stall is not None else -check_cfg.bound
+                    with trio.move_on_after(max(0.0, -excess) + 1.0):
                         while not all((wp.last_grant or 0) > healed for wp in fleet.live()):
                             await trio.sleep(0.1)
                     recovered = all((wp.last_grant or 0) > healed for wp in fleet.live())

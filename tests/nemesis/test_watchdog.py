@@ -77,3 +77,27 @@ async def test_stalled_queue_is_reported_with_its_head(zk_hosts: str, zk_path: s
         assert watchdog2.stuck_episodes == []
         log.close()
         log2.close()
+
+
+async def test_short_lived_ghost_is_caught_by_the_queue_watch(zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
+    queue = f"{zk_path}/lock"
+    async with zkwire.open_client(zk_hosts) as zk:
+        await zk.create(zk_path)
+        await zk.create(queue)
+        watchdog, _, log = _watchdog(tmp_path, queue, [])
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watchdog.follow, zk, watchdog.queues[0])
+            await trio.sleep(0.3)  # the watch is in place
+            prefix = f"{queue}/_c_{uuid.uuid4()}-lock-"
+            first = await zk.create(prefix, ephemeral=True, sequential=True)
+            await zk.delete(first)  # one after the other: not a ghost
+            first = await zk.create(prefix, ephemeral=True, sequential=True)
+            second = await zk.create(prefix, ephemeral=True, sequential=True)
+            await zk.delete(second)  # gone well before any census would look
+            with trio.fail_after(5):
+                while not watchdog.ghosts:
+                    await trio.sleep(0.05)
+            nursery.cancel_scope.cancel()
+        log.close()
+    assert len(watchdog.ghosts) == 1
+    assert sorted(n["path"] for n in watchdog.ghosts[0]["nodes"]) == sorted([first, second])

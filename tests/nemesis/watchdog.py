@@ -4,9 +4,11 @@
   least one worker waits in acquire (the rule of ``checker.check_liveness``, applied live).  A stall is
   logged once per episode as a ``stuck`` record naming the node at the head of the queue: its name,
   its ephemeralOwner session, and whether that session belongs to a live worker and what it does.
-- Census, every second: the lock nodes and their owners.  Two nodes carrying the same protected uuid
-  are two nodes for one acquire (a "ghost"); one session owning two nodes of one queue for longer
-  than 2T is logged too.  Each is logged once as a ``ghost`` record.
+- Ghosts: two nodes carrying the same protected uuid at the same time are two nodes for one acquire.
+  A persistent recursive watch on each queue follows every creation and deletion as it happens (a
+  ghost may live less than a second, if its owner is granted on it and releases); a census of the
+  nodes and their owners every second backs it up, and also reports one session owning two nodes
+  of one queue for longer than 2T.  Each is logged once as a ``ghost`` record.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 import trio
 
 import zkwire
-from zklock.naming import Contender, sort_contenders
+from zklock.naming import Contender, parse_contender, sort_contenders
 
 from .checker import stall_excess
 from .fleet import Fleet
@@ -93,7 +95,55 @@ class Watchdog:
         start = max(self.fleet.last_grant or 0.0, self.fleet.waiting_since)
         return start, stall_excess(start, now, self.fault_windows(), self.bound)
 
+    async def follow(self, zk: zkwire.Client, queue: Queue) -> None:
+        """Follow creations and deletions in ``queue`` through a persistent recursive watch."""
+        live: dict[str, str] = {}  # node name -> uuid
+        while not zk.state.is_terminal:
+            try:
+                async with zk.add_watch(queue.path, recursive=True) as events:
+                    async for ev in events:
+                        name = ev.path.rsplit("/", 1)[1] if ev.path else ""
+                        c = parse_contender(name, queue.markers)
+                        if c is None or not c.uuid:
+                            continue
+                        if ev.type == zkwire.EventType.NODE_CREATED:
+                            twins = [n for n, u in live.items() if u == c.uuid]
+                            live[name] = c.uuid
+                            if twins and c.uuid not in self._reported_uuids:
+                                self._reported_uuids.add(c.uuid)
+                                await self._ghost_from_names(zk, queue, [*twins, name], c.uuid)
+                        elif ev.type == zkwire.EventType.NODE_DELETED:
+                            live.pop(name, None)
+            except zkwire.WatchOverflowError:
+                live.clear()
+            except zkwire.ConnectionLossError:
+                with trio.move_on_after(self.T):
+                    await zk.wait_connected()
+            except zkwire.ZKError:
+                return
+            await trio.sleep(0.05)
+
+    async def _ghost_from_names(self, zk: zkwire.Client, queue: Queue, names: list[str], uid: str) -> None:
+        nodes = []
+        for name in names:
+            stat = None
+            with trio.move_on_after(2):
+                try:
+                    stat = await zk.exists(f"{queue.path}/{name}")
+                except zkwire.ZKError:
+                    pass
+            owner = stat.ephemeral_owner if stat is not None else 0
+            czxid = stat.czxid if stat is not None else 0
+            nodes.append(NodeInfo(f"{queue.path}/{name}", name, owner, czxid, parse_contender(name, queue.markers)))
+        self._ghost(queue, "same-uuid", nodes, time.monotonic(), f"{len(names)} nodes for one acquire (uuid {uid})")
+
     async def run(self, zk: zkwire.Client) -> None:
+        async with trio.open_nursery() as nursery:
+            for q in self.queues:
+                nursery.start_soon(self.follow, zk, q)
+            await self._watch(zk)
+
+    async def _watch(self, zk: zkwire.Client) -> None:
         next_census = 0.0
         while True:
             now = time.monotonic()
