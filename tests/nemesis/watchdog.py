@@ -86,6 +86,7 @@ class Watchdog:
         self._reported_uuids: set[str] = set()
         self._pairs_seen: dict[tuple[int, str], float] = {}  # (session, queue) with 2+ nodes -> first seen
         self._reported_pairs: set[tuple[int, str]] = set()
+        self._ghost_nodes: set[str] = set()  # names of the nodes of the ghosts reported
         self.census_errors = 0
 
     def stall(self, now: float) -> tuple[float, float] | None:
@@ -219,6 +220,8 @@ class Watchdog:
                     self._pairs_seen.pop(key, None)
                     continue
                 first = self._pairs_seen.setdefault(key, now)
+                if any(n.name in self._ghost_nodes for n in owned):
+                    continue  # explained by a ghost already reported
                 if now - first > 2 * self.T and key not in self._reported_pairs:
                     self._reported_pairs.add(key)
                     self._ghost(
@@ -230,6 +233,7 @@ class Watchdog:
                     )
 
     def _ghost(self, q: Queue, kind: str, nodes: list[NodeInfo], now: float, what: str) -> None:
+        self._ghost_nodes.update(n.name for n in nodes)
         owners = {n.owner for n in nodes}
         desc = "; ".join(self.fleet.describe_session(o) for o in owners)
         message = f"ghost ({kind}) in {q.path}: {what}: {[n.name for n in nodes]}; owner {desc}"
