@@ -133,7 +133,10 @@ def _queues(recipe: str, lock_path: str) -> list[Queue]:
         return [Queue(lock_path, tuple(MUTEX_MARKERS))]
     if recipe == "rwlock":
         return [Queue(lock_path, tuple(READ_MARKERS + WRITE_MARKERS))]
-    return [Queue(f"{lock_path}/leases", ("lease-",)), Queue(f"{lock_path}/locks", tuple(MUTEX_MARKERS))]
+    return [
+        Queue(f"{lock_path}/leases", ("lease-",), head_holds=False),
+        Queue(f"{lock_path}/locks", tuple(MUTEX_MARKERS), head_holds=False),
+    ]
 
 
 async def _ensure_path(zk: zkwire.Client, path: str) -> None:

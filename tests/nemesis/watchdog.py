@@ -35,6 +35,9 @@ __all__ = ["Watchdog", "Queue", "NodeInfo", "census"]
 class Queue:
     path: str
     markers: tuple[str, ...]
+    #: The node at the head is always granted and its owner does nothing else meanwhile (a mutex, a
+    #: read/write lock; not a semaphore, whose guard holder waits there for a lease).
+    head_holds: bool = True
 
 
 @dataclass
@@ -87,6 +90,8 @@ class Watchdog:
         self._pairs_seen: dict[tuple[int, str], float] = {}  # (session, queue) with 2+ nodes -> first seen
         self._reported_pairs: set[tuple[int, str]] = set()
         self._ghost_nodes: set[str] = set()  # names of the nodes of the ghosts reported
+        self._head_since: dict[str, tuple[str, float]] = {}  # queue -> (blocking head node, since when)
+        self._heads_reported: set[str] = set()
         self.census_errors = 0
 
     def stall(self, now: float) -> tuple[float, float] | None:
@@ -204,6 +209,8 @@ class Watchdog:
             except zkwire.ZKError:
                 self.census_errors += 1
                 continue
+            if q.head_holds:
+                await self._check_head(zk, q, nodes[0] if nodes else None, now)
             by_uuid: dict[str, list[NodeInfo]] = defaultdict(list)
             by_session: dict[int, list[NodeInfo]] = defaultdict(list)
             for n in nodes:
@@ -231,6 +238,35 @@ class Watchdog:
                         now,
                         f"session 0x{sid:x} has owned {len(owned)} nodes for {now - first:.1f} s",
                     )
+
+    async def _check_head(self, zk: zkwire.Client, q: Queue, head: NodeInfo | None, now: float) -> None:
+        """The head of a mutex or read/write queue is granted at once: a head owned, for longer than the
+        bound, by the current session of a live worker that does not hold the lock through that very
+        node blocks the queue, whatever faults are going on meanwhile."""
+        info = self.fleet.owner_of(head.owner) if head is not None else None
+        wp = self.fleet.current.get(info.worker) if info is not None else None
+        if head is None or info is None or wp is None or wp.exited or wp.incarnation != info.incarnation:
+            self._head_since.pop(q.path, None)
+            return
+        holds_it = wp.state == "holding" and wp.node is not None and wp.node.endswith("/" + head.name)
+        if wp.session != head.owner or holds_it:
+            self._head_since.pop(q.path, None)
+            return
+        path, since = self._head_since.setdefault(q.path, (head.path, now))
+        if path != head.path:
+            self._head_since[q.path] = (head.path, now)
+            return
+        if now - since > self.bound and head.path not in self._heads_reported:
+            self._heads_reported.add(head.path)
+            queues = await self.describe_queue(zk)
+            message = (
+                f"{q.path}: head {head.name} has been owned for {now - since:.1f} s by "
+                f"{self.fleet.describe_session(head.owner)}, which does not hold the lock through it: "
+                "the queue is blocked"
+            )
+            record = self.log.write("stuck", start=since, detected=now, queues=queues, message=message)
+            self.stuck_episodes.append(record)
+            print(f"nemesis watchdog: STUCK: {message}", flush=True)
 
     def _ghost(self, q: Queue, kind: str, nodes: list[NodeInfo], now: float, what: str) -> None:
         self._ghost_nodes.update(n.name for n in nodes)
