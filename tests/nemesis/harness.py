@@ -28,7 +28,7 @@ from typing import Any
 import trio
 
 import zkwire
-from zklock.naming import MUTEX_MARKERS, READ_MARKERS, WRITE_MARKERS
+from zklock.naming import LOCK_MARKERS
 from zkwire.embedded import EmbeddedEnsemble
 
 from .checker import CheckConfig, FinalState, Verdict, check
@@ -130,12 +130,12 @@ class RunResult:
 
 def _queues(recipe: str, lock_path: str) -> list[Queue]:
     if recipe == "mutex":
-        return [Queue(lock_path, tuple(MUTEX_MARKERS))]
+        return [Queue(lock_path, LOCK_MARKERS)]
     if recipe == "rwlock":
-        return [Queue(lock_path, tuple(READ_MARKERS + WRITE_MARKERS))]
+        return [Queue(lock_path, LOCK_MARKERS)]
     return [
         Queue(f"{lock_path}/leases", ("lease-",), head_holds=False),
-        Queue(f"{lock_path}/locks", tuple(MUTEX_MARKERS), head_holds=False),
+        Queue(f"{lock_path}/locks", LOCK_MARKERS, head_holds=False),
     ]
 
 

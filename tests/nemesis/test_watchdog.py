@@ -9,7 +9,7 @@ from pathlib import Path
 import trio
 
 import zkwire
-from zklock.naming import MUTEX_MARKERS
+from zklock.naming import LOCK_MARKERS
 
 from .fleet import Fleet
 from .history import ParentLog, read_records
@@ -24,7 +24,7 @@ def _watchdog(tmp_path: Path, queue: str, windows: list[tuple[float, float]]) ->
         raise AssertionError("no worker is started here")
 
     fleet = Fleet(tmp_path, log, 0, no_workers)
-    return Watchdog(fleet, log, [Queue(queue, MUTEX_MARKERS)], 4.0, lambda: windows), fleet, log
+    return Watchdog(fleet, log, [Queue(queue, LOCK_MARKERS)], 4.0, lambda: windows), fleet, log
 
 
 async def test_two_nodes_for_one_acquire_are_a_ghost(zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
