@@ -28,6 +28,7 @@ from . import schema
 from .codec import op_name
 from .constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
 from .errors import ProtocolError, error_name
+from .terminal import escape_controls
 
 __all__ = [
     "DecodedFrame",
@@ -655,7 +656,8 @@ def format_frame(frame: DecodedFrame, verbose: bool = False, *, reveal_secrets: 
     """One line: time, direction, kind, xid, op, path, error, zxid, size, latency, notes.
 
     ``verbose`` adds the decoded record and a hex dump of the payload (passwords and auth
-    credentials masked unless ``reveal_secrets``).
+    credentials masked unless ``reveal_secrets``).  Control characters from the wire (in paths, notes,
+    four-letter-word answers) are shown escaped (:func:`zkwire.terminal.escape_controls`).
     """
     parts = ["-" if frame.time is None else f"{frame.time:.6f}", "->" if frame.direction == CLIENT else "<-"]
     parts.append(f"{frame.kind:<16}")
@@ -679,12 +681,12 @@ def format_frame(frame: DecodedFrame, verbose: bool = False, *, reveal_secrets: 
         parts.append(f"[{frame.note}]")
     if frame.error:
         parts.append(f"ERROR: {frame.error}")
-    line = " ".join(parts)
+    line = escape_controls(" ".join(parts))
     if not verbose:
         return line
     lines = [line]
     if frame.record is not None:
-        lines.append(f"    record: {_shown_record(frame, reveal_secrets)!r}")
+        lines.append(escape_controls(f"    record: {_shown_record(frame, reveal_secrets)!r}"))
     lines.extend(_hexdump(frame, reveal_secrets))
     return "\n".join(lines)
 

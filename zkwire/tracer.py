@@ -33,6 +33,7 @@ from .stream_decoder import (
     format_frame,
     frame_to_json,
 )
+from .terminal import escape_controls
 
 __all__ = ["TraceOptions", "serve_trace", "main"]
 
@@ -75,7 +76,7 @@ class TraceOptions:
             self.out.write(json.dumps(obj) + "\n")
         else:
             stamp = time.strftime("%H:%M:%S")
-            self.out.write(f"{stamp} #{conn} -- {text}\n")
+            self.out.write(f"{stamp} #{conn} -- {escape_controls(text)}\n")
         self.out.flush()
 
 
@@ -157,13 +158,39 @@ async def serve_trace(
         await trio.serve_listeners(handle, listeners, handler_nursery=nursery)
 
 
+#: Leading bytes of capture files that hold packets rather than a TCP stream's bytes.
+_PACKET_CAPTURES = {
+    b"\xd4\xc3\xb2\xa1": "a pcap capture",
+    b"\xa1\xb2\xc3\xd4": "a pcap capture",
+    b"\x4d\x3c\xb2\xa1": "a pcap capture (nanosecond)",
+    b"\xa1\xb2\x3c\x4d": "a pcap capture (nanosecond)",
+    b"\x0a\x0d\x0d\x0a": "a pcapng capture",
+}
+
+
+def packet_capture_kind(head: bytes) -> str | None:
+    """ "a pcap capture" (or pcapng) when ``head`` starts like one, else None."""
+    return _PACKET_CAPTURES.get(bytes(head[:4]))
+
+
 def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
     try:
         data = Path(args.file).read_bytes()
         server_data = Path(args.server_file).read_bytes() if args.server_file else None
     except OSError as e:
-        print(f"zkwire decode: {e}", file=sys.stderr)
+        print(escape_controls(f"zkwire decode: {e}"), file=sys.stderr)
         return 1
+    for name, content in ((args.file, data), (args.server_file, server_data)):
+        kind = packet_capture_kind(content[:4]) if content is not None else None
+        if kind is not None:
+            print(
+                escape_controls(
+                    f"zkwire decode: {name} is {kind}, which is not supported yet: give the bytes of one TCP "
+                    "stream (e.g. Wireshark's Follow TCP Stream, saved as Raw, one file per direction)"
+                ),
+                file=sys.stderr,
+            )
+            return 2
     frames = decode_conversation(data, server_data) if server_data is not None else decode_stream(data, args.side)
     for frame in frames:
         options.emit(None, frame, time.time())

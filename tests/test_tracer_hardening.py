@@ -1,0 +1,173 @@
+"""The tracer's own faults: what it prints from the wire, captures it cannot read, secrets in frames that
+do not decode, decoding that must never slow the traffic, and how it stops."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+from rawwire import RawConn
+
+from zkwire.cli import main as zkwire_main
+from zkwire.codec import encode_connect_request, encode_request
+from zkwire.constants import OpCode
+from zkwire.framing import frame
+from zkwire.multi import MultiOp, MultiRequest
+from zkwire.records import (
+    ConnectRequest,
+    ConnectResponse,
+    Create2Response,
+    CreateRequest,
+    GetDataRequest,
+    ReplyHeader,
+    Stat,
+    WatcherEvent,
+)
+from zkwire.tracer import TraceOptions, serve_trace
+
+#: A path that clears the screen and sets the terminal's title, if printed raw.
+EVIL = "/\x1b]0;pwned\x07\x1b[2J"
+STAT = Stat(1, 2, 3, 4, 0, 0, 0, 0, 0, 0, 1)
+
+# Characters that must never reach a terminal from the wire: C0 controls (newline aside, it ends lines),
+# DEL, C1 controls, bidi overrides and other format characters.
+_RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _zkwire(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "zkwire", *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _main(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``zkwire ARGS...`` run in this process (much faster than a subprocess), as a CompletedProcess."""
+    capsys.readouterr()
+    code = zkwire_main(list(args))
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, out, err)
+
+
+def _body(record: object) -> bytes:
+    out = bytearray()
+    record.write(out)  # type: ignore[attr-defined]
+    return bytes(out)
+
+
+def _server_frame(xid: int, zxid: int, err: int, body: bytes = b"") -> bytes:
+    return frame(_body(ReplyHeader(xid, zxid, err)) + body)
+
+
+# ------------------------------------------------------------------------------------------- pcap
+
+
+def _pcap(magic: bytes) -> bytes:
+    order = "<" if magic in (bytes.fromhex("d4c3b2a1"), bytes.fromhex("4d3cb2a1")) else ">"
+    header = magic + struct.pack(order + "HHiIII", 2, 4, 0, 0, 65535, 1)
+    packet = bytes(54) + b"\x00\x00\x00\x08\x00\x00\x00\x01\x00\x00\x00\x0b"
+    return header + struct.pack(order + "IIII", 1, 2, len(packet), len(packet)) + packet
+
+
+def _pcapng() -> bytes:
+    shb = struct.pack("<IIIHHq", 0x0A0D0D0A, 28, 0x1A2B3C4D, 1, 0, -1) + struct.pack("<I", 28)
+    return shb + bytes(64)
+
+
+def test_decode_refuses_pcap_and_pcapng_captures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    raw = tmp_path / "raw.bin"
+    raw.write_bytes(bytes(encode_connect_request(ConnectRequest(0, 0, 10000, 0, bytes(16), False))))
+    captures = {
+        "le.pcap": _pcap(bytes.fromhex("d4c3b2a1")),
+        "be.pcap": _pcap(bytes.fromhex("a1b2c3d4")),
+        "nanos.pcap": _pcap(bytes.fromhex("4d3cb2a1")),
+        "nanos-be.pcap": _pcap(bytes.fromhex("a1b23c4d")),
+        "capture.pcapng": _pcapng(),
+    }
+    for name, data in captures.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        for args in (
+            ["decode", str(path)],
+            ["decode", "--json", str(path)],
+            ["decode", str(raw), "--server-file", str(path)],
+        ):
+            proc = _main(capsys, *args) if name != "le.pcap" else _zkwire(*args)
+            assert proc.returncode == 2, (name, args, proc.stdout, proc.stderr)
+            assert proc.stdout == ""
+            lines = proc.stderr.splitlines()
+            assert len(lines) == 1, proc.stderr
+            assert "pcap" in lines[0] and name in lines[0]
+
+
+# ------------------------------------------------------------------------------- terminal escapes
+
+
+def _evil_conversation() -> tuple[bytes, bytes]:
+    client = bytearray(encode_connect_request(ConnectRequest(0, 0, 10000, 0, bytes(16), False)))
+    client += encode_request(1, OpCode.CREATE2, CreateRequest(EVIL, EVIL.encode(), None, 0))
+    client += encode_request(2, OpCode.GET_DATA, GetDataRequest(EVIL + "/\u202eevil", True))
+    multi = MultiRequest((MultiOp(OpCode.CREATE, CreateRequest(EVIL + "/m", b"", None, 0)),))
+    client += encode_request(3, OpCode.MULTI, multi)
+    server = bytearray(frame(_body(ConnectResponse(0, 10000, 0x77, bytes(16), False))))
+    server += _server_frame(1, 5, 0, _body(Create2Response(EVIL, STAT)))
+    server += _server_frame(2, 5, -101)
+    server += _server_frame(-1, -1, 0, _body(WatcherEvent(1, 3, EVIL + "\x9b2J")))
+    server += _server_frame(3, 6, -110) + frame(b"\x00\x00\x00\x03\x1b[2J\x07")
+    return bytes(client), bytes(server)
+
+
+def _assert_no_raw_controls(text: str) -> None:
+    found = _RAW_CONTROL.findall(text)
+    assert not found, f"raw control characters {found!r} in:\n{text!r}"
+
+
+def test_decode_escapes_control_characters_from_the_wire(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    client, server = _evil_conversation()
+    (tmp_path / "c.bin").write_bytes(client)
+    (tmp_path / "s.bin").write_bytes(server)
+    for extra in ([], ["--verbose"], ["--json"]):
+        proc = _main(capsys, "decode", str(tmp_path / "c.bin"), "--server-file", str(tmp_path / "s.bin"), *extra)
+        assert "Traceback" not in proc.stderr
+        _assert_no_raw_controls(proc.stdout)
+        _assert_no_raw_controls(proc.stderr)
+        if not extra:
+            assert r"/\x1b]0;pwned\x07\x1b[2J" in proc.stdout  # shown, escaped
+        if extra == ["--json"]:
+            paths = {json.loads(line).get("path") for line in proc.stdout.splitlines()}
+            assert EVIL in paths  # JSON keeps the exact value (escaped by JSON itself)
+    # A four-letter word's answer is text from the server.
+    answer = tmp_path / "answer.bin"
+    answer.write_bytes(b"Zookeeper version: 3.8.0\x1b]0;pwned\x07\n\x1b[2Jclients:\n")
+    for extra in ([], ["--verbose"]):
+        proc = _main(capsys, "decode", "--side", "server", str(answer), *extra)
+        _assert_no_raw_controls(proc.stdout)
+
+
+async def test_trace_escapes_control_characters_from_a_raw_client(zk_hosts: str) -> None:
+    host, port = zk_hosts.split(",")[0].rsplit(":", 1)
+    out = io.StringIO()
+    options = TraceOptions(out=out, verbose=True)
+    async with trio.open_nursery() as nursery:
+        tport = await nursery.start(serve_trace, ("127.0.0.1", 0), (host, int(port)), options)
+
+        def talk() -> None:
+            with RawConn(f"127.0.0.1:{tport}") as conn:
+                conn.handshake()
+                conn.call(1, OpCode.GET_DATA, GetDataRequest(EVIL, False))
+                conn.call(2, OpCode.EXISTS, GetDataRequest("/\u202egnp.exe", False))
+
+        await trio.to_thread.run_sync(talk)
+        with trio.fail_after(10):
+            while "closed" not in out.getvalue():
+                await trio.sleep(0.02)
+        nursery.cancel_scope.cancel()
+    text = out.getvalue()
+    _assert_no_raw_controls(text)
+    assert r"\x1b]0;pwned\x07\x1b[2J" in text and r"\u202e" in text
