@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from typing import TextIO
 
 import trio
 
+from .cli_runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
 from .stream_decoder import (
     CLIENT,
     SERVER,
@@ -198,8 +200,32 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
 
 
 def main(argv: list[str]) -> int:
-    """Entry point for ``zkwire trace ...`` and ``zkwire decode ...`` (``argv[0]`` names the command)."""
-    parser = argparse.ArgumentParser(prog="zkwire", description="Decode ZooKeeper traffic.")
+    """Entry point for ``zkwire trace ...`` and ``zkwire decode ...`` (``argv[0]`` names the command).
+
+    Exit codes: 0 done (``trace``: stopped by SIGTERM), 1 a frame did not decode (``decode``) or the proxy
+    could not listen, 2 usage error (one line), 130 Ctrl-C, 141 the output pipe was closed.
+    """
+    return run_cli(lambda: _main(argv))
+
+
+async def _trace_until_interrupted(listen: tuple[str, int], server: tuple[str, int], options: TraceOptions) -> int:
+    code = EXIT_INTERRUPTED
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            try:
+                await nursery.start(serve_trace, listen, server, options)
+            except OSError as e:
+                print(escape_controls(f"zkwire trace: cannot listen on {listen[0]}:{listen[1]}: {e}"), file=sys.stderr)
+                code = 1
+            else:
+                async for _ in signals:
+                    break
+            nursery.cancel_scope.cancel()
+    return code
+
+
+def _main(argv: list[str]) -> int:
+    parser = OneLineArgumentParser(prog="zkwire", description="Decode ZooKeeper traffic.")
     sub = parser.add_subparsers(dest="command", required=True)
     trace = sub.add_parser("trace", help="a transparent proxy that prints every frame, both ways")
     trace.add_argument("--listen", required=True, metavar="HOST:PORT", help="where clients connect")
@@ -226,11 +252,4 @@ def main(argv: list[str]) -> int:
         server = _parse_hostport(args.server)
     except ValueError as e:
         parser.error(str(e))
-    try:
-        trio.run(serve_trace, listen, server, options)
-    except KeyboardInterrupt:
-        return 0
-    except OSError as e:
-        print(f"zkwire trace: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return trio.run(_trace_until_interrupted, listen, server, options)
