@@ -15,11 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 import trio
+from fakeserver import STAT, ClientRequest, FakeServer
 
 import zkwire
-from fakeserver import STAT, ClientRequest, FakeServer
 from zkwire.constants import EventType, OpCode
 from zkwire.ops import Create
 from zkwire.records import (
@@ -27,8 +26,8 @@ from zkwire.records import (
     ClientInfo,
     ConnectRequest,
     Create2Response,
-    ErrorResponse,
     CreateResponse,
+    ErrorResponse,
     ExistsResponse,
     GetACLResponse,
     GetChildren2Response,
@@ -303,7 +302,7 @@ def test_ctrl_c_in_trace_exits_130_quietly(zk_hosts: str) -> None:
         client = socket.create_connection(("127.0.0.1", port))  # a connection open through the proxy
         time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        _, err = proc.communicate(timeout=20)
         client.close()
     finally:
         if proc.poll() is None:
@@ -365,9 +364,8 @@ async def test_a_closed_pipe_ends_quietly(zk_hosts: str, zk_path: str, tmp_path:
     capture = bytearray(encode_connect_request(CR(0, 0, 10000, 0, bytes(16), False)))
     for xid in range(1, 5000):
         capture += encode_request(xid, OpCode.GET_DATA, GetDataRequest(f"/node/{xid}", False))
-    path = f"{tmp_path}/capture.bin"
-    with open(path, "wb") as f:
-        f.write(capture)
+    path = str(tmp_path / "capture.bin")
+    (tmp_path / "capture.bin").write_bytes(capture)
     code, err = await trio.to_thread.run_sync(_first_line_then_close, [sys.executable, "-m", "zkwire", "decode", path])
     assert err == b"", err.decode()
     assert code == 141
