@@ -21,15 +21,18 @@ from zkwire.constants import OpCode
 from zkwire.framing import frame
 from zkwire.multi import MultiOp, MultiRequest
 from zkwire.records import (
+    AuthPacket,
     ConnectRequest,
     ConnectResponse,
     Create2Response,
     CreateRequest,
     GetDataRequest,
+    GetSASLRequest,
     ReplyHeader,
     Stat,
     WatcherEvent,
 )
+from zkwire.stream_decoder import ConversationDecoder, DecodedFrame, decode_stream
 from zkwire.tracer import TraceOptions, serve_trace
 
 #: A path that clears the screen and sets the terminal's title, if printed raw.
@@ -171,3 +174,149 @@ async def test_trace_escapes_control_characters_from_a_raw_client(zk_hosts: str)
     text = out.getvalue()
     _assert_no_raw_controls(text)
     assert r"\x1b]0;pwned\x07\x1b[2J" in text and r"\u202e" in text
+
+
+# ------------------------------------------------------------------------------------------ secrets
+
+PASSWD = bytes.fromhex("a55ac33cf00fe11e5aa53cc30ff01ee1")
+CREDENTIAL = b"u7:Hx9-s3cr3t-Qz"
+SASL_TOKEN = b"Rz9#Qw7!Kp3%Vx5^Jm2&Lb8*Tg4(Yh6)"
+SECRETS = (PASSWD, CREDENTIAL, SASL_TOKEN)
+
+
+def _shows_secret(text: str, secrets: tuple[bytes, ...] = SECRETS) -> bytes | None:
+    """A 4-byte piece of a secret, if ``text`` shows one: as text, as hex, or as a hex dump."""
+    low = text.lower()
+    for secret in secrets:
+        for i in range(len(secret) - 3):
+            piece = secret[i : i + 4]
+            forms = [piece.hex(), " ".join(f"{b:02x}" for b in piece), repr(piece)[2:-1]]
+            if all(32 <= b < 127 for b in piece):
+                forms.append(piece.decode("ascii").lower())
+            if any(form in low for form in forms):
+                return piece
+    return None
+
+
+def _outputs(frames: list[DecodedFrame]) -> str:
+    out = io.StringIO()
+    for verbose, json_lines in ((True, False), (False, True)):
+        options = TraceOptions(out=out, verbose=verbose, json_lines=json_lines)
+        for f in frames:
+            options.emit(1, f, 0.0)
+    return out.getvalue()
+
+
+def _reattach() -> bytes:
+    return bytes(encode_connect_request(ConnectRequest(0, 0x55, 10000, 0x1234, PASSWD, False)))
+
+
+def _auth() -> bytes:
+    return bytes(encode_request(-4, OpCode.AUTH, AuthPacket(0, "digest", CREDENTIAL)))
+
+
+def _sasl() -> bytes:
+    return bytes(encode_request(7, OpCode.SASL, GetSASLRequest(SASL_TOKEN)))
+
+
+def _connected() -> bytes:
+    return frame(_body(ConnectResponse(0, 10000, 0x1234, PASSWD, False)))
+
+
+def _with_trailing_byte(framed: bytes) -> bytes:
+    return frame(framed[4:] + b"\x00")
+
+
+def _with_length_field(framed: bytes, at: int, value: int) -> bytes:
+    """``framed`` with the int32 at payload offset ``at`` replaced."""
+    payload = bytearray(framed[4:])
+    struct.pack_into(">i", payload, at, value)
+    return frame(bytes(payload))
+
+
+def _secret_cases() -> list[tuple[str, bytes, bytes, bytes]]:
+    """(name, bytes before, the secret-bearing frame, bytes after) for one direction."""
+    ping = bytes(encode_request(-2, OpCode.PING))
+    get = bytes(encode_request(3, OpCode.GET_DATA, GetDataRequest("/a", False)))
+    new = bytes(encode_connect_request(ConnectRequest(0, 0, 10000, 0, bytes(16), False)))
+    auth_reply = _server_frame(-4, 0, 0)
+    cases = [
+        ("reattach", b"", _reattach(), ping),
+        ("reattach+1", b"", _with_trailing_byte(_reattach()), ping),
+        ("reattach-long-passwd", b"", _with_length_field(_reattach(), 24, 17), ping),
+        ("reattach-huge-passwd", b"", _with_length_field(_reattach(), 24, 1 << 30), ping),
+        ("auth", new + ping, _auth(), get),
+        ("auth+1", new + ping, _with_trailing_byte(_auth()), get),
+        ("auth-long-scheme", new, _with_length_field(_auth(), 12, 9), get),
+        ("auth-bad-scheme", new, _with_length_field(_auth(), 12, -7), get),
+        ("auth-long-credential", new, _with_length_field(_auth(), 22, 40), get),
+        ("auth-first-frame", b"", _auth(), get),
+        ("sasl", new, _sasl(), get),
+        ("sasl+1", new, _with_trailing_byte(_sasl()), get),
+        ("connect-response", b"", _connected(), auth_reply),
+        ("connect-response+1", b"", _with_trailing_byte(_connected()), auth_reply),
+        ("connect-response-long-passwd", b"", _with_length_field(_connected(), 16, 99), auth_reply),
+    ]
+    return cases
+
+
+def test_secrets_are_masked_at_every_truncation_point_and_in_malformed_frames() -> None:
+    checked = 0
+    for name, before, secret_frame, after in _secret_cases():
+        side = "server" if name.startswith("connect-response") else "client"
+        whole = before + secret_frame + after
+        # The frame cut at every byte (a capture or connection ending there), then whole with what follows.
+        cuts = [before + secret_frame[:k] for k in range(len(secret_frame) + 1)] + [whole]
+        for stream in cuts:
+            for handshake in (True, False):
+                decoder = ConversationDecoder(handshake=handshake)
+                frames = decoder.feed(side, stream) + decoder.eof(side)
+                text = _outputs(frames)
+                leaked = _shows_secret(text)
+                assert leaked is None, (name, len(stream) - len(before), handshake, leaked, text)
+                checked += 1
+        # The length prefix broken (over the maximum): the preview of the rest must not show it either.
+        broken = before + struct.pack(">i", 0x7FFFFFF0) + secret_frame[4:] + after
+        frames = decode_stream(broken, side)
+        assert _shows_secret(_outputs(frames)) is None, name
+        # The whole frame with --reveal-secrets shows it: the check above is not vacuous.
+        frames = decode_stream(whole, side)
+        revealed = io.StringIO()
+        for f in frames:
+            TraceOptions(out=revealed, verbose=True, reveal_secrets=True).emit(1, f, 0.0)
+        assert _shows_secret(revealed.getvalue()) is not None, name
+    assert checked > 1000
+
+
+async def test_trace_masks_secrets_of_connections_cut_mid_frame(zk_hosts: str) -> None:
+    host, port = zk_hosts.split(",")[0].rsplit(":", 1)
+    out = io.StringIO()
+    options = TraceOptions(out=out, verbose=True)
+    json_out = io.StringIO()
+    json_options = TraceOptions(out=json_out, json_lines=True)
+    async with trio.open_nursery() as nursery:
+        tport = await nursery.start(serve_trace, ("127.0.0.1", 0), (host, int(port)), options)
+        jport = await nursery.start(serve_trace, ("127.0.0.1", 0), (host, int(port)), json_options)
+
+        def talk(tracer_port: int) -> None:
+            hosts = f"127.0.0.1:{tracer_port}"
+            with RawConn(hosts) as conn:  # a session with a real password
+                session = conn.handshake(timeout_ms=10000)
+                conn.call(1, OpCode.EXISTS, GetDataRequest("/", False))
+                conn.send_raw(_auth()[:-5])  # cut mid-credential
+            with RawConn(hosts) as conn:  # a re-attach cut mid-password
+                request = encode_connect_request(ConnectRequest(0, 0, 10000, session.session_id, session.passwd, False))
+                conn.send_raw(bytes(request)[:40])
+            assert session.passwd is not None
+            passwords.append(session.passwd)
+
+        passwords: list[bytes] = []
+        for p in (tport, jport):
+            await trio.to_thread.run_sync(talk, p)
+        with trio.fail_after(10):
+            while out.getvalue().count("closed") < 2 or json_out.getvalue().count('"closed"') < 2:
+                await trio.sleep(0.02)
+        nursery.cancel_scope.cancel()
+    for text in (out.getvalue(), json_out.getvalue()):
+        assert "malformed" in text
+        assert _shows_secret(text, (CREDENTIAL, *passwords)) is None, text

@@ -12,13 +12,17 @@ record; later server frames are a ReplyHeader and, for a successful reply, the r
 matching request named.  xid -1 is a watch event, -2 a ping reply, -4 an auth reply.
 
 A frame whose body does not decode is reported as kind ``"malformed"`` and decoding goes on with the
-next frame.  A length prefix that is negative or over the maximum leaves the rest of that direction
-undecodable: it is reported once, and after that the bytes are only counted.
+next frame.  Secrets (session passwords, auth credentials, SASL tokens) are located by the layout of
+their frame, not by decoding it: a frame that is cut short, carries a trailing byte or holds a length
+field that does not fit still has them masked (from where the secret starts to the end of what is
+shown, when its extent cannot be trusted).  A length prefix that is negative or over the maximum
+leaves the rest of that direction undecodable: it is reported once, and after that the bytes are only counted.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import struct
 from collections import deque
 from dataclasses import dataclass
@@ -37,6 +41,7 @@ __all__ = [
     "decode_stream",
     "decode_conversation",
     "detect_side",
+    "secret_spans",
     "format_frame",
     "frame_to_json",
     "CLIENT",
@@ -215,7 +220,8 @@ class ConversationDecoder:
             elif len(side.buf) >= 4:
                 # Only the server's side is known: a 4lw answer is text, whose first 4 bytes are no valid length.
                 n = _INT.unpack_from(side.buf)[0]
-                side.mode = "zk" if 0 <= n <= self.max_frame else "text"
+                text = not 0 <= n <= self.max_frame and _looks_like_text(bytes(side.buf[:4]))
+                side.mode = "text" if text else "zk"
             else:
                 return []
         if side.mode == "text":
@@ -278,12 +284,15 @@ class ConversationDecoder:
         raw = bytes(side.buf)
         side.buf.clear()
         side.skipped += left
+        spans: tuple[tuple[int, int], ...] = ()
         if left < 4:
             message = f"connection closed after {left} of the 4 bytes of a length prefix"
         else:
             n = _INT.unpack_from(raw)[0]
             message = f"connection closed inside a frame: {left - 4} of {n} payload bytes"
-        frame = self._malformed(side, raw[:_MALFORMED_PREVIEW], side.offset, message, now)
+            spans = _shifted(self._secret_spans_of(side, raw[4:], exact=False, full_length=n), 4)
+        preview = raw if spans else raw[:_MALFORMED_PREVIEW]
+        frame = self._malformed(side, preview, side.offset, message, now, secret_spans=spans)
         side.offset += left
         return [frame]
 
@@ -299,7 +308,8 @@ class ConversationDecoder:
                 hint = " (looks like text: not a ZooKeeper stream?)" if _looks_like_text(head) else ""
                 message = f"frame length {n} outside 0..{self.max_frame}{hint}; rest of the stream skipped"
                 preview = bytes(buf[pos : pos + _MALFORMED_PREVIEW])
-                frames.append(self._malformed(side, preview, side.offset + pos, message, now))
+                spans = _shifted(self._secret_spans_of(side, preview[4:], exact=False), 4)
+                frames.append(self._malformed(side, preview, side.offset + pos, message, now, secret_spans=spans))
                 side.state = "broken"
                 side.skipped += end - pos
                 pos = end
@@ -337,7 +347,32 @@ class ConversationDecoder:
     def _malformed(
         self, side: _Side, payload: bytes, offset: int, error: str, now: float | None, **fields: Any
     ) -> DecodedFrame:
+        if fields.get("secret_spans"):
+            error = _BYTE_VALUE.sub("a byte", error)  # a decoding error may quote a byte of the secret
         return self._frame(side, "malformed", payload, offset, now, error=error, **fields)
+
+    def _secret_spans_of(
+        self, side: _Side, payload: bytes, *, exact: bool, full_length: int | None = None
+    ) -> tuple[tuple[int, int], ...]:
+        """Secret spans of a (possibly partial) payload that is the next frame of ``side``."""
+        first = side.state == "handshake"
+        # A frame opening with 0 (a connect record's protocolVersion, never a request's xid) is taken for
+        # a handshake even where none was expected.
+        zero = payload[:4] == b"\x00\x00\x00\x00"
+        if side.direction == CLIENT:
+            if (first and not _starts_mid_conversation(payload, 8)) or zero:
+                role: str | None = "connect_request"
+            else:
+                role = _request_role(payload)
+        elif (first and not _starts_mid_conversation(payload, 16)) or (zero and 0 not in self._pending):
+            role = "connect_response"
+        else:
+            role = None
+            if len(payload) >= 4:
+                pending = self._pending.get(_INT.unpack_from(payload)[0])
+                if pending is not None and pending.op == OpCode.SASL:
+                    role = "sasl_reply"
+        return secret_spans(role, payload, exact=exact, full_length=full_length)
 
     # ------------------------------------------------------------------------------ client side
 
@@ -391,9 +426,10 @@ class ConversationDecoder:
             if xid in self._pending:
                 notes.append(f"xid {xid} reused while a {op_name(self._pending[xid].op)} with it is pending")
             self._pending[xid] = _Pending(op, path, now)
-        spans: tuple[tuple[int, int], ...] = ()
-        if op == OpCode.AUTH and isinstance(record, dict) and isinstance(record.get("auth"), bytes):
-            spans = ((len(payload) - len(record["auth"]), len(payload)),)
+        spans = secret_spans(_request_role(payload), payload, exact=error is None)
+        if error is not None and xid == 0:
+            # xid 0 is a ConnectRequest's protocolVersion: a handshake where none was expected.
+            spans = secret_spans("connect_request", payload, exact=False)
         if op in (OpCode.MULTI, OpCode.MULTI_READ) and isinstance(record, dict):
             notes.append("ops: " + ", ".join(op_name(o["op"]) + _path_suffix(o["request"]) for o in record["ops"]))
         note = "; ".join(notes) or None
@@ -407,7 +443,8 @@ class ConversationDecoder:
         try:
             record = schema.to_plain(schema.parse_connect_request(payload, compiled=self.compiled))
         except ProtocolError as e:
-            return self._malformed(side, payload, offset, f"ConnectRequest: {e}", now)
+            spans = secret_spans("connect_request", payload, exact=False)
+            return self._malformed(side, payload, offset, f"ConnectRequest: {e}", now, secret_spans=spans)
         sid = record["session_id"]
         note = "new session" if sid == 0 else f"reattach session 0x{sid & 0xFFFFFFFFFFFFFFFF:x}"
         return self._frame(
@@ -420,7 +457,7 @@ class ConversationDecoder:
             zxid=record["last_zxid_seen"],
             record=record,
             note=note,
-            secret_spans=_passwd_span(record, 28),
+            secret_spans=secret_spans("connect_request", payload, exact=True),
         )
 
     # ------------------------------------------------------------------------------ server side
@@ -435,6 +472,9 @@ class ConversationDecoder:
             return self._malformed(side, payload, offset, f"{len(payload)} bytes: too short for a ReplyHeader", now)
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload)
         fields: dict[str, Any] = {"xid": xid, "zxid": zxid, "err": err, "err_name": error_name(err)}
+        if xid == 0 and 0 not in self._pending:
+            # xid 0 is a ConnectResponse's protocolVersion: a handshake where none was expected.
+            fields["secret_spans"] = secret_spans("connect_response", payload, exact=False)
         notes: list[str] = []
         latency: float | None = None
         path: str | None = None
@@ -467,10 +507,14 @@ class ConversationDecoder:
                 if op not in _OUT_OF_BAND and oldest is not None and oldest != xid:
                     notes.append(f"out of order: xid {oldest} was sent earlier and is still pending")
         fields.update(op=op, op_name=op_name(op), path=path, latency=latency)
+        if op == OpCode.SASL and err == 0 and kind == "reply":
+            fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=False)
         try:
             parsed = schema.parse_reply(op, payload, compiled=self.compiled)
         except ProtocolError as e:
             return self._malformed(side, payload, offset, str(e), now, note="; ".join(notes) or None, **fields)
+        if "secret_spans" in fields:
+            fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=True)
         record = schema.to_plain(parsed["body"])
         if kind == "event":
             fields["path"] = _path_of(record)
@@ -483,7 +527,8 @@ class ConversationDecoder:
         try:
             record = schema.to_plain(schema.parse_connect_response(payload, compiled=self.compiled))
         except ProtocolError as e:
-            return self._malformed(side, payload, offset, f"ConnectResponse: {e}", now)
+            spans = secret_spans("connect_response", payload, exact=False)
+            return self._malformed(side, payload, offset, f"ConnectResponse: {e}", now, secret_spans=spans)
         if record["timeout"] <= 0:
             note = "session expired or rejected"
         else:
@@ -498,7 +543,7 @@ class ConversationDecoder:
             op_name="connect",
             record=record,
             note=note,
-            secret_spans=_passwd_span(record, 20),
+            secret_spans=secret_spans("connect_response", payload, exact=True),
         )
 
     def _oldest_in_band(self) -> int | None:
@@ -525,9 +570,58 @@ def _elapsed(sent: float | None, now: float | None) -> float | None:
     return None if sent is None or now is None else now - sent
 
 
-def _passwd_span(record: dict[str, Any], start: int) -> tuple[tuple[int, int], ...]:
-    pw = record.get("passwd")
-    return ((start, start + len(pw)),) if isinstance(pw, bytes) and pw else ()
+_BYTE_VALUE = re.compile(r"byte 0x[0-9a-fA-F]+")
+
+#: Where the int32 length of the secret buffer is, by the role of the frame that carries it.
+_SECRET_LENGTH_AT = {"connect_request": 24, "connect_response": 16, "sasl_request": 8, "sasl_reply": 16}
+
+
+def _request_role(payload: bytes) -> str | None:
+    """ "auth" or "sasl_request" when the RequestHeader names one of those ops (else None)."""
+    if len(payload) < 8:
+        return None
+    op = _INT.unpack_from(payload, 4)[0]
+    return "auth" if op == OpCode.AUTH else "sasl_request" if op == OpCode.SASL else None
+
+
+def _buffer_span(payload: bytes, at: int, exact: bool) -> tuple[tuple[int, int], ...]:
+    start, end = at + 4, len(payload)
+    if exact and end >= start:
+        n = _INT.unpack_from(payload, at)[0]
+        if -1 <= n <= end - start:
+            end = start + max(n, 0)
+    return ((start, end),) if end > start else ()
+
+
+def secret_spans(
+    role: str | None, payload: bytes, *, exact: bool, full_length: int | None = None
+) -> tuple[tuple[int, int], ...]:
+    """The (start, end) ranges of ``payload`` that hold a secret, found by the frame's layout alone.
+
+    ``role`` is "connect_request", "connect_response" (the session password), "auth" (the credential of
+    an AuthPacket), "sasl_request" or "sasl_reply" (the token); None has no secret.  ``payload`` may be
+    only the beginning of the frame (``full_length`` is then the length its prefix announced).  With
+    ``exact`` (the frame decoded) the span is the secret's bytes; otherwise it runs from where the secret
+    starts to the end of ``payload``, since a length field in a frame that does not decode cannot be
+    trusted.  An auth packet whose scheme cannot be located is masked from its scheme on.
+    """
+    if role is None:
+        return ()
+    at = _SECRET_LENGTH_AT.get(role)
+    if at is not None:
+        return _buffer_span(payload, at, exact)
+    # AuthPacket after the RequestHeader: type int32 (8..12), scheme ustring (length at 12), auth buffer.
+    total = len(payload) if full_length is None else full_length
+    if len(payload) >= 16:
+        n = _INT.unpack_from(payload, 12)[0]
+        scheme_end = 16 + max(n, 0)
+        if n >= -1 and scheme_end + 4 <= total:
+            return _buffer_span(payload, scheme_end, exact)
+    return ((12, len(payload)),) if len(payload) > 12 else ()
+
+
+def _shifted(spans: tuple[tuple[int, int], ...], by: int) -> tuple[tuple[int, int], ...]:
+    return tuple((start + by, end + by) for start, end in spans)
 
 
 def _path_suffix(request: Any) -> str:
@@ -619,12 +713,15 @@ def _hidden(n: int) -> str:
     return f"<{n} bytes hidden>"
 
 
+_SECRET_KEYS = ("passwd", "auth", "token")
+
+
 def _shown_record(frame: DecodedFrame, reveal_secrets: bool) -> Any:
     record = frame.record
-    if reveal_secrets or not frame.secret_spans or not isinstance(record, dict):
+    if reveal_secrets or not isinstance(record, dict) or not any(k in record for k in _SECRET_KEYS):
         return record
     shown = dict(record)
-    for key in ("passwd", "auth"):
+    for key in _SECRET_KEYS:
         value = shown.get(key)
         if isinstance(value, bytes):
             shown[key] = _hidden(len(value))
