@@ -6,22 +6,30 @@ from __future__ import annotations
 import io
 import json
 import re
+import signal
+import socket
 import struct
 import subprocess
 import sys
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
 from rawwire import RawConn
 
+import zkwire
 from zkwire.cli import main as zkwire_main
 from zkwire.codec import encode_connect_request, encode_request
 from zkwire.constants import OpCode
 from zkwire.framing import frame
 from zkwire.multi import MultiOp, MultiRequest
+from zkwire.ops import GetData
 from zkwire.records import (
     AuthPacket,
+    CheckVersionRequest,
     ConnectRequest,
     ConnectResponse,
     Create2Response,
@@ -320,3 +328,216 @@ async def test_trace_masks_secrets_of_connections_cut_mid_frame(zk_hosts: str) -
     for text in (out.getvalue(), json_out.getvalue()):
         assert "malformed" in text
         assert _shows_secret(text, (CREDENTIAL, *passwords)) is None, text
+
+
+# ------------------------------------------------------------------------------ decoding off the path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class _Tracer:
+    """``zkwire trace`` in a subprocess (its own interpreter: its decoding competes with nothing of ours)."""
+
+    def __init__(self, zk_hosts: str, *args: str, stdout: Any = subprocess.DEVNULL) -> None:
+        self.port = _free_port()
+        server = zk_hosts.split(",")[0]
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "zkwire", "trace", "--listen", f"127.0.0.1:{self.port}", "--server", server, *args],
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise
+                time.sleep(0.05)
+
+    @property
+    def hosts(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> tuple[int, bytes]:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            _, err = self.proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, err = self.proc.communicate()
+        return self.proc.returncode, err
+
+
+async def _pings_during(hosts: str, work: Callable[[], Awaitable[object]], path: str) -> list[float]:
+    """Latencies of exists(path) calls made every 10 ms on their own session while ``work`` runs (and 0.5 s
+    more)."""
+    latencies: list[float] = []
+    async with zkwire.open_client(hosts) as pinger:
+        async with trio.open_nursery() as nursery:
+
+            async def ping() -> None:
+                while True:
+                    start = time.perf_counter()
+                    await pinger.exists(path)
+                    latencies.append(time.perf_counter() - start)
+                    await trio.sleep(0.01)
+
+            nursery.start_soon(ping)
+            await trio.sleep(0.2)
+            await work()
+            await trio.sleep(0.5)
+            nursery.cancel_scope.cancel()
+    return latencies
+
+
+_BIG_MULTI_READS = """
+import sys, trio, zkwire
+from zkwire.ops import GetData
+
+async def one(hosts: str, path: str) -> None:
+    async with zkwire.open_client(hosts) as zk:
+        assert len(await zk.multi_read([GetData(path)] * 10_000)) == 10_000
+
+async def main(hosts: str, path: str) -> None:
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(one, hosts, path)
+        nursery.start_soon(one, hosts, path)
+
+trio.run(main, sys.argv[1], sys.argv[2])
+"""
+
+
+async def test_decoding_never_stalls_forwarding(zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
+    async with zkwire.open_client(zk_hosts) as zk:
+        await zk.create(zk_path, b"d" * 20)
+    output = (tmp_path / "trace.out").open("w")
+    tracer = _Tracer(zk_hosts, "--verbose", stdout=output)
+    try:
+
+        async def big_multi_reads() -> None:
+            # Two multiRead replies of about 1 MB each, on two other sessions (in a process of their own, so
+            # that decoding them does not hold up our pings): seconds of decoding in the tracer.
+            cmd = [sys.executable, "-c", _BIG_MULTI_READS, tracer.hosts, zk_path]
+            with trio.fail_after(60):
+                await trio.run_process(cmd)
+
+        latencies = await _pings_during(tracer.hosts, big_multi_reads, zk_path)
+
+        def decoded() -> int:
+            text = (tmp_path / "trace.out").read_text()
+            return text.count("10000 ops ok") + text.count("decoding fell behind")
+
+        with trio.move_on_after(60):  # the decoder catches up, later
+            while decoded() < 2:
+                await trio.sleep(0.1)
+    finally:
+        code, err = tracer.stop()
+        output.close()
+    assert code == 130 and err == b"", err.decode()
+    assert len(latencies) > 20
+    assert max(latencies) < 0.5, sorted(latencies)[-5:]
+    lines = (tmp_path / "trace.out").read_text().splitlines()
+    # Both big replies were decoded (or said to be skipped), and no line is longer than the cap.
+    assert decoded() >= 2, lines[-20:]
+    assert max(len(line) for line in lines) <= 4096
+
+
+async def test_a_stalled_output_never_stalls_forwarding(zk_hosts: str, zk_path: str) -> None:
+    # Nobody reads the tracer's output: once the pipe is full its writes block, and traffic must not.
+    tracer = _Tracer(zk_hosts, "--verbose", stdout=subprocess.PIPE)
+    try:
+        with trio.fail_after(30):
+            async with zkwire.open_client(tracer.hosts) as zk:
+                await zk.create(zk_path, b"x" * 500)
+                for _ in range(300):
+                    await zk.get_data(zk_path)  # about 2 kB of output each
+        _, err = tracer.stop()
+    finally:
+        if tracer.proc.poll() is None:
+            tracer.proc.kill()
+            tracer.proc.wait()
+    assert b"Traceback" not in err
+
+
+def test_a_closed_output_ends_the_tracer_quietly(zk_hosts: str, zk_path: str) -> None:
+    tracer = _Tracer(zk_hosts, stdout=subprocess.PIPE)
+    assert tracer.proc.stdout is not None
+    try:
+        with RawConn(tracer.hosts) as conn:
+            conn.handshake()
+            tracer.proc.stdout.readline()
+            tracer.proc.stdout.close()  # like `zkwire trace ... | head -n 1`
+            deadline = time.monotonic() + 10
+            while tracer.proc.poll() is None and time.monotonic() < deadline:
+                try:
+                    conn.call(1, OpCode.EXISTS, GetDataRequest(zk_path, False))
+                except (OSError, EOFError):
+                    break  # the tracer has gone
+                time.sleep(0.01)
+        tracer.proc.wait(timeout=10)
+        code, err = tracer.stop()
+    finally:
+        if tracer.proc.poll() is None:
+            tracer.proc.kill()
+            tracer.proc.wait()
+    assert (code, err) == (141, b"")
+
+
+async def test_decoding_that_falls_behind_skips_and_picks_up_again(zk_hosts: str, zk_path: str) -> None:
+    host, port = zk_hosts.split(",")[0].rsplit(":", 1)
+    out = io.StringIO()
+    options = TraceOptions(out=out, max_queued_bytes=256 * 1024)
+    async with zkwire.open_client(zk_hosts) as zk:
+        await zk.create(zk_path, b"d" * 20)
+    async with trio.open_nursery() as nursery:
+        tport = await nursery.start(serve_trace, ("127.0.0.1", 0), (host, int(port)), options)
+        async with zkwire.open_client(f"127.0.0.1:{tport}") as zk:
+            for _ in range(3):
+                await zk.multi_read([GetData(zk_path)] * 10_000)  # 1 MB: over the limit, not decoded
+            with trio.fail_after(30):  # until the decoder has caught up (its output stays the same)
+                seen = ""
+                while seen != out.getvalue():
+                    seen = out.getvalue()
+                    await trio.sleep(0.5)
+            data, _ = await zk.get_data(zk_path)
+            assert data == b"d" * 20
+        with trio.fail_after(20):
+            while "closed" not in out.getvalue():
+                await trio.sleep(0.05)
+        nursery.cancel_scope.cancel()
+    text = out.getvalue()
+    assert "decoding fell behind" in text
+    # After the skipped bytes, frames decode again, replies paired with their requests.
+    get_data = [line for line in text.splitlines() if "getData" in line and zk_path in line]
+    assert any("<- reply" in line for line in get_data), text[-3000:]
+    assert any("closeSession" in line for line in text.splitlines())
+
+
+def test_one_frame_prints_a_bounded_line() -> None:
+    paths = [f"/a/very/long/path/number/{i:05d}" for i in range(10_000)]
+    multi = MultiRequest(tuple(MultiOp(OpCode.CHECK, CheckVersionRequest(p, 1)) for p in paths))
+    client = bytes(encode_connect_request(ConnectRequest(0, 0, 10000, 0, bytes(16), False)))
+    client += bytes(encode_request(1, OpCode.MULTI, multi))
+    [_, frame_] = decode_stream(client)
+    assert frame_.kind == "request" and frame_.size > 300_000
+    for verbose, json_lines in ((False, False), (True, False), (False, True)):
+        out = io.StringIO()
+        TraceOptions(out=out, verbose=verbose, json_lines=json_lines).emit(1, frame_, 0.0)
+        lines = out.getvalue().splitlines()
+        assert max(len(line) for line in lines) <= 4096, (verbose, json_lines)
+        assert len(lines) <= 100
+        if json_lines:
+            obj = json.loads(lines[0])
+            assert obj["op_name"] == "multi" and obj["size"] == frame_.size
+        else:
+            assert ("multi" in lines[0] and "10000 more" in lines[0]) or "more" in lines[0]
+    out = io.StringIO()
+    TraceOptions(out=out, verbose=True, max_line=0).emit(1, frame_, 0.0)  # no limit
+    assert len(out.getvalue()) > 1_000_000

@@ -159,6 +159,8 @@ class ConversationDecoder:
             self._client.state = self._server.state = "frames"
         self._pending: dict[int, _Pending] = {}
         self._pings: deque[float | None] = deque()
+        #: Server bytes were skipped: requests answered in them are dropped at the next paired reply.
+        self._server_gap = False
         self._four_letter_word: str | None = None
 
     # ------------------------------------------------------------------------------------ public
@@ -254,6 +256,37 @@ class ConversationDecoder:
             side.offset += len(raw)
             return [frame]
         return self._finish(side, now)
+
+    def skip(
+        self, direction: str, nbytes: int, now: float | None = None, *, reason: str = "not decoded"
+    ) -> list[DecodedFrame]:
+        """``nbytes`` of ``direction`` went by without being fed; the next bytes fed start a frame.
+
+        What was buffered of an incomplete frame is dropped with them.  Returns one frame of kind
+        ``"skipped"`` (its ``size`` is every byte dropped, ``note`` says ``reason``), or nothing when the
+        direction was no longer decodable anyway.  Replies to requests whose replies were skipped are
+        forgotten when a later reply pairs; the replies to skipped requests show as unpaired.
+        """
+        side = self._client if direction == CLIENT else self._server if direction == SERVER else None
+        if side is None:
+            raise ValueError(f"direction must be 'client' or 'server', not {direction!r}")
+        if nbytes < 0:
+            raise ValueError(f"cannot skip {nbytes} bytes")
+        dropped = len(side.buf) + nbytes
+        if side.state == "broken" or side.eof or side.mode in ("4lw", "text") or not dropped:
+            side.skipped += nbytes
+            return []
+        side.buf.clear()
+        side.mode = "zk"
+        side.state = "frames"
+        side.skipped += dropped
+        if side.direction == SERVER:
+            self._server_gap = True
+            self._pings.clear()
+        frame = self._frame(side, "skipped", b"", side.offset, now, note=f"{dropped} bytes {reason}")
+        frame = dataclasses.replace(frame, size=dropped)
+        side.offset += dropped
+        return [frame]
 
     def finish(self, now: float | None = None) -> list[DecodedFrame]:
         """Both sides closed."""
@@ -431,7 +464,10 @@ class ConversationDecoder:
             # xid 0 is a ConnectRequest's protocolVersion: a handshake where none was expected.
             spans = secret_spans("connect_request", payload, exact=False)
         if op in (OpCode.MULTI, OpCode.MULTI_READ) and isinstance(record, dict):
-            notes.append("ops: " + ", ".join(op_name(o["op"]) + _path_suffix(o["request"]) for o in record["ops"]))
+            ops = record["ops"]
+            notes.append(
+                "ops: " + _listing([op_name(o["op"]) + _path_suffix(o["request"]) for o in ops[:_LISTED]], len(ops))
+            )
         note = "; ".join(notes) or None
         if error is not None:
             return self._malformed(side, payload, offset, error, now, note=note, secret_spans=spans, **fields)
@@ -490,7 +526,7 @@ class ConversationDecoder:
         else:
             kind = "auth" if xid == AUTH_XID else "reply"
             oldest = self._oldest_in_band()
-            pending = self._pending.pop(xid, None)
+            pending = self._pending.get(xid)
             if pending is None:
                 if xid == AUTH_XID:
                     op = int(OpCode.AUTH)
@@ -502,6 +538,12 @@ class ConversationDecoder:
                         side, kind, payload, offset, now, op=None, op_name=None, note="; ".join(notes), **fields
                     )
             else:
+                if self._server_gap and pending.op not in _OUT_OF_BAND:
+                    # Replies were skipped: the in-band requests sent before this one were answered there.
+                    self._server_gap = False
+                    self._forget_in_band(before=xid)
+                    oldest = xid
+                del self._pending[xid]
                 op, path = pending.op, pending.path
                 latency = _elapsed(pending.time, now)
                 if op not in _OUT_OF_BAND and oldest is not None and oldest != xid:
@@ -545,6 +587,14 @@ class ConversationDecoder:
             note=note,
             secret_spans=secret_spans("connect_response", payload, exact=True),
         )
+
+    def _forget_in_band(self, before: int) -> None:
+        """Drop the pending requests (auth and sasl aside) sent before the one with xid ``before``."""
+        for xid in list(self._pending):
+            if xid == before:
+                return
+            if self._pending[xid].op not in _OUT_OF_BAND:
+                del self._pending[xid]
 
     def _oldest_in_band(self) -> int | None:
         # dicts keep insertion order: the first pending request that is not auth/sasl is the oldest.
@@ -638,18 +688,26 @@ def _enum_name(enum: Any, value: int) -> str:
     return "".join(p.capitalize() for p in name.split("_"))
 
 
+#: Sub-operations of a multi named in a frame's note; the others are counted.
+_LISTED = 20
+
+
+def _listing(parts: list[str], total: int) -> str:
+    more = total - len(parts)
+    return ", ".join(parts) + (f", ... {more} more" if more > 0 else "")
+
+
 def _multi_summary(results: list[dict[str, Any]]) -> str:
-    parts = []
+    parts: list[str] = []
     failed = 0
     for r in results:
-        if r["op"] == OpCode.ERROR:
-            if r["err"] != 0:
-                failed += 1
-            parts.append(f"error {error_name(r['err'])}")
-        else:
-            parts.append(op_name(r["op"]) + _path_suffix(r["body"]))
+        is_error = r["op"] == OpCode.ERROR
+        if is_error and r["err"] != 0:
+            failed += 1
+        if len(parts) < _LISTED:
+            parts.append(f"error {error_name(r['err'])}" if is_error else op_name(r["op"]) + _path_suffix(r["body"]))
     head = f"{failed} of {len(results)} ops failed" if failed else f"{len(results)} ops ok"
-    return f"{head}: " + ", ".join(parts) if parts else head
+    return f"{head}: " + _listing(parts, len(results)) if parts else head
 
 
 # ------------------------------------------------------------------------------------------- helpers
@@ -728,9 +786,9 @@ def _shown_record(frame: DecodedFrame, reveal_secrets: bool) -> Any:
     return shown
 
 
-def _masked(frame: DecodedFrame, reveal_secrets: bool) -> list[int | None]:
-    """Payload bytes, None where a secret is."""
-    out: list[int | None] = list(frame.payload)
+def _masked(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None) -> list[int | None]:
+    """Payload bytes (the first ``limit`` of them), None where a secret is."""
+    out: list[int | None] = list(frame.payload if limit is None else frame.payload[:limit])
     if not reveal_secrets:
         for start, end in frame.secret_spans:
             for i in range(max(start, 0), min(end, len(out))):
@@ -738,23 +796,94 @@ def _masked(frame: DecodedFrame, reveal_secrets: bool) -> list[int | None]:
     return out
 
 
-def _hexdump(frame: DecodedFrame, reveal_secrets: bool, indent: str = "    ") -> list[str]:
-    data = _masked(frame, reveal_secrets)
+def _hexdump(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None, indent: str = "    ") -> list[str]:
+    data = _masked(frame, reveal_secrets, limit)
     lines = []
     for base in range(0, len(data), 16):
         chunk = data[base : base + 16]
         hexes = " ".join("**" if b is None else f"{b:02x}" for b in chunk)
         text = "".join("*" if b is None else (chr(b) if 32 <= b < 127 else ".") for b in chunk)
         lines.append(f"{indent}{base:04x}  {hexes:<47}  |{text}|")
+    if len(data) < len(frame.payload):
+        lines.append(f"{indent}... {len(frame.payload) - len(data)} more bytes")
     return lines
 
 
-def format_frame(frame: DecodedFrame, verbose: bool = False, *, reveal_secrets: bool = False) -> str:
+class _Cut:
+    """The beginning of a long str or bytes value, shown with how much was left out."""
+
+    __slots__ = ("head", "more")
+
+    def __init__(self, head: str | bytes, more: int) -> None:
+        self.head = head
+        self.more = more
+
+    def __repr__(self) -> str:
+        unit = "bytes" if isinstance(self.head, bytes) else "characters"
+        return f"{self.head!r}...(+{self.more} {unit})"
+
+    def json(self) -> str:
+        head = self.head.hex() if isinstance(self.head, bytes) else self.head
+        unit = "bytes" if isinstance(self.head, bytes) else "characters"
+        return f"{head}...(+{self.more} {unit})"
+
+
+def _abridged(value: Any, budget: int) -> Any:
+    """``value`` (plain dicts, lists, str, bytes, numbers) shortened so that its repr stays near ``budget``
+    characters: long strings cut, lists and dicts ended with a count of what was left out."""
+    left = [budget]
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, dict):
+            out: dict[Any, Any] = {}
+            for k, x in v.items():
+                if left[0] <= 0:
+                    out["..."] = f"{len(v) - len(out)} more"
+                    break
+                left[0] -= len(str(k)) + 4
+                out[k] = walk(x)
+            return out
+        if isinstance(v, list | tuple):
+            items: list[Any] = []
+            for i, x in enumerate(v):
+                if left[0] <= 0:
+                    items.append(f"... {len(v) - i} more")
+                    break
+                items.append(walk(x))
+            return items
+        if isinstance(v, str | bytes):
+            room = max(left[0], 16) // (4 if isinstance(v, bytes) else 1)
+            shown: Any = v if len(v) <= room else _Cut(v[:room], len(v) - room)
+            left[0] -= len(repr(shown))
+            return shown
+        left[0] -= 8
+        return v
+
+    return walk(value)
+
+
+def _capped(line: str, limit: int | None) -> str:
+    """``line`` cut to about ``limit`` characters, saying how many were left out."""
+    if not limit or len(line) <= limit:
+        return line
+    keep = max(limit - 32, 0)
+    return line[:keep] + f" ...(+{len(line) - keep} characters)" if keep else line[:limit]
+
+
+def _hex_limit(max_line: int | None) -> int | None:
+    return None if not max_line else max(256, max_line // 8)
+
+
+def format_frame(
+    frame: DecodedFrame, verbose: bool = False, *, reveal_secrets: bool = False, max_line: int | None = None
+) -> str:
     """One line: time, direction, kind, xid, op, path, error, zxid, size, latency, notes.
 
     ``verbose`` adds the decoded record and a hex dump of the payload (passwords and auth
     credentials masked unless ``reveal_secrets``).  Control characters from the wire (in paths, notes,
-    four-letter-word answers) are shown escaped (:func:`zkwire.terminal.escape_controls`).
+    four-letter-word answers) are shown escaped (:func:`zkwire.terminal.escape_controls`).  With
+    ``max_line`` no line is longer than that: long values are cut (saying how much was left out) and the
+    hex dump stops after ``max_line // 8`` bytes (256 at least).
     """
     parts = ["-" if frame.time is None else f"{frame.time:.6f}", "->" if frame.direction == CLIENT else "<-"]
     parts.append(f"{frame.kind:<16}")
@@ -763,34 +892,40 @@ def format_frame(frame: DecodedFrame, verbose: bool = False, *, reveal_secrets: 
     if frame.op_name is not None:
         parts.append(frame.op_name)
     if frame.path is not None:
-        parts.append(repr(frame.path) if frame.path == "" or any(c.isspace() for c in frame.path) else frame.path)
+        path = _capped(frame.path, max_line and max_line // 2)
+        parts.append(repr(path) if path == "" or any(c.isspace() for c in path) else path)
     if frame.err is not None and (frame.err != 0 or frame.kind not in ("event", "ping")):
         parts.append(frame.err_name or str(frame.err))
     if frame.zxid is not None:
         parts.append(f"zxid=0x{frame.zxid & 0xFFFFFFFFFFFFFFFF:x}" if frame.zxid >= 0 else f"zxid={frame.zxid}")
-    parts.append(f"len={frame.size}+4" if frame.kind != "four_letter" else f"len={frame.size}")
+    parts.append(f"len={frame.size}+4" if frame.kind not in ("four_letter", "skipped") else f"len={frame.size}")
     if frame.latency is not None:
         parts.append(f"{frame.latency * 1000:.3f}ms")
     if frame.kind == "four_letter" and isinstance(frame.record, dict) and "text" in frame.record:
         text = frame.record["text"].strip().splitlines()
-        parts.append(repr(text[0] + (" ..." if len(text) > 1 else "")) if text else "''")
+        parts.append(repr(_capped(text[0], max_line) + (" ..." if len(text) > 1 else "")) if text else "''")
     if frame.note:
         parts.append(f"[{frame.note}]")
     if frame.error:
         parts.append(f"ERROR: {frame.error}")
-    line = escape_controls(" ".join(parts))
+    line = _capped(escape_controls(" ".join(parts)), max_line)
     if not verbose:
         return line
     lines = [line]
     if frame.record is not None:
-        lines.append(escape_controls(f"    record: {_shown_record(frame, reveal_secrets)!r}"))
-    lines.extend(_hexdump(frame, reveal_secrets))
+        record = _shown_record(frame, reveal_secrets)
+        if max_line:
+            record = _abridged(record, max_line)
+        lines.append(_capped(escape_controls(f"    record: {record!r}"), max_line))
+    lines.extend(_hexdump(frame, reveal_secrets, _hex_limit(max_line)))
     return "\n".join(lines)
 
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex()
+    if isinstance(value, _Cut):
+        return value.json()
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -798,10 +933,18 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False) -> dict[str, Any]:
-    """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``."""
-    payload_hex = "".join("**" if b is None else f"{b:02x}" for b in _masked(frame, reveal_secrets))
-    return {
+def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line: int | None = None) -> dict[str, Any]:
+    """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``.
+
+    With ``max_line``, the values are shortened so that the object's JSON stays near that many
+    characters: the payload stops after ``max_line // 8`` bytes (``payload_truncated`` is then true),
+    long strings and lists are cut (saying how much was left out).
+    """
+    limit = _hex_limit(max_line)
+    payload_hex = "".join("**" if b is None else f"{b:02x}" for b in _masked(frame, reveal_secrets, limit))
+    record = _shown_record(frame, reveal_secrets)
+    text_limit = max_line and max(64, max_line // 8)
+    obj = {
         "direction": frame.direction,
         "kind": frame.kind,
         "index": frame.index,
@@ -810,14 +953,17 @@ def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False) -> dict[
         "xid": frame.xid,
         "op": frame.op,
         "op_name": frame.op_name,
-        "path": frame.path,
+        "path": frame.path if frame.path is None else _capped(frame.path, text_limit),
         "err": frame.err,
         "err_name": frame.err_name,
         "zxid": frame.zxid,
         "size": frame.size,
         "latency": frame.latency,
-        "record": _jsonable(_shown_record(frame, reveal_secrets)),
-        "error": frame.error,
-        "note": frame.note,
+        "record": _jsonable(_abridged(record, max_line // 4) if max_line else record),
+        "error": frame.error if frame.error is None else _capped(frame.error, text_limit),
+        "note": frame.note if frame.note is None else _capped(frame.note, text_limit),
         "payload": payload_hex,
     }
+    if limit is not None and len(frame.payload) > limit:
+        obj["payload_truncated"] = True
+    return obj
