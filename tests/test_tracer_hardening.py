@@ -257,6 +257,8 @@ def _secret_cases() -> list[tuple[str, bytes, bytes, bytes]]:
         ("auth+1", new + ping, _with_trailing_byte(_auth()), get),
         ("auth-long-scheme", new, _with_length_field(_auth(), 12, 9), get),
         ("auth-bad-scheme", new, _with_length_field(_auth(), 12, -7), get),
+        ("auth-scheme-into-credential", new, _with_length_field(_auth(), 12, 14), get),  # found by the fuzzer
+        ("auth-huge-scheme", new, _with_length_field(_auth(), 12, 1 << 30), get),
         ("auth-long-credential", new, _with_length_field(_auth(), 22, 40), get),
         ("auth-first-frame", b"", _auth(), get),
         ("sasl", new, _sasl(), get),

@@ -397,7 +397,7 @@ class ConversationDecoder:
                 role: str | None = "connect_request"
             else:
                 role = _request_role(payload)
-        elif (first and not _starts_mid_conversation(payload, 16)) or (zero and 0 not in self._pending):
+        elif (first and not _starts_mid_conversation(payload, 16)) or zero:
             role = "connect_response"
         else:
             role = None
@@ -508,9 +508,9 @@ class ConversationDecoder:
             return self._malformed(side, payload, offset, f"{len(payload)} bytes: too short for a ReplyHeader", now)
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload)
         fields: dict[str, Any] = {"xid": xid, "zxid": zxid, "err": err, "err_name": error_name(err)}
-        if xid == 0 and 0 not in self._pending:
-            # xid 0 is a ConnectResponse's protocolVersion: a handshake where none was expected.
-            fields["secret_spans"] = secret_spans("connect_response", payload, exact=False)
+        # xid 0 is a ConnectResponse's protocolVersion: a handshake where none was expected, unless the
+        # frame decodes as the reply it would pair with.
+        zero_spans = secret_spans("connect_response", payload, exact=False) if xid == 0 else ()
         notes: list[str] = []
         latency: float | None = None
         path: str | None = None
@@ -534,8 +534,18 @@ class ConversationDecoder:
                     notes.append(f"no pending request with xid {xid}")
                     if err == 0 and len(payload) > 16:
                         notes.append(f"{len(payload) - 16} body bytes not decoded")
+                    note = "; ".join(notes)
                     return self._frame(
-                        side, kind, payload, offset, now, op=None, op_name=None, note="; ".join(notes), **fields
+                        side,
+                        kind,
+                        payload,
+                        offset,
+                        now,
+                        op=None,
+                        op_name=None,
+                        note=note,
+                        secret_spans=zero_spans,
+                        **fields,
                     )
             else:
                 if self._server_gap and pending.op not in _OUT_OF_BAND:
@@ -554,6 +564,8 @@ class ConversationDecoder:
         try:
             parsed = schema.parse_reply(op, payload, compiled=self.compiled)
         except ProtocolError as e:
+            if zero_spans and "secret_spans" not in fields:
+                fields["secret_spans"] = zero_spans
             return self._malformed(side, payload, offset, str(e), now, note="; ".join(notes) or None, **fields)
         if "secret_spans" in fields:
             fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=True)
@@ -653,7 +665,7 @@ def secret_spans(
     only the beginning of the frame (``full_length`` is then the length its prefix announced).  With
     ``exact`` (the frame decoded) the span is the secret's bytes; otherwise it runs from where the secret
     starts to the end of ``payload``, since a length field in a frame that does not decode cannot be
-    trusted.  An auth packet whose scheme cannot be located is masked from its scheme on.
+    trusted.  An auth packet whose lengths do not agree with its size is masked from its scheme on.
     """
     if role is None:
         return ()
@@ -661,13 +673,20 @@ def secret_spans(
     if at is not None:
         return _buffer_span(payload, at, exact)
     # AuthPacket after the RequestHeader: type int32 (8..12), scheme ustring (length at 12), auth buffer.
+    # The scheme is shown only when both lengths are there and agree with the frame's size (it may have
+    # bytes after the credential); otherwise a length may be wrong, or the bytes stop before they can be
+    # checked, and the credential may be anywhere after the scheme's length field.
     total = len(payload) if full_length is None else full_length
     if len(payload) >= 16:
         n = _INT.unpack_from(payload, 12)[0]
         scheme_end = 16 + max(n, 0)
-        if n >= -1 and scheme_end + 4 <= total:
+        if exact:
             return _buffer_span(payload, scheme_end, exact)
-    return ((12, len(payload)),) if len(payload) > 12 else ()
+        if n >= -1 and scheme_end + 4 <= len(payload):
+            m = _INT.unpack_from(payload, scheme_end)[0]
+            if -1 <= m <= total - scheme_end - 4:
+                return _buffer_span(payload, scheme_end, exact)
+    return ((16, len(payload)),) if len(payload) > 16 else ()
 
 
 def _shifted(spans: tuple[tuple[int, int], ...], by: int) -> tuple[tuple[int, int], ...]:
