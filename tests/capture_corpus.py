@@ -12,7 +12,7 @@ error replies, pings, a severed connection re-attached with SetWatches2, and one
 socket (a handshake without the read-only byte, an expired session, a top-level check, SASL on a server
 without it), four-letter words, and kazoo (a client we did not write).  Every op's request and reply,
 watch notifications and both handshakes end up in ``tests/corpus/conversations.json`` (hex), which the fuzz
-tests and ``python -m tests.fuzz`` read.  The auth credential is a throwaway one (``fuzz:corpus``); the
+tests and ``python -m tests.fuzz`` read.  The auth credential is a throwaway one (:data:`CREDENTIAL`); the
 session passwords are those the capture's server handed out.
 """
 
@@ -41,6 +41,9 @@ from zkwire.records import ACL, CheckVersionRequest, GetSASLRequest, SetWatches
 
 CORPUS = Path(__file__).parent / "corpus" / "conversations.json"
 BASE = "/fuzz-corpus"
+#: A throwaway digest credential, unlike anything else in the corpus (the fuzz tests look for its pieces).
+CREDENTIAL = "zq7:Xk2-Vb9p-Lm4!"
+SASL_TOKEN = b"Qz8!Wr5#Tn2%Jd6&"
 
 
 class Recorder:
@@ -125,12 +128,12 @@ async def every_op(rec: Recorder) -> None:
         await exists_watch.wait()
         await data_watch.wait()
         await child_watch.wait()
-        await zk.add_auth("digest", "fuzz:corpus")
+        await zk.add_auth("digest", CREDENTIAL)
         await zk.who_am_i()
         secured = f"{BASE}/secured"
-        await zk.create(secured, b"s", acl=[ACL(Perm.ALL, digest_id("fuzz", "corpus"))])
+        await zk.create(secured, b"s", acl=[ACL(Perm.ALL, digest_id(*CREDENTIAL.split(":")))])
         await zk.get_acl(secured)
-        await zk.set_acl(secured, [ACL(Perm.READ | Perm.WRITE, digest_id("fuzz", "corpus"))])
+        await zk.set_acl(secured, [ACL(Perm.READ | Perm.WRITE, digest_id(*CREDENTIAL.split(":")))])
         await zk.sync(BASE)
         await zk.get_ephemerals(BASE)
         await zk.get_all_children_number(BASE)
@@ -193,7 +196,7 @@ def raw_conversations(rec: Recorder) -> None:
     rec.label = "raw-sasl"
     with RawConn(rec.hosts) as conn:
         conn.handshake()
-        closes(lambda: conn.call(1, OpCode.SASL, GetSASLRequest(b"corpus-token")))
+        closes(lambda: conn.call(1, OpCode.SASL, GetSASLRequest(SASL_TOKEN)))
     rec.label = "raw-expired-session"
     with RawConn(rec.hosts) as conn:
         closes(lambda: conn.handshake(session_id=0x7E57_0000_0000_0001, passwd=bytes(range(16)), last_zxid=5))
