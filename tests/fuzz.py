@@ -45,7 +45,8 @@ def campaign(seconds: float, seed: int, targets: tuple[str, ...], report_every: 
             if target == "codecs":
                 for _ in range(20):
                     seed_ = rng.choice(seeds)
-                    F.check_codec(tally, seed_, F.mutate(rng, seed_.payload, payloads))
+                    payload, op = F.mutate_codec_input(rng, seed_, payloads)
+                    F.check_codec(tally, seed_, payload, op=op)
             elif target == "framing":
                 picked = rng.sample(payloads, rng.randint(1, 6))
                 stream = F.framed(picked)

@@ -33,6 +33,8 @@ from typing import Any
 
 from zkwire import schema as S
 from zkwire.codec import (
+    REQUEST_RECORDS,
+    RESPONSE_RECORDS,
     decode_connect_request,
     decode_connect_response,
     decode_reply,
@@ -157,6 +159,24 @@ def secret_sites(conversations: Sequence[Conversation]) -> list[SecretSite]:
 
 
 # ------------------------------------------------------------------------------------------ mutations
+
+
+#: Every op code with a reply format, and every op code with a request format.
+REPLY_OPS = tuple(sorted(RESPONSE_RECORDS))
+REQUEST_OPS = tuple(sorted(REQUEST_RECORDS))
+
+
+def mutate_codec_input(rng: random.Random, seed: Seed, donors: Sequence[bytes]) -> tuple[bytes, int | None]:
+    """A mutated payload for :func:`check_codec`, and sometimes another op to read a reply as (or, for a
+    request, another op code written into its header): every decoder gets every kind of body."""
+    payload = mutate(rng, seed.payload, donors)
+    op = None
+    if rng.random() < 0.25:
+        if seed.kind == "reply":
+            op = rng.choice(REPLY_OPS)
+        elif seed.kind == "request" and len(payload) >= 8:
+            payload = payload[:4] + _I32.pack(rng.choice(REQUEST_OPS)) + payload[8:]
+    return payload, op
 
 
 def mutate(rng: random.Random, data: bytes, donors: Sequence[bytes] = (), *, max_steps: int = 4) -> bytes:
@@ -320,8 +340,13 @@ def _schema_modes(compiled: bool | None) -> tuple[bool, ...]:
     return (False, True) if compiled is None else (compiled,)
 
 
-def check_codec(tally: Tally, seed: Seed, payload: bytes, *, compiled: bool | None = None) -> str:
-    """The fast codec against the construct schemas on ``payload`` read as ``seed``'s kind of frame."""
+def check_codec(
+    tally: Tally, seed: Seed, payload: bytes, *, compiled: bool | None = None, op: int | None = None
+) -> str:
+    """The fast codec against the construct schemas on ``payload`` read as ``seed``'s kind of frame (a
+    reply as the reply to ``op`` when given, else to the op it answered)."""
+    if op is not None and seed.kind == "reply":
+        seed = Seed(seed.kind, op, seed.payload, f"{seed.source} read as op {op}")
     results: dict[str, tuple[str, Any]] = {}
     modes = _schema_modes(compiled)
     kind = seed.kind
