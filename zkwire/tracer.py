@@ -4,10 +4,16 @@
 (kazoo, zkCli, Curator, zkwire).  Bytes are forwarded unchanged as they arrive; a copy goes through the
 construct-based :class:`~zkwire.stream_decoder.ConversationDecoder` of that connection, and one line per
 frame is printed (time, connection, direction, xid, op, path, error, zxid, size, reply latency).
-Decoding never delays or alters forwarding: a malformed frame is shown as such and still forwarded.
+
+Decoding never delays or alters forwarding: it runs in a worker thread fed through a queue bounded in
+bytes.  When it falls behind, the bytes it cannot take are skipped (a ``skipped`` line says how many) and
+it picks up again at the next frame, whose start the forwarding path follows by reading the length
+prefixes alone.  A stalled output stalls only the worker; a closed one stops the tracer.  A malformed
+frame is shown as such and still forwarded; secrets are masked by position (see
+:func:`zkwire.stream_decoder.secret_spans`), control characters escaped, lines capped (``--max-line``).
 
 ``zkwire decode FILE`` decodes a raw captured byte stream (one direction, or both with
-``--server-file``) the same way.
+``--server-file``) the same way; pcap and pcapng files are refused.
 """
 
 from __future__ import annotations
