@@ -65,9 +65,13 @@ def seconds(
             raise argparse.ArgumentTypeError(f"must be a finite number of seconds, not {text!r}")
         too_small = value < minimum or (value == minimum and not allow_minimum)
         if too_small or (maximum is not None and value > maximum):
-            low = f"from {minimum:g}" if allow_minimum else f"more than {minimum:g}"
-            high = f" and at most {maximum:.3f}" if maximum is not None else ""
-            raise argparse.ArgumentTypeError(f"must be {low}{high} seconds, not {text!r}")
+            if maximum is None:
+                bounds = f"at least {minimum:g}" if allow_minimum else f"more than {minimum:g}"
+            elif allow_minimum:
+                bounds = f"from {minimum:g} to {maximum:.3f}"
+            else:
+                bounds = f"more than {minimum:g} and at most {maximum:.3f}"
+            raise argparse.ArgumentTypeError(f"must be {bounds} seconds, not {text!r}")
         return value
 
     return parse
