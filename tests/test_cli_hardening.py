@@ -313,7 +313,12 @@ def test_ctrl_c_in_trace_exits_130_quietly(zk_hosts: str) -> None:
 
 
 def test_ctrl_c_in_a_one_shot_watch_and_in_the_shell_exits_130_quietly(zk_hosts: str, zk_path: str) -> None:
-    for args in (["--timeout", "60", "stat", "-w", zk_path], []):
+    # Each waits once it has shown it is connected: stat -w says the node does not exist (and waits for
+    # it), the shell answers a first command (and waits for the next).
+    for args, stdin, ready in (
+        (["--timeout", "60", "stat", "-w", zk_path], b"", ("stderr", b"Node does not exist")),
+        ([], b"ls /\n", ("stdout", b"]")),
+    ):
         proc = subprocess.Popen(
             [sys.executable, "-m", "zkwire", "--server", zk_hosts, *args],
             stdin=subprocess.PIPE,
@@ -321,8 +326,14 @@ def test_ctrl_c_in_a_one_shot_watch_and_in_the_shell_exits_130_quietly(zk_hosts:
             stderr=subprocess.PIPE,
             env=_env(),
         )
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         try:
-            time.sleep(2.5)  # connected and waiting (for the watch, or for input)
+            if stdin:
+                proc.stdin.write(stdin)
+                proc.stdin.flush()
+            stream = proc.stderr if ready[0] == "stderr" else proc.stdout
+            seen = stream.readline()
+            assert ready[1] in seen, seen
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=20)
         finally:
