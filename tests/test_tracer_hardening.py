@@ -543,3 +543,16 @@ def test_one_frame_prints_a_bounded_line() -> None:
     out = io.StringIO()
     TraceOptions(out=out, verbose=True, max_line=0).emit(1, frame_, 0.0)  # no limit
     assert len(out.getvalue()) > 1_000_000
+
+
+def test_the_cap_holds_with_the_tracers_own_columns() -> None:
+    # Found by the fuzzer: the time and connection columns came on top of a line already cut to the cap.
+    client = bytes(encode_connect_request(ConnectRequest(0, 0, 10000, 0, bytes(16), False)))
+    client += bytes(encode_request(1, OpCode.GET_DATA, GetDataRequest("/" + "p" * 2000, False)))
+    frames = decode_stream(client)
+    for max_line in (80, 300, 4096):
+        for verbose in (False, True):
+            out = io.StringIO()
+            for f in frames:
+                TraceOptions(out=out, verbose=verbose, max_line=max_line).emit(12345, f, 1e9)
+            assert max(len(line) for line in out.getvalue().splitlines()) <= max_line, (max_line, verbose)

@@ -41,6 +41,7 @@ __all__ = [
     "decode_stream",
     "decode_conversation",
     "detect_side",
+    "capped",
     "secret_spans",
     "format_frame",
     "frame_to_json",
@@ -881,7 +882,7 @@ def _abridged(value: Any, budget: int) -> Any:
     return walk(value)
 
 
-def _capped(line: str, limit: int | None) -> str:
+def capped(line: str, limit: int | None) -> str:
     """``line`` cut to about ``limit`` characters, saying how many were left out."""
     if not limit or len(line) <= limit:
         return line
@@ -911,7 +912,7 @@ def format_frame(
     if frame.op_name is not None:
         parts.append(frame.op_name)
     if frame.path is not None:
-        path = _capped(frame.path, max_line and max_line // 2)
+        path = capped(frame.path, max_line and max_line // 2)
         parts.append(repr(path) if path == "" or any(c.isspace() for c in path) else path)
     if frame.err is not None and (frame.err != 0 or frame.kind not in ("event", "ping")):
         parts.append(frame.err_name or str(frame.err))
@@ -922,12 +923,12 @@ def format_frame(
         parts.append(f"{frame.latency * 1000:.3f}ms")
     if frame.kind == "four_letter" and isinstance(frame.record, dict) and "text" in frame.record:
         text = frame.record["text"].strip().splitlines()
-        parts.append(repr(_capped(text[0], max_line) + (" ..." if len(text) > 1 else "")) if text else "''")
+        parts.append(repr(capped(text[0], max_line) + (" ..." if len(text) > 1 else "")) if text else "''")
     if frame.note:
         parts.append(f"[{frame.note}]")
     if frame.error:
         parts.append(f"ERROR: {frame.error}")
-    line = _capped(escape_controls(" ".join(parts)), max_line)
+    line = capped(escape_controls(" ".join(parts)), max_line)
     if not verbose:
         return line
     lines = [line]
@@ -935,7 +936,7 @@ def format_frame(
         record = _shown_record(frame, reveal_secrets)
         if max_line:
             record = _abridged(record, max_line)
-        lines.append(_capped(escape_controls(f"    record: {record!r}"), max_line))
+        lines.append(capped(escape_controls(f"    record: {record!r}"), max_line))
     lines.extend(_hexdump(frame, reveal_secrets, _hex_limit(max_line)))
     return "\n".join(lines)
 
@@ -972,15 +973,15 @@ def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line
         "xid": frame.xid,
         "op": frame.op,
         "op_name": frame.op_name,
-        "path": frame.path if frame.path is None else _capped(frame.path, text_limit),
+        "path": frame.path if frame.path is None else capped(frame.path, text_limit),
         "err": frame.err,
         "err_name": frame.err_name,
         "zxid": frame.zxid,
         "size": frame.size,
         "latency": frame.latency,
         "record": _jsonable(_abridged(record, max_line // 4) if max_line else record),
-        "error": frame.error if frame.error is None else _capped(frame.error, text_limit),
-        "note": frame.note if frame.note is None else _capped(frame.note, text_limit),
+        "error": frame.error if frame.error is None else capped(frame.error, text_limit),
+        "note": frame.note if frame.note is None else capped(frame.note, text_limit),
         "payload": payload_hex,
     }
     if limit is not None and len(frame.payload) > limit:

@@ -39,6 +39,7 @@ from .stream_decoder import (
     SERVER,
     ConversationDecoder,
     DecodedFrame,
+    capped,
     detect_side,
     format_frame,
     frame_to_json,
@@ -97,9 +98,11 @@ class TraceOptions:
             text = self._json_line(conn, frame, wall, max_line)
         else:
             line = format_frame(frame, self.verbose, reveal_secrets=self.reveal_secrets, max_line=max_line)
-            _, _, rest = line.partition(" ")  # drop the decoder's own time column
+            first, newline, more = line.partition("\n")
+            _, _, rest = first.partition(" ")  # the decoder's own time column gives way to ours
             stamp = time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall % 1 * 1e6):06d}"
-            text = (f"{stamp} #{conn} " if conn is not None else "") + rest
+            first = (f"{stamp} #{conn} " if conn is not None else "") + rest
+            text = capped(first, max_line) + newline + more
         self.out.write(text + "\n")
         self.out.flush()
 
