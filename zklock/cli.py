@@ -29,7 +29,7 @@ Exit codes of ``zklock run``:
   (for example no permission on ``LOCKPATH``);
 * 126 / 127: ``COMMAND`` could not be executed / was not found;
 * 128 + N: signal N arrived while waiting for the lock (``COMMAND`` was never started);
-* 2: usage error.
+* 2: usage error (one line on stderr; a bad lock path or number is refused before connecting).
 
 ``zklock status`` reads any lock of zklock, Curator or kazoo at ``LOCKPATH`` (mutex, read/write lock,
 semaphore, election; see :mod:`zklock.status`) and prints its holders and the waiting contenders
@@ -57,7 +57,10 @@ import trio
 
 from zkwire import Client, open_client
 from zkwire.cli_format import format_zxid
+from zkwire.cli_runtime import OneLineArgumentParser, is_utf8, run_cli, seconds, session_timeout
 from zkwire.errors import InvalidInputError, ZKError
+from zkwire.paths import validate_path
+from zkwire.terminal import escape_controls
 
 from .errors import LockError
 from .lease import Lease
@@ -92,17 +95,10 @@ FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 def _say(message: str) -> None:
     sys.stdout.flush()
-    print(f"zklock: {message}", file=sys.stderr, flush=True)
+    print(escape_controls(f"zklock: {message}"), file=sys.stderr, flush=True)
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
-    return value
+_positive_float = seconds(allow_minimum=True)
 
 
 def _lease_count(text: str) -> int:
@@ -116,7 +112,7 @@ def _lease_count(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineArgumentParser(
         prog="zklock",
         description="Distributed locks on ZooKeeper: run a command while holding a lock, or show a lock.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -147,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--verbose", "-v", action="count", default=0, help="log the client's activity to stderr")
         p.add_argument(
             "--session-timeout",
-            type=_positive_float,
+            type=session_timeout,
             default=10.0,
             metavar="SECONDS",
             help="session timeout: how soon others may take the lock if this host dies (default: %(default)s)",
@@ -236,8 +232,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     opts = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        if not is_utf8(opts.lockpath):
+            raise InvalidInputError("LOCKPATH is not valid UTF-8 text")
+        validate_path(opts.lockpath)
+        if getattr(opts, "identifier", None) is not None and not is_utf8(opts.identifier):
+            raise InvalidInputError("--identifier is not valid UTF-8 text")
+    except InvalidInputError as e:
+        parser.error(str(e))
     # zklock reports what matters itself; the libraries' own warnings only with --verbose.
     logging.basicConfig(
         level=(logging.ERROR, logging.INFO, logging.DEBUG)[min(opts.verbose, 2)],
@@ -484,7 +492,7 @@ async def _status(opts: argparse.Namespace) -> int:
         return code
     for warning in status.warnings:
         _say(f"warning: {warning}")
-    print("\n".join(_status_lines(status)))
+    print(escape_controls("\n".join(_status_lines(status)), keep="\n"))
     return code
 
 

@@ -18,9 +18,14 @@ exits 4 if it did not fire.  ``addWatch`` prints events as they arrive for ``--t
 exits 0.  ``stat -w`` on a missing node prints "Node does not exist" and still waits for the creation.
 
 Exit codes: 0 success; 1 the operation failed (the one-line reason is on stderr, e.g.
-``Node does not exist: /x``); 2 usage error; 3 no usable session (cannot connect within ``--timeout``,
-connection lost, session expired); 4 a one-shot watch did not fire in time; 130 interrupted.  The
-interactive shell exits 0 on ``quit`` or end of input (3 if it cannot connect at all).
+``Node does not exist: /x``); 2 usage error (one line on stderr: a bad option, a number out of range,
+an argument that is not valid UTF-8); 3 no usable session (cannot connect within ``--timeout``,
+connection lost, session expired); 4 a one-shot watch did not fire in time; 130 interrupted (Ctrl-C,
+without a traceback); 141 the output pipe was closed (``| head``), quietly.  The interactive shell exits
+0 on ``quit`` or end of input (3 if it cannot connect at all).
+
+Everything printed that came from the server (paths, node data, ACL ids, four-letter-word answers, watch
+events) has its control characters escaped (:func:`zkwire.terminal.escape_controls`).
 
 Top-level subcommands that are whole programs of their own (``trace``, ``decode``) are looked up in
 :data:`SUBPROGRAMS`: ``argv[0]`` names one, and its module's ``main(argv)`` gets the whole argument list.
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import logging
 import os
 import signal
@@ -56,8 +62,10 @@ from .cli_commands import (
     parse_args,
     parse_command_line,
 )
+from .cli_runtime import OneLineArgumentParser, is_utf8, run_cli, seconds, session_timeout
 from .errors import InvalidInputError, ZKError
 from .session import SessionState
+from .terminal import escape_controls
 
 __all__ = ["main", "SUBPROGRAMS", "build_parser"]
 
@@ -91,7 +99,7 @@ SUBPROGRAMS: dict[str, Callable[[list[str]], int]] = {
 def build_parser() -> argparse.ArgumentParser:
     commands = "\n".join(f"  {COMMANDS[n].usage}" for n in sorted(COMMANDS, key=str.lower))
     codes = "\n".join(f"  {code:>3}  {text}" for code, text in sorted(EXIT_CODES.items()))
-    parser = argparse.ArgumentParser(
+    parser = OneLineArgumentParser(
         prog="zkwire",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="A ZooKeeper shell: run one command, or an interactive session when no command is given.",
@@ -112,17 +120,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=seconds(),
         default=10.0,
         metavar="SECONDS",
         help="how long to wait for a connection, and for a one-shot watch (default: %(default)s)",
     )
     parser.add_argument(
         "--session-timeout",
-        type=_positive_float,
+        type=session_timeout,
         default=30.0,
         metavar="SECONDS",
-        help="session timeout to ask the server for (default: %(default)s)",
+        help="session timeout to ask the server for, 0.001 to 2147483.647 (default: %(default)s)",
     )
     parser.add_argument(
         "--auth",
@@ -136,27 +144,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
 def _parse_auth(items: Sequence[str]) -> list[tuple[str, str]]:
+    """``SCHEME:CREDENTIAL`` pairs; the messages never repeat a credential."""
     out = []
-    for item in items:
+    for n, item in enumerate(items, 1):
         scheme, sep, credential = item.partition(":")
         if not sep or not scheme:
-            raise UsageError(f"--auth: expected SCHEME:CREDENTIAL, not {item!r}")
+            raise UsageError(f"--auth (#{n}): expected SCHEME:CREDENTIAL, e.g. digest:user:password")
+        if not is_utf8(scheme) or not is_utf8(credential):
+            raise UsageError(f"--auth (#{n}): not valid UTF-8 text")
         out.append((scheme, credential))
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """``zkwire ...``: see the module's documentation for the exit codes."""
+    return run_cli(lambda: _main(argv))
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list and args_list[0] in SUBPROGRAMS:
         return SUBPROGRAMS[args_list[0]](args_list)
@@ -170,7 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         auth = _parse_auth(opts.auth)
     except UsageError as e:
-        print(f"zkwire: {e}", file=sys.stderr)
+        print(escape_controls(f"zkwire: {e}"), file=sys.stderr)
         return EXIT_USAGE
     ctx_args = {
         "hosts": opts.server,
@@ -289,6 +295,9 @@ class _LineReader:
     line editing and a history file when stdin is a terminal."""
 
     def __init__(self) -> None:
+        if isinstance(sys.stdin, io.TextIOWrapper):
+            # A line that is not valid UTF-8 becomes a usage error for that line, not the end of the shell.
+            sys.stdin.reconfigure(errors="surrogateescape")
         self.tty = sys.stdin.isatty() and sys.stdout.isatty()
         self.reading = False
         self.prompt = ""

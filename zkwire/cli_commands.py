@@ -27,6 +27,7 @@ import trio
 
 from . import cli_format as fmt
 from .acl import parse_acl
+from .cli_runtime import is_utf8
 from .client import Client, open_client
 from .constants import MAX_TTL_MS, EventType, WatcherType
 from .errors import (
@@ -42,12 +43,13 @@ from .errors import (
     SessionExpiredError,
     ZKError,
 )
-from .fourletter import FourLetterWordError, connect_error_reason, four_letter_word
+from .fourletter import FOUR_LETTER_WORDS, FourLetterWordError, connect_error_reason, four_letter_word
 from .hosts import parse_connect_string
 from .ops import Create, Delete, GetChildren, create_op
 from .paths import validate_path
 from .records import ACL
 from .session import SessionState
+from .terminal import escape_controls
 from .watchers import Watch, WatchedEvent
 
 __all__ = [
@@ -64,6 +66,7 @@ __all__ = [
     "EXIT_CONNECTION",
     "EXIT_NO_EVENT",
     "EXIT_INTERRUPTED",
+    "EXIT_PIPE_CLOSED",
     "EXIT_CODES",
     "command",
     "parse_command_line",
@@ -78,6 +81,7 @@ EXIT_USAGE = 2
 EXIT_CONNECTION = 3
 EXIT_NO_EVENT = 4
 EXIT_INTERRUPTED = 130
+EXIT_PIPE_CLOSED = 141
 
 EXIT_CODES = {
     EXIT_OK: "success",
@@ -86,6 +90,7 @@ EXIT_CODES = {
     EXIT_CONNECTION: "no usable session (cannot connect within --timeout, connection lost, session expired)",
     EXIT_NO_EVENT: "one-shot -w / addWatch: the watch did not fire within --timeout",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C)",
+    EXIT_PIPE_CLOSED: "the output was closed (e.g. piped into head)",
 }
 
 QUOTA_ROOT = "/zookeeper/quota"
@@ -179,7 +184,13 @@ def lookup(name: str) -> Command:
 
 
 def parse_args(spec: Command, tokens: list[str]) -> Args:
-    """Options and positionals of one command; raises :class:`UsageError`."""
+    """Options and positionals of one command; raises :class:`UsageError`.
+
+    An argument that is not valid UTF-8 is refused by position, never repeated (it may be a credential).
+    """
+    for n, token in enumerate(tokens, 1):
+        if not is_utf8(token):
+            raise UsageError(f"{spec.name}: argument {n} is not valid UTF-8 text")
     a = Args(spec.name)
     only_positional = False
     i = 0
@@ -327,12 +338,13 @@ class Context:
     # ------------------------------------------------------------------ output
 
     def print(self, text: str = "") -> None:
-        self.out.write(text + "\n")
+        """One line of output; control characters (from the wire or not) are shown escaped."""
+        self.out.write(escape_controls(text, keep="\n\t") + "\n")
         self.out.flush()
 
     def error(self, text: str) -> None:
         self.out.flush()
-        self.err.write(text + "\n")
+        self.err.write(escape_controls(text, keep="\n\t") + "\n")
         self.err.flush()
 
     def print_async(self, text: str) -> None:
@@ -1200,8 +1212,8 @@ async def cmd_quit(ctx: Context, a: Args) -> None:
 
 def _check_four(a: Args) -> None:
     word = a.pos[0]
-    if len(word) != 4 or not word.isascii() or not word.isalpha() or not word.islower():
-        raise UsageError(f"four: not a four-letter word: {word!r} (e.g. srvr, stat, mntr, ruok, cons, envi, conf)")
+    if word not in FOUR_LETTER_WORDS:
+        raise UsageError(f"four: unknown four-letter word {word!r} (one of {', '.join(FOUR_LETTER_WORDS)})")
     if len(a.pos) > 1:
         parse_connect_string(a.pos[1])
 
@@ -1229,11 +1241,16 @@ async def cmd_four(ctx: Context, a: Args) -> None:
         except trio.TooSlowError:
             failures.append(f"{host.host}:{host.port}: no answer to {a.pos[0]} within {ctx.connect_timeout:g}s")
             continue
+        if not answer:
+            # 3.8 closes the connection without a word when the word is unknown to it.
+            failures.append(f"{host.host}:{host.port}: no answer to {a.pos[0]} (the connection was closed)")
+            continue
         if len(hosts) > 1:
             ctx.print(f"== {host.host}:{host.port} ==")
-        ctx.out.write(answer if answer.endswith("\n") or not answer else answer + "\n")
-        ctx.out.flush()
+        ctx.print(answer.removesuffix("\n"))
     if failures:
+        if all("no answer to" in f for f in failures):
+            raise CommandError("; ".join(failures))
         raise ConnectError("; ".join(failures))
 
 

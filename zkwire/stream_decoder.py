@@ -12,13 +12,17 @@ record; later server frames are a ReplyHeader and, for a successful reply, the r
 matching request named.  xid -1 is a watch event, -2 a ping reply, -4 an auth reply.
 
 A frame whose body does not decode is reported as kind ``"malformed"`` and decoding goes on with the
-next frame.  A length prefix that is negative or over the maximum leaves the rest of that direction
-undecodable: it is reported once, and after that the bytes are only counted.
+next frame.  Secrets (session passwords, auth credentials, SASL tokens) are located by the layout of
+their frame, not by decoding it: a frame that is cut short, carries a trailing byte or holds a length
+field that does not fit still has them masked (from where the secret starts to the end of what is
+shown, when its extent cannot be trusted).  A length prefix that is negative or over the maximum
+leaves the rest of that direction undecodable: it is reported once, and after that the bytes are only counted.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import struct
 from collections import deque
 from dataclasses import dataclass
@@ -28,6 +32,7 @@ from . import schema
 from .codec import op_name
 from .constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
 from .errors import InvalidArgumentError, ProtocolError, error_name
+from .terminal import escape_controls
 
 __all__ = [
     "DecodedFrame",
@@ -36,6 +41,8 @@ __all__ = [
     "decode_stream",
     "decode_conversation",
     "detect_side",
+    "capped",
+    "secret_spans",
     "format_frame",
     "frame_to_json",
     "CLIENT",
@@ -153,6 +160,8 @@ class ConversationDecoder:
             self._client.state = self._server.state = "frames"
         self._pending: dict[int, _Pending] = {}
         self._pings: deque[float | None] = deque()
+        #: Server bytes were skipped: requests answered in them are dropped at the next paired reply.
+        self._server_gap = False
         self._four_letter_word: str | None = None
 
     # ------------------------------------------------------------------------------------ public
@@ -214,7 +223,8 @@ class ConversationDecoder:
             elif len(side.buf) >= 4:
                 # Only the server's side is known: a 4lw answer is text, whose first 4 bytes are no valid length.
                 n = _INT.unpack_from(side.buf)[0]
-                side.mode = "zk" if 0 <= n <= self.max_frame else "text"
+                text = not 0 <= n <= self.max_frame and _looks_like_text(bytes(side.buf[:4]))
+                side.mode = "text" if text else "zk"
             else:
                 return []
         if side.mode == "text":
@@ -248,6 +258,37 @@ class ConversationDecoder:
             return [frame]
         return self._finish(side, now)
 
+    def skip(
+        self, direction: str, nbytes: int, now: float | None = None, *, reason: str = "not decoded"
+    ) -> list[DecodedFrame]:
+        """``nbytes`` of ``direction`` went by without being fed; the next bytes fed start a frame.
+
+        What was buffered of an incomplete frame is dropped with them.  Returns one frame of kind
+        ``"skipped"`` (its ``size`` is every byte dropped, ``note`` says ``reason``), or nothing when the
+        direction was no longer decodable anyway.  Replies to requests whose replies were skipped are
+        forgotten when a later reply pairs; the replies to skipped requests show as unpaired.
+        """
+        side = self._client if direction == CLIENT else self._server if direction == SERVER else None
+        if side is None:
+            raise ValueError(f"direction must be 'client' or 'server', not {direction!r}")
+        if nbytes < 0:
+            raise ValueError(f"cannot skip {nbytes} bytes")
+        dropped = len(side.buf) + nbytes
+        if side.state == "broken" or side.eof or side.mode in ("4lw", "text") or not dropped:
+            side.skipped += nbytes
+            return []
+        side.buf.clear()
+        side.mode = "zk"
+        side.state = "frames"
+        side.skipped += dropped
+        if side.direction == SERVER:
+            self._server_gap = True
+            self._pings.clear()
+        frame = self._frame(side, "skipped", b"", side.offset, now, note=f"{dropped} bytes {reason}")
+        frame = dataclasses.replace(frame, size=dropped)
+        side.offset += dropped
+        return [frame]
+
     def finish(self, now: float | None = None) -> list[DecodedFrame]:
         """Both sides closed."""
         return self.eof_client(now) + self.eof_server(now)
@@ -277,12 +318,15 @@ class ConversationDecoder:
         raw = bytes(side.buf)
         side.buf.clear()
         side.skipped += left
+        spans: tuple[tuple[int, int], ...] = ()
         if left < 4:
             message = f"connection closed after {left} of the 4 bytes of a length prefix"
         else:
             n = _INT.unpack_from(raw)[0]
             message = f"connection closed inside a frame: {left - 4} of {n} payload bytes"
-        frame = self._malformed(side, raw[:_MALFORMED_PREVIEW], side.offset, message, now)
+            spans = _shifted(self._secret_spans_of(side, raw[4:], exact=False, full_length=n), 4)
+        preview = raw if spans else raw[:_MALFORMED_PREVIEW]
+        frame = self._malformed(side, preview, side.offset, message, now, secret_spans=spans)
         side.offset += left
         return [frame]
 
@@ -298,7 +342,8 @@ class ConversationDecoder:
                 hint = " (looks like text: not a ZooKeeper stream?)" if _looks_like_text(head) else ""
                 message = f"frame length {n} outside 0..{self.max_frame}{hint}; rest of the stream skipped"
                 preview = bytes(buf[pos : pos + _MALFORMED_PREVIEW])
-                frames.append(self._malformed(side, preview, side.offset + pos, message, now))
+                spans = _shifted(self._secret_spans_of(side, preview[4:], exact=False), 4)
+                frames.append(self._malformed(side, preview, side.offset + pos, message, now, secret_spans=spans))
                 side.state = "broken"
                 side.skipped += end - pos
                 pos = end
@@ -336,7 +381,32 @@ class ConversationDecoder:
     def _malformed(
         self, side: _Side, payload: bytes, offset: int, error: str, now: float | None, **fields: Any
     ) -> DecodedFrame:
+        if fields.get("secret_spans"):
+            error = _BYTE_VALUE.sub("a byte", error)  # a decoding error may quote a byte of the secret
         return self._frame(side, "malformed", payload, offset, now, error=error, **fields)
+
+    def _secret_spans_of(
+        self, side: _Side, payload: bytes, *, exact: bool, full_length: int | None = None
+    ) -> tuple[tuple[int, int], ...]:
+        """Secret spans of a (possibly partial) payload that is the next frame of ``side``."""
+        first = side.state == "handshake"
+        # A frame opening with 0 (a connect record's protocolVersion, never a request's xid) is taken for
+        # a handshake even where none was expected.
+        zero = payload[:4] == b"\x00\x00\x00\x00"
+        if side.direction == CLIENT:
+            if (first and not _starts_mid_conversation(payload, 8)) or zero:
+                role: str | None = "connect_request"
+            else:
+                role = _request_role(payload)
+        elif (first and not _starts_mid_conversation(payload, 16)) or zero:
+            role = "connect_response"
+        else:
+            role = None
+            if len(payload) >= 4:
+                pending = self._pending.get(_INT.unpack_from(payload)[0])
+                if pending is not None and pending.op == OpCode.SASL:
+                    role = "sasl_reply"
+        return secret_spans(role, payload, exact=exact, full_length=full_length)
 
     # ------------------------------------------------------------------------------ client side
 
@@ -390,11 +460,15 @@ class ConversationDecoder:
             if xid in self._pending:
                 notes.append(f"xid {xid} reused while a {op_name(self._pending[xid].op)} with it is pending")
             self._pending[xid] = _Pending(op, path, now)
-        spans: tuple[tuple[int, int], ...] = ()
-        if op == OpCode.AUTH and isinstance(record, dict) and isinstance(record.get("auth"), bytes):
-            spans = ((len(payload) - len(record["auth"]), len(payload)),)
+        spans = secret_spans(_request_role(payload), payload, exact=error is None)
+        if error is not None and xid == 0:
+            # xid 0 is a ConnectRequest's protocolVersion: a handshake where none was expected.
+            spans = secret_spans("connect_request", payload, exact=False)
         if op in (OpCode.MULTI, OpCode.MULTI_READ) and isinstance(record, dict):
-            notes.append("ops: " + ", ".join(op_name(o["op"]) + _path_suffix(o["request"]) for o in record["ops"]))
+            ops = record["ops"]
+            notes.append(
+                "ops: " + _listing([op_name(o["op"]) + _path_suffix(o["request"]) for o in ops[:_LISTED]], len(ops))
+            )
         note = "; ".join(notes) or None
         if error is not None:
             return self._malformed(side, payload, offset, error, now, note=note, secret_spans=spans, **fields)
@@ -406,7 +480,8 @@ class ConversationDecoder:
         try:
             record = schema.to_plain(schema.parse_connect_request(payload, compiled=self.compiled))
         except ProtocolError as e:
-            return self._malformed(side, payload, offset, f"ConnectRequest: {e}", now)
+            spans = secret_spans("connect_request", payload, exact=False)
+            return self._malformed(side, payload, offset, f"ConnectRequest: {e}", now, secret_spans=spans)
         sid = record["session_id"]
         note = "new session" if sid == 0 else f"reattach session 0x{sid & 0xFFFFFFFFFFFFFFFF:x}"
         return self._frame(
@@ -419,7 +494,7 @@ class ConversationDecoder:
             zxid=record["last_zxid_seen"],
             record=record,
             note=note,
-            secret_spans=_passwd_span(record, 28),
+            secret_spans=secret_spans("connect_request", payload, exact=True),
         )
 
     # ------------------------------------------------------------------------------ server side
@@ -434,6 +509,9 @@ class ConversationDecoder:
             return self._malformed(side, payload, offset, f"{len(payload)} bytes: too short for a ReplyHeader", now)
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload)
         fields: dict[str, Any] = {"xid": xid, "zxid": zxid, "err": err, "err_name": error_name(err)}
+        # xid 0 is a ConnectResponse's protocolVersion: a handshake where none was expected, unless the
+        # frame decodes as the reply it would pair with.
+        zero_spans = secret_spans("connect_response", payload, exact=False) if xid == 0 else ()
         notes: list[str] = []
         latency: float | None = None
         path: str | None = None
@@ -449,7 +527,7 @@ class ConversationDecoder:
         else:
             kind = "auth" if xid == AUTH_XID else "reply"
             oldest = self._oldest_in_band()
-            pending = self._pending.pop(xid, None)
+            pending = self._pending.get(xid)
             if pending is None:
                 if xid == AUTH_XID:
                     op = int(OpCode.AUTH)
@@ -457,19 +535,41 @@ class ConversationDecoder:
                     notes.append(f"no pending request with xid {xid}")
                     if err == 0 and len(payload) > 16:
                         notes.append(f"{len(payload) - 16} body bytes not decoded")
+                    note = "; ".join(notes)
                     return self._frame(
-                        side, kind, payload, offset, now, op=None, op_name=None, note="; ".join(notes), **fields
+                        side,
+                        kind,
+                        payload,
+                        offset,
+                        now,
+                        op=None,
+                        op_name=None,
+                        note=note,
+                        secret_spans=zero_spans,
+                        **fields,
                     )
             else:
+                if self._server_gap and pending.op not in _OUT_OF_BAND:
+                    # Replies were skipped: the in-band requests sent before this one were answered there.
+                    self._server_gap = False
+                    self._forget_in_band(before=xid)
+                    oldest = xid
+                del self._pending[xid]
                 op, path = pending.op, pending.path
                 latency = _elapsed(pending.time, now)
                 if op not in _OUT_OF_BAND and oldest is not None and oldest != xid:
                     notes.append(f"out of order: xid {oldest} was sent earlier and is still pending")
         fields.update(op=op, op_name=op_name(op), path=path, latency=latency)
+        if op == OpCode.SASL and err == 0 and kind == "reply":
+            fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=False)
         try:
             parsed = schema.parse_reply(op, payload, compiled=self.compiled)
         except ProtocolError as e:
+            if zero_spans and "secret_spans" not in fields:
+                fields["secret_spans"] = zero_spans
             return self._malformed(side, payload, offset, str(e), now, note="; ".join(notes) or None, **fields)
+        if "secret_spans" in fields:
+            fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=True)
         record = schema.to_plain(parsed["body"])
         if kind == "event":
             fields["path"] = _path_of(record)
@@ -482,7 +582,8 @@ class ConversationDecoder:
         try:
             record = schema.to_plain(schema.parse_connect_response(payload, compiled=self.compiled))
         except ProtocolError as e:
-            return self._malformed(side, payload, offset, f"ConnectResponse: {e}", now)
+            spans = secret_spans("connect_response", payload, exact=False)
+            return self._malformed(side, payload, offset, f"ConnectResponse: {e}", now, secret_spans=spans)
         if record["timeout"] <= 0:
             note = "session expired or rejected"
         else:
@@ -497,8 +598,16 @@ class ConversationDecoder:
             op_name="connect",
             record=record,
             note=note,
-            secret_spans=_passwd_span(record, 20),
+            secret_spans=secret_spans("connect_response", payload, exact=True),
         )
+
+    def _forget_in_band(self, before: int) -> None:
+        """Drop the pending requests (auth and sasl aside) sent before the one with xid ``before``."""
+        for xid in list(self._pending):
+            if xid == before:
+                return
+            if self._pending[xid].op not in _OUT_OF_BAND:
+                del self._pending[xid]
 
     def _oldest_in_band(self) -> int | None:
         # dicts keep insertion order: the first pending request that is not auth/sasl is the oldest.
@@ -524,9 +633,65 @@ def _elapsed(sent: float | None, now: float | None) -> float | None:
     return None if sent is None or now is None else now - sent
 
 
-def _passwd_span(record: dict[str, Any], start: int) -> tuple[tuple[int, int], ...]:
-    pw = record.get("passwd")
-    return ((start, start + len(pw)),) if isinstance(pw, bytes) and pw else ()
+_BYTE_VALUE = re.compile(r"byte 0x[0-9a-fA-F]+")
+
+#: Where the int32 length of the secret buffer is, by the role of the frame that carries it.
+_SECRET_LENGTH_AT = {"connect_request": 24, "connect_response": 16, "sasl_request": 8, "sasl_reply": 16}
+
+
+def _request_role(payload: bytes) -> str | None:
+    """ "auth" or "sasl_request" when the RequestHeader names one of those ops (else None)."""
+    if len(payload) < 8:
+        return None
+    op = _INT.unpack_from(payload, 4)[0]
+    return "auth" if op == OpCode.AUTH else "sasl_request" if op == OpCode.SASL else None
+
+
+def _buffer_span(payload: bytes, at: int, exact: bool) -> tuple[tuple[int, int], ...]:
+    start, end = at + 4, len(payload)
+    if exact and end >= start:
+        n = _INT.unpack_from(payload, at)[0]
+        if -1 <= n <= end - start:
+            end = start + max(n, 0)
+    return ((start, end),) if end > start else ()
+
+
+def secret_spans(
+    role: str | None, payload: bytes, *, exact: bool, full_length: int | None = None
+) -> tuple[tuple[int, int], ...]:
+    """The (start, end) ranges of ``payload`` that hold a secret, found by the frame's layout alone.
+
+    ``role`` is "connect_request", "connect_response" (the session password), "auth" (the credential of
+    an AuthPacket), "sasl_request" or "sasl_reply" (the token); None has no secret.  ``payload`` may be
+    only the beginning of the frame (``full_length`` is then the length its prefix announced).  With
+    ``exact`` (the frame decoded) the span is the secret's bytes; otherwise it runs from where the secret
+    starts to the end of ``payload``, since a length field in a frame that does not decode cannot be
+    trusted.  An auth packet whose lengths do not agree with its size is masked from its scheme on.
+    """
+    if role is None:
+        return ()
+    at = _SECRET_LENGTH_AT.get(role)
+    if at is not None:
+        return _buffer_span(payload, at, exact)
+    # AuthPacket after the RequestHeader: type int32 (8..12), scheme ustring (length at 12), auth buffer.
+    # The scheme is shown only when both lengths are there and agree with the frame's size (it may have
+    # bytes after the credential); otherwise a length may be wrong, or the bytes stop before they can be
+    # checked, and the credential may be anywhere after the scheme's length field.
+    total = len(payload) if full_length is None else full_length
+    if len(payload) >= 16:
+        n = _INT.unpack_from(payload, 12)[0]
+        scheme_end = 16 + max(n, 0)
+        if exact:
+            return _buffer_span(payload, scheme_end, exact)
+        if n >= -1 and scheme_end + 4 <= len(payload):
+            m = _INT.unpack_from(payload, scheme_end)[0]
+            if -1 <= m <= total - scheme_end - 4:
+                return _buffer_span(payload, scheme_end, exact)
+    return ((16, len(payload)),) if len(payload) > 16 else ()
+
+
+def _shifted(spans: tuple[tuple[int, int], ...], by: int) -> tuple[tuple[int, int], ...]:
+    return tuple((start + by, end + by) for start, end in spans)
 
 
 def _path_suffix(request: Any) -> str:
@@ -543,18 +708,26 @@ def _enum_name(enum: Any, value: int) -> str:
     return "".join(p.capitalize() for p in name.split("_"))
 
 
+#: Sub-operations of a multi named in a frame's note; the others are counted.
+_LISTED = 20
+
+
+def _listing(parts: list[str], total: int) -> str:
+    more = total - len(parts)
+    return ", ".join(parts) + (f", ... {more} more" if more > 0 else "")
+
+
 def _multi_summary(results: list[dict[str, Any]]) -> str:
-    parts = []
+    parts: list[str] = []
     failed = 0
     for r in results:
-        if r["op"] == OpCode.ERROR:
-            if r["err"] != 0:
-                failed += 1
-            parts.append(f"error {error_name(r['err'])}")
-        else:
-            parts.append(op_name(r["op"]) + _path_suffix(r["body"]))
+        is_error = r["op"] == OpCode.ERROR
+        if is_error and r["err"] != 0:
+            failed += 1
+        if len(parts) < _LISTED:
+            parts.append(f"error {error_name(r['err'])}" if is_error else op_name(r["op"]) + _path_suffix(r["body"]))
     head = f"{failed} of {len(results)} ops failed" if failed else f"{len(results)} ops ok"
-    return f"{head}: " + ", ".join(parts) if parts else head
+    return f"{head}: " + _listing(parts, len(results)) if parts else head
 
 
 # ------------------------------------------------------------------------------------------- helpers
@@ -618,21 +791,24 @@ def _hidden(n: int) -> str:
     return f"<{n} bytes hidden>"
 
 
+_SECRET_KEYS = ("passwd", "auth", "token")
+
+
 def _shown_record(frame: DecodedFrame, reveal_secrets: bool) -> Any:
     record = frame.record
-    if reveal_secrets or not frame.secret_spans or not isinstance(record, dict):
+    if reveal_secrets or not isinstance(record, dict) or not any(k in record for k in _SECRET_KEYS):
         return record
     shown = dict(record)
-    for key in ("passwd", "auth"):
+    for key in _SECRET_KEYS:
         value = shown.get(key)
         if isinstance(value, bytes):
             shown[key] = _hidden(len(value))
     return shown
 
 
-def _masked(frame: DecodedFrame, reveal_secrets: bool) -> list[int | None]:
-    """Payload bytes, None where a secret is."""
-    out: list[int | None] = list(frame.payload)
+def _masked(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None) -> list[int | None]:
+    """Payload bytes (the first ``limit`` of them), None where a secret is."""
+    out: list[int | None] = list(frame.payload if limit is None else frame.payload[:limit])
     if not reveal_secrets:
         for start, end in frame.secret_spans:
             for i in range(max(start, 0), min(end, len(out))):
@@ -640,22 +816,94 @@ def _masked(frame: DecodedFrame, reveal_secrets: bool) -> list[int | None]:
     return out
 
 
-def _hexdump(frame: DecodedFrame, reveal_secrets: bool, indent: str = "    ") -> list[str]:
-    data = _masked(frame, reveal_secrets)
+def _hexdump(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None, indent: str = "    ") -> list[str]:
+    data = _masked(frame, reveal_secrets, limit)
     lines = []
     for base in range(0, len(data), 16):
         chunk = data[base : base + 16]
         hexes = " ".join("**" if b is None else f"{b:02x}" for b in chunk)
         text = "".join("*" if b is None else (chr(b) if 32 <= b < 127 else ".") for b in chunk)
         lines.append(f"{indent}{base:04x}  {hexes:<47}  |{text}|")
+    if len(data) < len(frame.payload):
+        lines.append(f"{indent}... {len(frame.payload) - len(data)} more bytes")
     return lines
 
 
-def format_frame(frame: DecodedFrame, verbose: bool = False, *, reveal_secrets: bool = False) -> str:
+class _Cut:
+    """The beginning of a long str or bytes value, shown with how much was left out."""
+
+    __slots__ = ("head", "more")
+
+    def __init__(self, head: str | bytes, more: int) -> None:
+        self.head = head
+        self.more = more
+
+    def __repr__(self) -> str:
+        unit = "bytes" if isinstance(self.head, bytes) else "characters"
+        return f"{self.head!r}...(+{self.more} {unit})"
+
+    def json(self) -> str:
+        head = self.head.hex() if isinstance(self.head, bytes) else self.head
+        unit = "bytes" if isinstance(self.head, bytes) else "characters"
+        return f"{head}...(+{self.more} {unit})"
+
+
+def _abridged(value: Any, budget: int) -> Any:
+    """``value`` (plain dicts, lists, str, bytes, numbers) shortened so that its repr stays near ``budget``
+    characters: long strings cut, lists and dicts ended with a count of what was left out."""
+    left = [budget]
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, dict):
+            out: dict[Any, Any] = {}
+            for k, x in v.items():
+                if left[0] <= 0:
+                    out["..."] = f"{len(v) - len(out)} more"
+                    break
+                left[0] -= len(str(k)) + 4
+                out[k] = walk(x)
+            return out
+        if isinstance(v, list | tuple):
+            items: list[Any] = []
+            for i, x in enumerate(v):
+                if left[0] <= 0:
+                    items.append(f"... {len(v) - i} more")
+                    break
+                items.append(walk(x))
+            return items
+        if isinstance(v, str | bytes):
+            room = max(left[0], 16) // (4 if isinstance(v, bytes) else 1)
+            shown: Any = v if len(v) <= room else _Cut(v[:room], len(v) - room)
+            left[0] -= len(repr(shown))
+            return shown
+        left[0] -= 8
+        return v
+
+    return walk(value)
+
+
+def capped(line: str, limit: int | None) -> str:
+    """``line`` cut to about ``limit`` characters, saying how many were left out."""
+    if not limit or len(line) <= limit:
+        return line
+    keep = max(limit - 32, 0)
+    return line[:keep] + f" ...(+{len(line) - keep} characters)" if keep else line[:limit]
+
+
+def _hex_limit(max_line: int | None) -> int | None:
+    return None if not max_line else max(256, max_line // 8)
+
+
+def format_frame(
+    frame: DecodedFrame, verbose: bool = False, *, reveal_secrets: bool = False, max_line: int | None = None
+) -> str:
     """One line: time, direction, kind, xid, op, path, error, zxid, size, latency, notes.
 
     ``verbose`` adds the decoded record and a hex dump of the payload (passwords and auth
-    credentials masked unless ``reveal_secrets``).
+    credentials masked unless ``reveal_secrets``).  Control characters from the wire (in paths, notes,
+    four-letter-word answers) are shown escaped (:func:`zkwire.terminal.escape_controls`).  With
+    ``max_line`` no line is longer than that: long values are cut (saying how much was left out) and the
+    hex dump stops after ``max_line // 8`` bytes (256 at least).
     """
     parts = ["-" if frame.time is None else f"{frame.time:.6f}", "->" if frame.direction == CLIENT else "<-"]
     parts.append(f"{frame.kind:<16}")
@@ -664,34 +912,40 @@ def format_frame(frame: DecodedFrame, verbose: bool = False, *, reveal_secrets: 
     if frame.op_name is not None:
         parts.append(frame.op_name)
     if frame.path is not None:
-        parts.append(repr(frame.path) if frame.path == "" or any(c.isspace() for c in frame.path) else frame.path)
+        path = capped(frame.path, max_line and max_line // 2)
+        parts.append(repr(path) if path == "" or any(c.isspace() for c in path) else path)
     if frame.err is not None and (frame.err != 0 or frame.kind not in ("event", "ping")):
         parts.append(frame.err_name or str(frame.err))
     if frame.zxid is not None:
         parts.append(f"zxid=0x{frame.zxid & 0xFFFFFFFFFFFFFFFF:x}" if frame.zxid >= 0 else f"zxid={frame.zxid}")
-    parts.append(f"len={frame.size}+4" if frame.kind != "four_letter" else f"len={frame.size}")
+    parts.append(f"len={frame.size}+4" if frame.kind not in ("four_letter", "skipped") else f"len={frame.size}")
     if frame.latency is not None:
         parts.append(f"{frame.latency * 1000:.3f}ms")
     if frame.kind == "four_letter" and isinstance(frame.record, dict) and "text" in frame.record:
         text = frame.record["text"].strip().splitlines()
-        parts.append(repr(text[0] + (" ..." if len(text) > 1 else "")) if text else "''")
+        parts.append(repr(capped(text[0], max_line) + (" ..." if len(text) > 1 else "")) if text else "''")
     if frame.note:
         parts.append(f"[{frame.note}]")
     if frame.error:
         parts.append(f"ERROR: {frame.error}")
-    line = " ".join(parts)
+    line = capped(escape_controls(" ".join(parts)), max_line)
     if not verbose:
         return line
     lines = [line]
     if frame.record is not None:
-        lines.append(f"    record: {_shown_record(frame, reveal_secrets)!r}")
-    lines.extend(_hexdump(frame, reveal_secrets))
+        record = _shown_record(frame, reveal_secrets)
+        if max_line:
+            record = _abridged(record, max_line)
+        lines.append(capped(escape_controls(f"    record: {record!r}"), max_line))
+    lines.extend(_hexdump(frame, reveal_secrets, _hex_limit(max_line)))
     return "\n".join(lines)
 
 
 def _jsonable(value: Any) -> Any:
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex()
+    if isinstance(value, _Cut):
+        return value.json()
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -699,10 +953,18 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False) -> dict[str, Any]:
-    """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``."""
-    payload_hex = "".join("**" if b is None else f"{b:02x}" for b in _masked(frame, reveal_secrets))
-    return {
+def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line: int | None = None) -> dict[str, Any]:
+    """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``.
+
+    With ``max_line``, the values are shortened so that the object's JSON stays near that many
+    characters: the payload stops after ``max_line // 8`` bytes (``payload_truncated`` is then true),
+    long strings and lists are cut (saying how much was left out).
+    """
+    limit = _hex_limit(max_line)
+    payload_hex = "".join("**" if b is None else f"{b:02x}" for b in _masked(frame, reveal_secrets, limit))
+    record = _shown_record(frame, reveal_secrets)
+    text_limit = max_line and max(64, max_line // 8)
+    obj = {
         "direction": frame.direction,
         "kind": frame.kind,
         "index": frame.index,
@@ -711,14 +973,17 @@ def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False) -> dict[
         "xid": frame.xid,
         "op": frame.op,
         "op_name": frame.op_name,
-        "path": frame.path,
+        "path": frame.path if frame.path is None else capped(frame.path, text_limit),
         "err": frame.err,
         "err_name": frame.err_name,
         "zxid": frame.zxid,
         "size": frame.size,
         "latency": frame.latency,
-        "record": _jsonable(_shown_record(frame, reveal_secrets)),
-        "error": frame.error,
-        "note": frame.note,
+        "record": _jsonable(_abridged(record, max_line // 4) if max_line else record),
+        "error": frame.error if frame.error is None else capped(frame.error, text_limit),
+        "note": frame.note if frame.note is None else capped(frame.note, text_limit),
         "payload": payload_hex,
     }
+    if limit is not None and len(frame.payload) > limit:
+        obj["payload_truncated"] = True
+    return obj
