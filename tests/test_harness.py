@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from zkwire import embedded
+from zkwire.testing import embedded
 from zkwire.embedded import (
     EmbeddedEnsemble,
     EmbeddedZooKeeper,
@@ -181,7 +181,7 @@ def test_restart_keeps_port_and_data() -> None:
             kz.close()
         assert zk.log_path is not None
         # one log file for both runs
-        assert zk.log_path.read_text(errors="replace").count("==== zkwire.embedded:") == 2
+        assert zk.log_path.read_text(errors="replace").count("==== zkwire.testing:") == 2
 
 
 def test_shared_server_is_running_again_after_a_test_stopped_it(embedded_zk: EmbeddedZooKeeper) -> None:
