@@ -654,4 +654,3 @@ class DockerEnsemble(ZooKeeperEnsemble):
                 self._network.remove()
             _forget(ident)
             self._network = None
-

@@ -699,7 +699,7 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         return server.log_tail(lines)
 
     def _member_is_ours(self, index: int) -> bool:
-        return _serves_our_data(self._member_address(index), self.member_data_dir(index))
+        return _serves_our_data(self._admin_address(index), self.member_data_dir(index))
 
     def member_data_dir(self, index: int) -> Path:
         if self._workdir is None:
