@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from zkwire.testing import embedded
 from zkwire.embedded import (
     EmbeddedEnsemble,
     EmbeddedZooKeeper,
@@ -22,6 +21,7 @@ from zkwire.embedded import (
     four_letter_word,
     free_port,
 )
+from zkwire.testing import embedded
 
 TICK_TIME_MS = 200  # as in conftest.py
 TEST_ROOT = "/zkwire-tests"

@@ -26,12 +26,16 @@ from .base import (
     free_port,
 )
 from .embedded import EmbeddedEnsemble, EmbeddedZooKeeper
+from .handles import EnsembleHandle, NetnsEnsembleHandle, ServerHandle
 
 __all__ = [
     "EmbeddedEnsemble",
     "EmbeddedZooKeeper",
     "EmbeddedZooKeeperError",
+    "EnsembleHandle",
     "ExternalZooKeeper",
+    "NetnsEnsembleHandle",
+    "ServerHandle",
     "ServerOptions",
     "ZooKeeperEnsemble",
     "ZooKeeperNotInstalledError",

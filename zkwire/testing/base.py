@@ -39,6 +39,7 @@ __all__ = [
     "ZooKeeperServer",
     "ZooKeeperStartError",
     "client_address_seen_by",
+    "delete_tree",
     "ensure_path",
     "four_letter_word",
     "free_port",
@@ -350,6 +351,75 @@ def ensure_path(hosts: str, path: str, timeout: float = 10.0) -> None:
         finally:
             with contextlib.suppress(OSError, struct.error):
                 _call(sock, struct.pack(">ii", 1_000_000, -11))  # closeSession
+
+
+class _RawSession:
+    """A session opened by hand over a plain socket, for the few requests fixtures need."""
+
+    def __init__(self, hosts: str, timeout: float) -> None:
+        server, _, chroot = hosts.split(",")[0].partition("/")
+        self.server = server
+        self.chroot = "/" + chroot.strip("/") if chroot.strip("/") else ""
+        self.sock = socket.create_connection(split_address(server), timeout=timeout)
+        self.xid = 0
+        if len(_call(self.sock, _connect_request(False))) < 36:
+            self.sock.close()
+            raise ConnectionError(f"{server} refused a session")
+
+    def path(self, path: str) -> str:
+        return (self.chroot + "/" + path.strip("/")).rstrip("/") or "/"
+
+    def request(self, op: int, body: bytes) -> tuple[int, bytes]:
+        self.xid += 1
+        reply = _call(self.sock, struct.pack(">ii", self.xid, op) + body)
+        _xid, _zxid, err = struct.unpack_from(">iqi", reply)
+        return err, reply[16:]
+
+    def children(self, path: str) -> list[str]:
+        err, body = self.request(8, _ustring(self.path(path)) + b"\0")  # getChildren, no watch
+        if err == -101:  # NONODE
+            return []
+        if err != 0:
+            raise EmbeddedZooKeeperError(f"getChildren {path} on {self.server}: ZooKeeper error {err}")
+        (count,) = struct.unpack_from(">i", body)
+        names, offset = [], 4
+        for _ in range(max(count, 0)):
+            name, offset = _read_ustring(body, offset)
+            names.append(name or "")
+        return names
+
+    def delete(self, path: str) -> int:
+        err, _ = self.request(2, _ustring(self.path(path)) + struct.pack(">i", -1))  # delete, any version
+        return err
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, struct.error):
+            self.request(-11, b"")  # closeSession
+        self.sock.close()
+
+
+def delete_tree(hosts: str, path: str, timeout: float = 10.0) -> None:
+    """Delete ``path`` and everything under it (a chroot in ``hosts`` is honoured), over a session
+    opened by hand. Nodes that vanish meanwhile are fine; ephemeral nodes of live sessions are deleted
+    like any other."""
+    session = _RawSession(hosts, timeout)
+    try:
+
+        def remove(node: str, attempts: int = 5) -> None:
+            for _ in range(attempts):
+                for child in session.children(node):
+                    remove(f"{node.rstrip('/')}/{child}")
+                err = session.delete(node)
+                if err in (0, -101):  # ok, NONODE
+                    return
+                if err != -111:  # NOTEMPTY: a child appeared meanwhile, go again
+                    raise EmbeddedZooKeeperError(f"cannot delete {node} on {session.server}: ZooKeeper error {err}")
+            raise EmbeddedZooKeeperError(f"{node} on {session.server} keeps getting new children")
+
+        if path.strip("/"):
+            remove("/" + path.strip("/"))
+    finally:
+        session.close()
 
 
 def tail_file(path: Path, lines: int) -> str:

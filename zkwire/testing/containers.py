@@ -353,6 +353,16 @@ class _Node:
             return None
         return int(container.attrs.get("State", {}).get("ExitCode", -1))
 
+    def gateway(self) -> str:
+        container = self.container
+        container.reload()
+        networks = container.attrs.get("NetworkSettings", {}).get("Networks", {})
+        name = self.network.name if self.network is not None else next(iter(networks), "")
+        gateway = networks.get(name, {}).get("Gateway", "")
+        if not gateway:
+            raise EmbeddedZooKeeperError(f"no gateway for {container.name} on network {name!r}")
+        return str(gateway)
+
     def start(self) -> None:
         self.container.start()
         self.stopped_by_us = False
@@ -440,6 +450,13 @@ class DockerZooKeeper(ZooKeeperServer):
     @property
     def running(self) -> bool:
         return self._node is not None and self._node.alive()
+
+    @property
+    def client_address(self) -> str:
+        """The gateway of the container's network: Docker forwards published ports from there."""
+        if self._node is None or self._node.tc is None:
+            raise EmbeddedZooKeeperError("the server is not started")
+        return self._node.gateway()
 
     @property
     def container(self) -> Container | None:
@@ -592,6 +609,12 @@ class DockerEnsemble(ZooKeeperEnsemble):
         if not self._nodes:
             return last_lines(self._last_logs.get(index, ""), lines)
         return self._nodes[index].log_tail(lines)
+
+    @property
+    def client_address(self) -> str:
+        """The gateway of the ensemble's network: Docker forwards published ports from there."""
+        self._check_index(0)
+        return self._nodes[0].gateway()
 
     def container(self, index: int) -> Container:
         self._check_index(index)

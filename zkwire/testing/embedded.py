@@ -447,6 +447,11 @@ class EmbeddedZooKeeper(ZooKeeperServer):
         return f"{self.host}:{self.port}"
 
     @property
+    def client_address(self) -> str:
+        """The server listens on ``host`` and clients of this machine connect from there."""
+        return self.host
+
+    @property
     def secure_port(self) -> int | None:
         return self._secure_port
 
@@ -672,6 +677,10 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
     @property
     def tick_time_ms(self) -> int:
         return self.options.tick_time_ms
+
+    @property
+    def client_address(self) -> str:
+        return self.host
 
     # -- primitives
 

@@ -208,6 +208,11 @@ class NetnsEnsemble(EmbeddedEnsemble):
     def client_facing_address(self, index: int) -> str:
         return self._address(50 + index)
 
+    def peer_hosts(self, index: int) -> str:
+        """Member ``index`` at its peer address: a way in that :meth:`cut_clients` leaves open (for an
+        observer that must keep seeing a side the test's clients are cut from)."""
+        return f"{self.peer_address(index)}:{CLIENT_PORT}"
+
     def namespace(self, index: int) -> str:
         """The name of member ``index``'s namespace (``ip netns``)."""
         return f"{self.prefix}-m{index}"
