@@ -160,8 +160,12 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     if state.netns is not None:
         state.netns.heal()
     for handle in (state.ensemble, state.netns):
-        if handle is not None and len(handle.running_members()) < handle.size:
+        if handle is None:
+            continue
+        if len(handle.running_members()) < handle.size:
             handle.ensemble.start()
+        else:  # members that were cut off may still be rejoining
+            handle.ensemble.wait_until_serving()
 
 
 # --------------------------------------------------------------------------------------------------------
