@@ -16,7 +16,7 @@ COUNTER = "/jobs/counter"
 
 async def register(client: zkwire.Client, name: str, address: str = "") -> str:
     """Announce worker ``name``; returns its node. The node lives as long as ``client``'s session."""
-    await client.ensure_path(WORKERS)
+    await _ensure(client, WORKERS)
     return await client.create(f"{WORKERS}/{name}", address.encode(), ephemeral=True)
 
 
@@ -38,10 +38,7 @@ async def workers(client: zkwire.Client) -> dict[str, str]:
 
 async def next_job_number(client: zkwire.Client) -> int:
     """Draw the next job number (1, 2, 3...), unique across every worker."""
-    try:
-        await client.create(COUNTER, b"0", make_parents=True)
-    except zkwire.NodeExistsError:
-        pass
+    await _ensure(client, COUNTER, b"0")
     while True:
         data, stat = await client.get_data(COUNTER)
         number = int(data) + 1
@@ -50,3 +47,14 @@ async def next_job_number(client: zkwire.Client) -> int:
         except zkwire.BadVersionError:
             continue  # another worker drew one meanwhile: try again
         return number
+
+
+async def _ensure(client: zkwire.Client, path: str, data: bytes = b"") -> None:
+    """Create ``path`` (and its parents) unless it exists."""
+    parts = path.strip("/").split("/")
+    for depth in range(1, len(parts) + 1):
+        node = "/" + "/".join(parts[:depth])
+        try:
+            await client.create(node, data if depth == len(parts) else b"")
+        except zkwire.NodeExistsError:
+            pass
