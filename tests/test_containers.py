@@ -110,7 +110,11 @@ def test_ensemble_members_find_each_other_by_name(zk_ensemble: EnsembleHandle) -
         assert "server.1=zk1" in conf.replace("/", "") or "zk1:2888:3888" in conf
         container = ensemble.container(i)
         container.reload()
-        aliases = container.attrs["NetworkSettings"]["Networks"][ensemble.network_name]["Aliases"]
-        assert f"zk{i + 1}" in aliases
+        settings = container.attrs["NetworkSettings"]["Networks"][ensemble.network_name]
+        assert f"zk{i + 1}" in settings["Aliases"]
+        # fixed addresses, also in /etc/hosts: a member restarting while a peer is down resolves it at once
+        peer = f"zk{(i + 1) % ensemble.size + 1}"
+        resolved = container.exec_run(["getent", "hosts", peer]).output.decode().split()
+        assert resolved and resolved[0].startswith(settings["IPAddress"].rsplit(".", 1)[0] + ".")
     assert four_letter_word(ensemble.member_hosts(0), "ruok") == "imok"
     assert zk_ensemble.client_address.count(".") == 3

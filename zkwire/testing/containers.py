@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ipaddress
 import os
+import random
 import socket
 import subprocess
 import threading
@@ -261,6 +263,30 @@ def _remove_ours_at_exit() -> None:
 # one container
 
 
+def _pick_subnet() -> ipaddress.IPv4Network:
+    """A /24 in 10.220.0.0/14 that neither the engine's networks nor this machine's routes overlap."""
+    used: list[ipaddress.IPv4Network] = []
+    client = _docker_client()
+    try:
+        for network in client.networks.list():
+            for config in (network.attrs.get("IPAM") or {}).get("Config") or []:
+                with contextlib.suppress(ValueError, KeyError, TypeError):
+                    used.append(ipaddress.IPv4Network(config["Subnet"], strict=False))
+    finally:
+        client.close()
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        routes = subprocess.run(["ip", "-4", "route"], capture_output=True, text=True, timeout=10, check=False)
+        for line in routes.stdout.splitlines():
+            with contextlib.suppress(ValueError):
+                used.append(ipaddress.IPv4Network(line.split(" ", 1)[0], strict=False))
+    rng = random.Random()
+    for _ in range(200):
+        candidate = ipaddress.IPv4Network(f"10.{rng.randrange(220, 224)}.{rng.randrange(256)}.0/24")
+        if not any(candidate.overlaps(net) for net in used if net.prefixlen > 0):
+            return candidate
+    raise ZooKeeperStartError("no free /24 in 10.220.0.0/14 for the ensemble's network")
+
+
 def _is_port_conflict(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "port is already allocated" in text or "address already in use" in text
@@ -278,6 +304,8 @@ class _Node:
         name: str | None = None,
         network: Network | None = None,
         aliases: Sequence[str] = (),
+        ipv4_address: str | None = None,
+        extra_hosts: dict[str, str] | None = None,
     ) -> None:
         self.image = image
         self.env = env
@@ -286,6 +314,8 @@ class _Node:
         self.name = name
         self.network = network
         self.aliases = list(aliases)
+        self.ipv4_address = ipv4_address
+        self.extra_hosts = extra_hosts or {}
         self.tc: DockerContainer | None = None
         self.stopped_by_us = False
         self.last_log = ""
@@ -314,10 +344,22 @@ class _Node:
         tc.with_bind_ports(2181, self.port)
         if self.name:
             tc.with_name(self.name)
-        if self.network is not None:
+        kwargs: dict[str, Any] = {"labels": _labels()}
+        if self.network is not None and self.ipv4_address is not None:
+            # A fixed address: a member that is stopped and started again comes back where its peers
+            # knew it (ZooKeeper keeps the address it resolved, and Docker would hand out another one).
+            from docker import version
+            from docker.types import EndpointConfig
+
+            kwargs["network"] = self.network.name
+            endpoint = EndpointConfig(version.__version__, aliases=self.aliases, ipv4_address=self.ipv4_address)
+            kwargs["networking_config"] = {self.network.name: endpoint}
+            if self.extra_hosts:
+                kwargs["extra_hosts"] = dict(self.extra_hosts)
+        elif self.network is not None:
             tc.with_network(self.network)
             tc.with_network_aliases(*self.aliases)
-        tc.with_kwargs(labels=_labels())
+        tc.with_kwargs(**kwargs)
         self.tc = tc
         try:
             tc.start()
@@ -549,7 +591,12 @@ class DockerZooKeeper(ZooKeeperServer):
 class DockerEnsemble(ZooKeeperEnsemble):
     """``size`` containers on a user network of their own; member i is reached by the others as
     ``zk<i+1>`` (``ZOO_SERVERS``), and by this process on 127.0.0.1 at a published port
-    (``client_ports`` pins them)."""
+    (``client_ports`` pins them).
+
+    The network gets a /24 of its own and each member a fixed address in it, also written into every
+    member's ``/etc/hosts``: ZooKeeper keeps the address it resolved for a peer, so a member stopped
+    and started again must come back at the same address, and a member that starts while a peer is
+    stopped must not wait for a DNS answer about it."""
 
     backend = "docker"
 
@@ -645,15 +692,25 @@ class DockerEnsemble(ZooKeeperEnsemble):
 
         image = self.image
         self.name = f"zkwire-{uuid.uuid4().hex[:8]}"
-        network = Network(docker_network_kw={"labels": _labels()})
-        network.name = self.name
-        network.create()
-        self._network = network
-        _remember("network", network.id or "")
+        network, subnet = self._create_network(Network)
+        # Each member finds the others by name. The names are also in every member's /etc/hosts: Docker's
+        # DNS only knows running containers and asks the machine's resolvers about the others, and a
+        # member starting while a peer is stopped would wait for that answer (seconds, with no resolver).
+        addresses = {f"zk{i + 1}": str(subnet.network_address + 10 + i) for i in range(self.size)}
         try:
             ports = self.client_ports or free_ports(self.size, self.host)
             self._nodes = [
-                _Node(image, self._env(i), self.host, ports[i], f"{self.name}-zk{i + 1}", network, [f"zk{i + 1}"])
+                _Node(
+                    image,
+                    self._env(i),
+                    self.host,
+                    ports[i],
+                    f"{self.name}-zk{i + 1}",
+                    network,
+                    [f"zk{i + 1}"],
+                    addresses[f"zk{i + 1}"],
+                    addresses,
+                )
                 for i in range(self.size)
             ]
             for node in self._nodes:
@@ -665,6 +722,26 @@ class DockerEnsemble(ZooKeeperEnsemble):
         except BaseException:
             self.stop()
             raise
+
+    def _create_network(self, network_class: type[Network]) -> tuple[Network, ipaddress.IPv4Network]:
+        """The ensemble's user network, on a /24 of its own (members get fixed addresses in it)."""
+        from docker.types import IPAMConfig, IPAMPool
+
+        last_error: Exception | None = None
+        for _ in range(5):
+            subnet = _pick_subnet()
+            ipam = IPAMConfig(pool_configs=[IPAMPool(subnet=str(subnet), gateway=str(subnet.network_address + 1))])
+            network = network_class(docker_network_kw={"labels": _labels(), "ipam": ipam})
+            network.name = self.name
+            try:
+                network.create()
+            except Exception as exc:  # e.g. another engine user took the subnet meanwhile
+                last_error = exc
+                continue
+            self._network = network
+            _remember("network", network.id or "")
+            return network, subnet
+        raise ZooKeeperStartError(f"cannot create the ensemble's network: {last_error}")
 
     def stop(self, *, grace: float = 5.0) -> None:
         for node in self._nodes:
