@@ -97,8 +97,15 @@ fi
 
 say "building $tag from $base_tag"
 # The classic builder: a COPY layer needs no BuildKit (and Debian's engine may come without buildx).
-DOCKER_BUILDKIT=0 docker build --quiet --build-arg "BASE=$base_tag" --label "org.zkwire.recipe=$recipe" \
-    -t "$tag" "$here" >/dev/null
+build_log=$(mktemp "${TMPDIR:-/tmp}/zkwire-image-build.XXXXXX")
+if ! DOCKER_BUILDKIT=0 docker build --quiet --build-arg "BASE=$base_tag" --label "org.zkwire.recipe=$recipe" \
+    -t "$tag" "$here" >"$build_log" 2>&1; then
+    cat "$build_log" >&2
+    rm -f "$build_log"
+    echo "build-image: docker build failed" >&2
+    exit 1
+fi
+rm -f "$build_log"
 tag_extra
 
 # Base images of other recipes are no longer needed.
