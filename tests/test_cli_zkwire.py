@@ -18,7 +18,7 @@ import zkwire
 from zkwire.acl import digest_id
 from zkwire.cli_commands import format_limits, parse_quota
 from zkwire.cli_format import format_data, format_stat, format_zxid
-from zkwire.embedded import EmbeddedZooKeeper
+from zkwire.testing.handles import ServerHandle
 
 STAT_FIELDS = [
     "cZxid",
@@ -402,10 +402,11 @@ async def test_recursive_set_acl_and_deleteall(zk_hosts: str, zk_path: str) -> N
     assert r.code == 2
 
 
-async def test_sync_whoami_ephemerals(zk_hosts: str, zk_path: str) -> None:
+async def test_sync_whoami_ephemerals(zk_server: ServerHandle, zk_hosts: str, zk_path: str) -> None:
     sync, whoami, ephemerals = await zkw_all(zk_hosts, [["sync", "/"], ["whoami"], ["getEphemerals"]])
     assert (sync.code, sync.out) == (0, "Sync is OK\n")
-    assert whoami.code == 0 and whoami.out.splitlines()[0] == "Auth scheme: User" and "ip: 127.0.0.1" in whoami.out
+    ip = zk_server.client_address  # 127.0.0.1, or the container network's gateway
+    assert whoami.code == 0 and whoami.out.splitlines()[0] == "Auth scheme: User" and f"ip: {ip}\n" in whoami.out
     assert (ephemerals.code, ephemerals.out) == (0, "[]\n")
     r = await zkw(zk_hosts, "whoami", options=("--auth", "digest:bob:pw"))
     assert r.code == 0 and "digest: bob" in r.out
@@ -843,9 +844,9 @@ async def test_shell_on_a_terminal_has_a_prompt_and_history(zk_hosts: str, tmp_p
 
 
 async def test_connection_loss_one_shot_gives_up_and_the_shell_reports_it(
-    embedded_zk: EmbeddedZooKeeper, zk_path: str
+    zk_server: ServerHandle, zk_path: str
 ) -> None:
-    hosts = embedded_zk.hosts
+    hosts = zk_server.hosts
     async with zkwire.open_client(hosts) as zk:
         await ensure_path(zk, zk_path)
         await zk.set_data(zk_path, b"here")
@@ -855,12 +856,12 @@ async def test_connection_loss_one_shot_gives_up_and_the_shell_reports_it(
         await one_shot.expect("here\n")
         await shell.send(f"get {zk_path}")
         await shell.expect("here\n")
-        await trio.to_thread.run_sync(lambda: embedded_zk.stop(keep_data=True))
+        await zk_server.stop()
         code, rest = await one_shot.finish()
         assert code == 3
         assert rest.startswith("Connection lost: ") and rest.count("\n") == 1, rest
         await shell.expect("WATCHER::\n\nWatchedEvent state:Disconnected type:None path:null\n")
-        await trio.to_thread.run_sync(embedded_zk.start)
+        await zk_server.start()
         await shell.expect("WATCHER::\n\nWatchedEvent state:SyncConnected type:None path:null\n", limit=20)
         await shell.send(f"get {zk_path}")  # the same session carries on
         await shell.expect("here\n")

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from zkwire import embedded
 from zkwire.embedded import (
     EmbeddedEnsemble,
     EmbeddedZooKeeper,
@@ -22,6 +21,7 @@ from zkwire.embedded import (
     four_letter_word,
     free_port,
 )
+from zkwire.testing import embedded
 
 TICK_TIME_MS = 200  # as in conftest.py
 TEST_ROOT = "/zkwire-tests"
@@ -181,7 +181,7 @@ def test_restart_keeps_port_and_data() -> None:
             kz.close()
         assert zk.log_path is not None
         # one log file for both runs
-        assert zk.log_path.read_text(errors="replace").count("==== zkwire.embedded:") == 2
+        assert zk.log_path.read_text(errors="replace").count("==== zkwire.testing:") == 2
 
 
 def test_shared_server_is_running_again_after_a_test_stopped_it(embedded_zk: EmbeddedZooKeeper) -> None:

@@ -57,6 +57,7 @@ from zkwire.records import (
     WatcherEvent,
     WhoAmIResponse,
 )
+from zkwire.testing.handles import ServerHandle
 
 T = TypeVar("T")
 LIMIT = 15
@@ -207,18 +208,20 @@ async def test_ping_reply_xid_is_always_minus_2(zk_hosts: str, zk_path: str) -> 
     await in_thread(body)
 
 
-async def test_who_am_i_is_implemented(zk_hosts: str) -> None:
+async def test_who_am_i_is_implemented(zk_server: ServerHandle, zk_hosts: str) -> None:
+    ip = zk_server.client_address  # 127.0.0.1, or the container network's gateway
+
     def body() -> None:
         with Session(zk_hosts) as s:
             f = s.call(OpCode.WHO_AM_I)
             assert f.header.err == 0
             # one ClientInfo: ("ip", "127.0.0.1")
-            assert f.body == bytes.fromhex("00000001 00000002 6970 00000009") + b"127.0.0.1"
-            assert f.decode(OpCode.WHO_AM_I) == WhoAmIResponse((ClientInfo("ip", "127.0.0.1"),))
+            assert f.body == bytes.fromhex("00000001 00000002 6970") + len(ip).to_bytes(4, "big") + ip.encode()
+            assert f.decode(OpCode.WHO_AM_I) == WhoAmIResponse((ClientInfo("ip", ip),))
             assert s.conn.call(-4, OpCode.AUTH, AuthPacket(0, "digest", b"eve:pw")).header.err == 0
             info = s.ok(OpCode.WHO_AM_I)
             assert isinstance(info, WhoAmIResponse)
-            assert sorted(info.client_info or ()) == [("digest", "eve"), ("ip", "127.0.0.1")]
+            assert sorted(info.client_info or ()) == [("digest", "eve"), ("ip", ip)]
 
     await in_thread(body)
 

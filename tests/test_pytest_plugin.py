@@ -1,0 +1,149 @@
+"""zkwire's pytest plugin as a user's suite sees it: inert unless asked for, then the fixtures.
+
+Each test runs pytest in a subprocess on a small suite of its own (pytester), with zkwire installed as
+it is here: its ``pytest11`` entry point is active.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from zkwire.testing.base import free_ports
+from zkwire.testing.handles import ServerHandle
+
+
+@pytest.fixture(autouse=True)
+def _no_outer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The outer suite's settings (e.g. the docker pass of .ci/test) must not reach the inner suites.
+    for name in ("ZKWIRE_TEST_BACKEND", "ZKWIRE_TEST_HOSTS", "ZKWIRE_TEST_IMAGE", "ZKWIRE_TEST_ENSEMBLE_PORTS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_installing_zkwire_changes_nothing_in_an_unrelated_suite(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An environment meant for another suite does not turn the plugin on either.
+    monkeypatch.setenv("ZKWIRE_TEST_BACKEND", "docker")
+    pytester.makeconftest(
+        """
+        import pytest
+
+        @pytest.fixture
+        def zk():
+            return "the suite's own zk"
+        """
+    )
+    pytester.makepyfile(
+        """
+        import sys
+        import pytest
+
+        def test_own_fixture_wins(zk):
+            assert zk == "the suite's own zk"
+
+        def test_nothing_of_zkwire_is_loaded(request):
+            assert "zkwire.testing.plugin" not in sys.modules
+            assert not any(name.startswith("zkwire.testing.embedded") for name in sys.modules)
+            for name in ("zk_server", "zk_hosts", "zk_ensemble", "zk_chroot"):
+                with pytest.raises(pytest.FixtureLookupError):
+                    request.getfixturevalue(name)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+    assert "zookeeper" not in result.stdout.str().lower()
+    # The entry point is there, offering its options and nothing else.
+    help_text = pytester.runpytest_subprocess("--help").stdout.str()
+    assert "--zk-backend" in help_text and "zk_enable" in help_text
+
+
+def test_opted_in_suite_gets_chrooted_clients(pytester: pytest.Pytester, zk_server: ServerHandle) -> None:
+    """``zk_enable = true``; the session's server here is the external one of the inner suite."""
+    pytester.makeini(
+        """
+        [pytest]
+        zk_enable = true
+        zk_root = /plugin-tests
+        trio_mode = true
+        """
+    )
+    pytester.makepyfile(
+        """
+        import zkwire
+
+        chroots = []
+
+        async def test_zk_is_a_client_in_a_fresh_chroot(zk, zk_chroot, zk_hosts, zk_connect_string):
+            assert zk_chroot.startswith("/plugin-tests/test_zk_is_a_client_in_a_fresh_chroot-")
+            assert zk_connect_string == zk_hosts + zk_chroot
+            await zk.create("/app", b"data")
+            async with zkwire.open_client(zk_hosts) as root:
+                assert (await root.get_data(zk_chroot + "/app"))[0] == b"data"
+            chroots.append(zk_chroot)
+
+        async def test_the_chroot_is_gone_after_the_test(zk_hosts, zk_server):
+            assert zk_server.backend == "external" and not zk_server.controllable
+            async with zkwire.open_client(zk_hosts) as root:
+                assert await root.exists(chroots[0]) is None
+                assert await root.exists("/plugin-tests") is not None
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--zk-hosts={zk_server.hosts}")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"zookeeper: external ensemble {zk_server.hosts}"])
+
+
+@pytest.mark.usefixtures("local_zookeeper")
+def test_local_server_restart_failure_log_and_pinned_ensemble_ports(pytester: pytest.Pytester) -> None:
+    """``-p zkwire.testing.plugin`` with the entry point off: a local server restarted from a trio test,
+    its log in a failing test's report, an ensemble on pinned ports."""
+    ports = free_ports(3)
+    pytester.makeini(
+        """
+        [pytest]
+        trio_mode = true
+        """
+    )
+    pytester.makepyfile(
+        f"""
+        import zkwire
+
+        async def test_restart_keeps_data_and_session(zk, zk_server):
+            await zk.create("/kept", b"v1")
+            sid = zk.session_id
+            await zk_server.restart()
+            assert (await zk.get_data("/kept"))[0] == b"v1"
+            assert zk.session_id == sid
+
+        async def test_a_stopped_server_is_back_for_the_next_test_1(zk_server):
+            await zk_server.stop()
+            assert not zk_server.running
+
+        def test_a_stopped_server_is_back_for_the_next_test_2(zk_server):
+            assert zk_server.running
+
+        def test_failure_shows_the_server_log(zk_hosts, zk_server):
+            zk_server.four_letter_word("envi")
+            assert False, "fails on purpose"
+
+        async def test_ensemble_on_pinned_ports(zk_ensemble):
+            assert zk_ensemble.hosts == ",".join(f"127.0.0.1:{{p}}" for p in {ports!r})
+            leader = await zk_ensemble.leader()
+            await zk_ensemble.stop_member(leader)
+            assert await zk_ensemble.leader() != leader
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:zkwire",
+        "-p",
+        "zkwire.testing.plugin",
+        f"--zk-ensemble-ports={','.join(map(str, ports))}",
+    )
+    result.assert_outcomes(passed=4, failed=1)
+    out = result.stdout.str()
+    assert "zookeeper: local servers from the installed package, tickTime 200 ms" in out
+    section = out[out.index("zookeeper log (zk_server, call)") :]
+    assert "Processing envi command" in section
