@@ -97,9 +97,10 @@ Answer = Callable[[FakeServer, ClientRequest], bytes]
 
 
 async def serve_scripted(
-    answer: Answer, four: dict[bytes, bytes], *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
+    answer: Answer, four: dict[bytes, bytes | None], *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED
 ) -> None:
-    """A TCP server speaking ZooKeeper's protocol with canned answers; ``four`` answers four-letter words."""
+    """A TCP server speaking ZooKeeper's protocol with canned answers; ``four`` answers four-letter words
+    (None: never answers)."""
 
     async def handle(stream: trio.SocketStream) -> None:
         server = FakeServer()
@@ -111,7 +112,11 @@ async def serve_scripted(
                     return
                 head += chunk
             if head[:4] in four:
-                await stream.send_all(four[head[:4]])
+                reply = four[head[:4]]
+                if reply is None:
+                    await trio.sleep_forever()
+                else:
+                    await stream.send_all(reply)
                 return
             data = head
             while data:
@@ -162,7 +167,10 @@ def _evil_answers(server: FakeServer, req: ClientRequest) -> bytes:
 
 
 async def test_shell_escapes_control_characters_from_the_wire() -> None:
-    four = {b"srvr": b"Zookeeper version: \x1b]0;pwned\x07\x1b[2J3.8\nMode: standalone\tok\n", b"ruok": b""}
+    four: dict[bytes, bytes | None] = {
+        b"srvr": b"Zookeeper version: \x1b]0;pwned\x07\x1b[2J3.8\nMode: standalone\tok\n",
+        b"ruok": b"",
+    }
     async with trio.open_nursery() as nursery:
         port = await nursery.start(serve_scripted, _evil_answers, four)
         hosts = f"127.0.0.1:{port}"
@@ -200,11 +208,13 @@ async def test_four_rejects_unknown_words_and_reports_an_empty_answer() -> None:
     assert r.code == 2 and r.out == ""
     assert "zzzz" in _one_line(r)
     async with trio.open_nursery() as nursery:
-        port = await nursery.start(serve_scripted, _evil_answers, {b"ruok": b""})
+        port = await nursery.start(serve_scripted, _evil_answers, {b"ruok": b"", b"srvr": None})
         r = await run("zkwire", "--server", f"127.0.0.1:{port}", "four", "ruok")
+        slow = await run("zkwire", "--server", f"127.0.0.1:{port}", "--timeout", "1", "four", "srvr")
         nursery.cancel_scope.cancel()
     assert r.code == 1 and r.out == ""
     assert "no answer" in _one_line(r)
+    assert slow.code == 3 and "within 1s" in _one_line(slow)  # a server that says nothing in time
 
 
 # ------------------------------------------------------------------------------- bad arguments
