@@ -48,6 +48,7 @@ from .errors import (
 )
 from .hosts import parse_connect_string
 from .multi import MultiOp, MultiRequest, MultiResponse
+from .nodes import with_chroot_hint
 from .ops import (
     Check,
     Create,
@@ -650,7 +651,8 @@ class Client:
         reply = call.reply
         assert isinstance(reply, Reply)
         if reply.error is not None:
-            raise reply.error
+            # Under a chroot, a NoNode error says whether the chroot is missing (no extra round trip).
+            raise with_chroot_hint(reply.error, self._chroot, op) if self._chroot else reply.error
         return reply.body
 
     async def _read_replies(self, raw: socket.socket, calls: Sequence[_Call]) -> None:
@@ -1160,6 +1162,41 @@ class Client:
         body = await self._call(OpCode.WHO_AM_I, None)
         assert isinstance(body, WhoAmIResponse)
         return [(ci.auth_scheme, ci.user) for ci in body.client_info or ()]
+
+    # ------------------------------------------------------------------ helpers (zkwire.nodes)
+
+    async def ensure_path(
+        self, path: str, *, container: bool = False, data: bytes = b"", acl: Sequence[ACL] | None = None
+    ) -> bool:
+        """Create ``path`` and its missing parents; True if ``path`` was created, False if it existed.
+
+        See :func:`zkwire.nodes.ensure_path` (``container=True`` makes the created nodes containers).
+
+        Raises:
+            InvalidPathError: ``path`` is not a valid znode path.
+            NoAuthError: an ACL forbids creating a missing node.
+            ConnectionLossError: the connection broke during a request (calling again is safe).
+            SessionExpiredError, ClientClosedError: the session has ended.
+        """
+        from .nodes import ensure_path
+
+        return await ensure_path(self, path, container=container, data=data, acl=acl)
+
+    async def delete_recursive(self, path: str, *, batch: int = 500) -> int:
+        """Delete ``path`` and all its descendants; returns the number of nodes deleted (0 if missing).
+
+        See :func:`zkwire.nodes.delete_recursive`.
+
+        Raises:
+            InvalidArgumentError: ``path`` is ``"/"`` on a client without a chroot.
+            NotEmptyError: children kept appearing (other writers) for many rounds.
+            NoAuthError: an ACL forbids listing or deleting a node.
+            ConnectionLossError: the connection broke during a request (calling again is safe).
+            SessionExpiredError, ClientClosedError: the session has ended.
+        """
+        from .nodes import delete_recursive
+
+        return await delete_recursive(self, path, batch=batch)
 
 
 class Transaction:
