@@ -48,3 +48,8 @@ __all__ = [
     "digest_id",
     *_errors_all,
 ]
+
+# Helpers applications build on (each in its own module).
+from .retry import TRANSIENT_ERRORS, RetryPolicy, retry, retry_with
+
+__all__ += ["RetryPolicy", "TRANSIENT_ERRORS", "retry", "retry_with"]
