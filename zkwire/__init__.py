@@ -50,6 +50,21 @@ __all__ = [
 ]
 
 # Helpers applications build on (each in its own module).
+from .continuity import Sessions, SessionSource, sessions
+from .nodewatch import ChildrenWatch, DataWatch, NodeData, watch_children, watch_data
 from .retry import TRANSIENT_ERRORS, RetryPolicy, retry, retry_with
 
-__all__ += ["RetryPolicy", "TRANSIENT_ERRORS", "retry", "retry_with"]
+__all__ += [
+    "RetryPolicy",
+    "TRANSIENT_ERRORS",
+    "retry",
+    "retry_with",
+    "Sessions",
+    "SessionSource",
+    "sessions",
+    "NodeData",
+    "DataWatch",
+    "ChildrenWatch",
+    "watch_data",
+    "watch_children",
+]
