@@ -7,7 +7,7 @@ import socket
 import trio
 
 import zkwire
-from zkwire.codec import decode_connect_response, encode_connect_request, encode_request
+from zkwire.codec import encode_connect_request, encode_request
 from zkwire.constants import OpCode
 from zkwire.records import ConnectRequest
 
@@ -23,10 +23,9 @@ def _close_elsewhere(server: tuple[str, int], session_id: int, passwd: bytes) ->
     with socket.create_connection(server, timeout=5) as sock:
         request = encode_connect_request(ConnectRequest(0, 0, 10000, session_id, passwd, False))
         sock.sendall(request + encode_request(1, OpCode.CLOSE_SESSION))
-        head = sock.recv(4)
-        assert decode_connect_response(sock.recv(int.from_bytes(head, "big"))).session_id == session_id
-        try:
-            sock.recv(64)
+        try:  # read until the server closes: the outcome is judged by the client's state
+            while sock.recv(4096):
+                pass
         except OSError:
             pass
 
@@ -36,11 +35,11 @@ async def expire(zk: zkwire.Client, server_hosts: str, *, wait: bool = True) -> 
 
     The server then closes ``zk``'s connection; its reconnect is told the session expired.
     """
-    for _ in range(5):
+    for _ in range(20):
         await trio.to_thread.run_sync(_close_elsewhere, upstream(server_hosts), zk.session_id, zk._core._passwd)
         if not wait:
             return
-        with trio.move_on_after(3):
+        with trio.move_on_after(1):
             await zk.wait_for_state(zkwire.SessionState.EXPIRED)
             return
     raise AssertionError(f"session 0x{zk.session_id:x} could not be expired")

@@ -28,11 +28,9 @@ async def test_sessions_yields_a_new_client_after_expiry(zk_hosts: str, zk_path:
                 await zk.create(f"{zk_path}/member-{len(seen)}", ephemeral=True)
                 if len(seen) == 3:
                     break
-                await expire(zk, zk_hosts, wait=False)
+                await expire(zk, zk_hosts)
                 with pytest.raises(zkwire.SessionExpiredError):
-                    while True:  # the application's work fails once the session is gone
-                        await zk.get_data(zk_path)
-                        await trio.sleep(0.01)
+                    await zk.get_data(zk_path)  # the application's work fails once the session is gone
     assert len(set(seen)) == 3
     assert zk.state is SessionState.CLOSED  # the last one was closed when the block was left
     async with zkwire.open_client(zk_hosts) as other:
@@ -110,7 +108,7 @@ async def test_watch_data_on_one_client_ends_with_its_session(zk_hosts: str, zk_
     async with zkwire.open_client(zk_hosts, session_timeout=4) as zk:
         await zk.create(zk_path, b"v1")
         follower = zkwire.watch_data(zk, zk_path)
-        with trio.fail_after(10):
+        with trio.fail_after(30):
             assert (await follower.__anext__()) is not None
             await expire(zk, zk_hosts)
             with pytest.raises(zkwire.SessionExpiredError):
