@@ -53,6 +53,7 @@ __all__ = [
 from .continuity import Sessions, SessionSource, sessions
 from .nodewatch import ChildrenWatch, DataWatch, NodeData, watch_children, watch_data
 from .retry import TRANSIENT_ERRORS, RetryPolicy, retry, retry_with
+from .treecache import TreeCache, TreeEvent, TreeEvents, TreeEventType, open_tree_cache
 
 __all__ += [
     "RetryPolicy",
@@ -67,4 +68,9 @@ __all__ += [
     "ChildrenWatch",
     "watch_data",
     "watch_children",
+    "TreeCache",
+    "TreeEvent",
+    "TreeEvents",
+    "TreeEventType",
+    "open_tree_cache",
 ]
