@@ -158,9 +158,7 @@ async def test_initialized_event_and_events_during_the_load(zk_hosts: str, zk_pa
                     await converge(cache, writer, zk_path)  # the writer may still run: retried
 
 
-async def test_concurrent_writers_with_severed_and_frozen_connections(
-    zk_hosts: str, zk_path: str, faultproxy
-) -> None:
+async def test_concurrent_writers_with_severed_and_frozen_connections(zk_hosts: str, zk_path: str, faultproxy) -> None:
     async with (
         faultproxy.open_fault_proxy(*upstream(zk_hosts)) as proxy,
         zkwire.open_client(proxy.hosts, session_timeout=6) as zk,
