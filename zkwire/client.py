@@ -35,6 +35,7 @@ from typing import Any, Literal, overload
 
 import trio
 
+from .connectlog import ConnectFailureLog
 from .constants import AddWatchMode, OpCode, WatcherType
 from .errors import (
     ClientClosedError,
@@ -240,6 +241,7 @@ class Client:
         self._task_scopes: set[trio.CancelScope] = set()
         self._tasks_cancelled = False
         self._closing = False
+        self._connect_log = ConnectFailureLog(log)
 
     # ------------------------------------------------------------------ public attributes
 
@@ -375,7 +377,7 @@ class Client:
                 self._transport = tcp
                 return tls
         except (OSError, trio.BrokenResourceError, ssl.SSLError) as e:
-            log.info("cannot connect to %s: %s", host, e)
+            self._connect_log.failed(host, e, len(self._core.hosts))
         if tcp is not None:
             await trio.aclose_forcefully(tcp)
         return None
@@ -383,6 +385,7 @@ class Client:
     async def _run_connection(self, host: HostPort, stream: trio.abc.Stream) -> None:
         core = self._core
         self._connection_ended = trio.Event()
+        self._connect_log.succeeded(host)
         try:
             core.connection_made(host, trio.current_time())
         except ZKError:
@@ -438,7 +441,11 @@ class Client:
                     except BlockingIOError:
                         continue
                 if not data:
-                    log.info("server %s closed the connection", core.current_host)
+                    log.log(
+                        logging.DEBUG if self._closing else logging.INFO,
+                        "server %s closed the connection",
+                        core.current_host,
+                    )
                     break
                 self._dispatch(core.receive_data(data, trio.current_time()))
                 if core._out:
@@ -687,7 +694,11 @@ class Client:
                         self._drop_connection()
                         continue
                     if not data:
-                        log.info("server %s closed the connection", core.current_host)
+                        log.log(
+                            logging.DEBUG if self._closing else logging.INFO,
+                            "server %s closed the connection",
+                            core.current_host,
+                        )
                         self._drop_connection()
                         continue
                     self._dispatch(core.receive_data(data, trio.current_time()))
