@@ -8,7 +8,7 @@ import pytest
 import trio
 
 import zkwire
-from zkwire.connectlog import SUMMARY_INTERVAL, ConnectFailureLog
+from zkwire.connectlog import FIRST_SUMMARY_AFTER, SUMMARY_INTERVAL, ConnectFailureLog
 from zkwire.embedded import free_port
 
 
@@ -19,21 +19,29 @@ def test_connect_failures_summarised(caplog: pytest.LogCaptureFixture) -> None:
         report.failed("h1:1", OSError("refused"), hosts=2, now=100.0)
         assert [r.levelno for r in caplog.records] == [logging.DEBUG]  # not every host tried yet
         report.failed("h2:1", OSError("refused"), hosts=2, now=100.1)
+        for i in range(1, 4 * int(FIRST_SUMMARY_AFTER)):  # four a second: DEBUG only, for a while
+            report.failed("h1:1", OSError("refused"), hosts=2, now=100.0 + i * 0.25)
+        assert {r.levelno for r in caplog.records} == {logging.DEBUG}
+        report.failed("h2:1", OSError("refused"), hosts=2, now=100.0 + FIRST_SUMMARY_AFTER)
         warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-        assert len(warnings) == 1 and "2 attempts" in warnings[0].getMessage()
-        for i in range(100):  # twice a second for most of the interval: no new warning
-            report.failed("h1:1", OSError("refused"), hosts=2, now=100.1 + i * 0.25)
+        assert len(warnings) == 1 and f"for {FIRST_SUMMARY_AFTER:.1f}s" in warnings[0].getMessage()
+        start = 100.0 + FIRST_SUMMARY_AFTER
+        for i in range(100):  # for most of the interval: no new warning
+            report.failed("h1:1", OSError("refused"), hosts=2, now=start + i * 0.25)
         assert sum(r.levelno == logging.WARNING for r in caplog.records) == 1
-        report.failed("h1:1", OSError("refused"), hosts=2, now=100.2 + SUMMARY_INTERVAL)
+        report.failed("h1:1", OSError("refused"), hosts=2, now=start + SUMMARY_INTERVAL)
         assert sum(r.levelno == logging.WARNING for r in caplog.records) == 2
-        report.succeeded("h1:1", now=140.0)
-        assert caplog.records[-1].levelno == logging.INFO and "40.0s" in caplog.records[-1].getMessage()
+        report.succeeded("h1:1", now=160.0)
+        assert caplog.records[-1].levelno == logging.INFO and "60.0s" in caplog.records[-1].getMessage()
         caplog.clear()
         report.succeeded("h1:1", now=141.0)  # no outage: nothing to say
         assert caplog.records == []
 
 
-async def test_a_down_server_logs_one_warning(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_down_server_logs_attempts_at_debug(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("zkwire.connectlog.FIRST_SUMMARY_AFTER", 0.5)
     hosts = f"127.0.0.1:{free_port()}"
     with caplog.at_level(logging.DEBUG, logger="zkwire"):
         with trio.move_on_after(1.5):

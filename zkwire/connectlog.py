@@ -1,9 +1,11 @@
 """Rate-limited reporting of failed connection attempts.
 
 While no server can be reached the client tries again several times a second; each attempt is logged at
-DEBUG on ``zkwire.client``.  A WARNING summary is logged once every host of the connect string has
-failed in a row, then at most once per :data:`SUMMARY_INTERVAL` seconds while the outage lasts, and an
-INFO line when a connection is made again after a warning.
+DEBUG on ``zkwire.client``.  A WARNING summary is logged once the outage has lasted
+:data:`FIRST_SUMMARY_AFTER` seconds (and every host of the connect string has failed), then at most once
+per :data:`SUMMARY_INTERVAL` seconds while it lasts, and an INFO line when a connection is made again
+after a warning.  (Short outages -- a server restart, a failover -- leave only DEBUG lines; a program
+that must report an unreachable server sooner bounds its wait and says so itself.)
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from __future__ import annotations
 import logging
 import time
 
-__all__ = ["ConnectFailureLog", "SUMMARY_INTERVAL"]
+__all__ = ["ConnectFailureLog", "FIRST_SUMMARY_AFTER", "SUMMARY_INTERVAL"]
 
+#: Seconds of failed attempts before the first WARNING summary of an outage.
+FIRST_SUMMARY_AFTER = 15.0
 #: Seconds between two WARNING summaries of one outage.
 SUMMARY_INTERVAL = 30.0
 
@@ -35,7 +39,7 @@ class ConnectFailureLog:
             self._since = now
         self._attempts += 1
         self._log.debug("cannot connect to %s: %s", host, error)
-        if self._attempts < hosts:
+        if self._attempts < hosts or now - self._since < FIRST_SUMMARY_AFTER:
             return
         if self._last_warning is not None and now - self._last_warning < SUMMARY_INTERVAL:
             return
