@@ -50,12 +50,16 @@ __all__ = [
 ]
 
 # Helpers applications build on (each in its own module).
+from . import aio
+from .aio import NotInTrioError
 from .continuity import Sessions, SessionSource, sessions
 from .nodewatch import ChildrenWatch, DataWatch, NodeData, watch_children, watch_data
 from .retry import TRANSIENT_ERRORS, RetryPolicy, retry, retry_with
 from .treecache import TreeCache, TreeEvent, TreeEvents, TreeEventType, open_tree_cache
 
 __all__ += [
+    "aio",
+    "NotInTrioError",
     "RetryPolicy",
     "TRANSIENT_ERRORS",
     "retry",

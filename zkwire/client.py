@@ -35,6 +35,7 @@ from typing import Any, Literal, overload
 
 import trio
 
+from .aio import require_trio
 from .connectlog import ConnectFailureLog
 from .constants import AddWatchMode, OpCode, WatcherType
 from .errors import (
@@ -149,6 +150,7 @@ async def open_client(
     block starts once the session is established; bound that wait with a cancel scope around the
     ``async with``.  ``auth`` credentials are sent before the session reports connected.
     """
+    require_trio("zkwire.open_client")  # a clear error from asyncio, with the way in
     client = Client(
         hosts,
         session_timeout=session_timeout,

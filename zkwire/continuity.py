@@ -28,6 +28,7 @@ from typing import Any
 
 import trio
 
+from .aio import require_trio
 from .client import Client, open_client
 from .errors import AuthFailedError, ClientClosedError, ZKError
 from .session import SessionState
@@ -149,6 +150,7 @@ async def sessions(
         AuthFailedError: from iteration and :meth:`Sessions.client` once the server rejected the
             credentials (no further session is attempted).
     """
+    require_trio("zkwire.sessions")
     stream = Sessions()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(stream._run, hosts, min_delay, max_delay, dict(client_options), name="zkwire.sessions")

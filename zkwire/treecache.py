@@ -44,6 +44,7 @@ from enum import Enum
 
 import trio
 
+from .aio import require_trio
 from .client import Client
 from .continuity import SessionSource, current_client
 from .errors import (
@@ -441,6 +442,7 @@ async def open_tree_cache(
             before the first read completed.
         NoAuthError: the subtree (or part of it) cannot be read or watched.
     """
+    require_trio("zkwire.open_tree_cache")
     cache = TreeCache(source, path, watch_buffer=watch_buffer, batch=batch)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(cache._run, name=f"zkwire.treecache {path}")
