@@ -37,7 +37,7 @@ import trio
 
 from .aio import require_trio
 from .connectlog import ConnectFailureLog
-from .constants import AddWatchMode, OpCode, WatcherType
+from .constants import AddWatchMode, EventType, KeeperState, OpCode, WatcherType
 from .errors import (
     ClientClosedError,
     ConnectionLossError,
@@ -550,7 +550,7 @@ class Client:
                 call.done.set()
             elif isinstance(ev, WatchNotification):
                 if ev.watchers:
-                    watched = WatchedEvent(ev.type, ev.path, ev.state)
+                    watched = WatchedEvent(EventType(ev.type), ev.path, KeeperState(ev.state))
                     for w in ev.watchers:
                         w._deliver(watched)  # type: ignore[attr-defined]
             elif isinstance(ev, StateChanged):
@@ -993,12 +993,33 @@ class Client:
                     except ZKError as e:
                         log.debug("removing persistent watch on %s: %s", server_path, e)
 
-    async def pipeline(self, ops: Iterable[WriteOp | ReadOp]) -> list[object]:
+    @overload
+    async def pipeline(self, ops: Iterable[GetData]) -> list[tuple[bytes, Stat] | ZKError]: ...
+    @overload
+    async def pipeline(self, ops: Iterable[GetChildren]) -> list[list[str] | ZKError]: ...
+    @overload
+    async def pipeline(self, ops: Iterable[Create]) -> list[tuple[str, Stat] | ZKError]: ...
+    @overload
+    async def pipeline(self, ops: Iterable[SetData]) -> list[Stat | ZKError]: ...
+    @overload
+    async def pipeline(self, ops: Iterable[Delete]) -> list[ZKError | None]: ...
+    @overload
+    async def pipeline(self, ops: Iterable[WriteOp | ReadOp]) -> list[Any]: ...
+
+    async def pipeline(self, ops: Iterable[WriteOp | ReadOp]) -> list[Any]:
         """Send independent requests back to back, then wait for all replies.
 
         The server applies one session's requests in order, so e.g. a create followed by a getChildren
         sees the created node -- in one round trip.  Unlike :meth:`multi` nothing is atomic: each slot of
-        the result holds that op's result (as the single-op method would return it) or its exception.
+        the result holds that op's result or its exception (a :class:`~zkwire.errors.ZKError`, returned,
+        not raised): ``(data, stat)`` for GetData, sorted names for GetChildren, ``(path, stat)`` for
+        Create, the new Stat for SetData, None for Delete.  A list of one kind of op is typed precisely
+        (``list[tuple[bytes, Stat] | ZKError]`` for GetData...).
+
+        Raises:
+            InvalidInputError: an op is malformed or not one of Create, Delete, SetData, GetData,
+                GetChildren (nothing is sent).
+            SessionExpiredError, ClientClosedError: the session has ended (per-op errors are returned).
         """
         calls: list[tuple[_Call, Callable[[Record | None], object]]] = []
         core = self._core

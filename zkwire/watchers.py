@@ -22,11 +22,16 @@ __all__ = ["WatchedEvent", "Watch", "PersistentWatch", "StateStream"]
 
 @dataclass(frozen=True, slots=True)
 class WatchedEvent:
-    """A change notification.  ``path`` is relative to the client's chroot."""
+    """A change notification.  ``path`` is relative to the client's chroot.
 
-    type: EventType | int
+    ``type`` and ``state`` are always enum members: a number this version does not know becomes a
+    stand-in member (``EventType(99).name == "UNKNOWN_99"``), so ``event.type is EventType.X`` comparisons
+    and ``event.type.name`` work for every event.
+    """
+
+    type: EventType
     path: str
-    state: KeeperState | int = KeeperState.SYNC_CONNECTED
+    state: KeeperState = KeeperState.SYNC_CONNECTED
 
 
 class Watch:
