@@ -158,3 +158,17 @@ async def test_watch_data_across_a_reconnect(zk_hosts: str, zk_path: str, faultp
                 node = await follower.__anext__()
                 assert node is not None and node.data == b"while-away"
                 assert zk.session_id  # same session
+
+
+async def test_a_deadline_on_the_block_leaves_the_session_to_the_bodys_cleanup(zk_hosts: str, zk_path: str) -> None:
+    import zklock
+
+    with trio.move_on_after(1) as scope:
+        async with zkwire.sessions(zk_hosts) as stream:
+            async for zk in stream:
+                async with zklock.Mutex(zk, f"{zk_path}/lock"):  # released (shielded) after the deadline
+                    await trio.sleep_forever()
+    assert scope.cancelled_caught
+    assert zk.state is SessionState.CLOSED
+    async with zkwire.open_client(zk_hosts) as other:
+        assert await other.get_children(f"{zk_path}/lock") == []

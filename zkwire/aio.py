@@ -7,18 +7,32 @@ from asyncio's loop.
 
 The whole ZooKeeper part of a program in trio, called once from asyncio::
 
-    async def zk_part(hosts: str) -> bytes:          # a trio function
+    import asyncio
+    import zkwire
+
+    async def zk_part(hosts: str) -> bytes:                 # trio code
         async with zkwire.open_client(hosts) as zk:
+            await zk.ensure_path("/config")
             data, _ = await zk.get_data("/config")
             return data
 
-    data = await zkwire.aio.run_trio(zk_part, "127.0.0.1:2181")     # in asyncio code
+    async def main() -> None:                                # asyncio code
+        data = await zkwire.aio.run_trio(zk_part, "127.0.0.1:2181")
+
+    asyncio.run(main())
 
 Or a *portal* that asyncio code calls through, for a client kept open across calls::
 
-    async with zkwire.aio.open_portal() as portal:
-        zk = await portal.enter(zkwire.open_client("127.0.0.1:2181"))   # closed with the portal
-        data, stat = await portal.call(zk.get_data, "/config")
+    import asyncio
+    import zkwire
+
+    async def main() -> None:
+        async with zkwire.aio.open_portal() as portal:
+            zk = await portal.enter(zkwire.open_client("127.0.0.1:2181"))   # closed with the portal
+            await portal.call(zk.ensure_path, "/config")
+            data, stat = await portal.call(zk.get_data, "/config")
+
+    asyncio.run(main())
 
 Cancelling the asyncio task that awaits :func:`run_trio` or :meth:`TrioPortal.call` cancels the trio
 side (a trio cancel scope) and waits for it to finish.  Only one trio run can live per thread: use a

@@ -8,6 +8,7 @@ application about each new session::
     async with zkwire.sessions("127.0.0.1:2181/app", session_timeout=10) as stream:
         async for zk in stream:               # a connected Client; the next one after each expiry
             try:
+                await zk.ensure_path("/workers")
                 await zk.create("/workers/me", ephemeral=True)
                 await serve(zk)
             except zkwire.SessionExpiredError:
@@ -152,13 +153,22 @@ async def sessions(
     """
     require_trio("zkwire.sessions")
     stream = Sessions()
+    # The opening task is shielded from the cancel scopes around the block, like a client's own tasks:
+    # when a deadline cancels the block, the body's shielded clean-up (a lock release) still has its
+    # session; the current session is closed once the block has been left.
+    keeper = trio.CancelScope(shield=True)
+
+    async def run() -> None:
+        with keeper:
+            await stream._run(hosts, min_delay, max_delay, dict(client_options))
+
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(stream._run, hosts, min_delay, max_delay, dict(client_options), name="zkwire.sessions")
+        nursery.start_soon(run, name="zkwire.sessions")
         try:
             yield stream
         finally:
             stream._finish(stream._error)
-            nursery.cancel_scope.cancel()
+            keeper.cancel()
 
 
 #: What the helpers that follow a node accept: one client (they stop at its expiry) or a

@@ -16,7 +16,7 @@ How it stays correct:
 * **Notifications name a path, the cache re-reads it.**  Events that arrive together are coalesced per
   path and the paths re-read in one pipelined burst; a node read as missing is removed with everything
   under it.  Each change is applied once a read shows it, so the cache never holds a state older than one
-  it has held (reads on one session are monotonic; a new session first ``sync``s).
+  it has held (reads on one session are monotonic; on a new session the cache runs ``sync`` first).
 * **Reconnects and expiry: resync.**  The server does not replay what a persistent watch missed while
   the client was disconnected, so after every reconnect the whole tree is read again and compared with
   the cache; the differences are applied and reported as ordinary events.  After an expiry (with a
