@@ -149,6 +149,11 @@ async def open_client(
     ``hosts`` is a connect string ``h1:p1,h2:p2[/chroot]``.  With ``wait_connected`` (the default) the
     block starts once the session is established; bound that wait with a cancel scope around the
     ``async with``.  ``auth`` credentials are sent before the session reports connected.
+
+    Raises:
+        InvalidArgumentError: a malformed connect string, timeout or credential.
+        AuthFailedError: the server rejected a credential given with ``auth``.
+        NotInTrioError: called outside trio (from asyncio, say): see :mod:`zkwire.aio`.
     """
     require_trio("zkwire.open_client")  # a clear error from asyncio, with the way in
     client = Client(
@@ -288,6 +293,7 @@ class Client:
         self._state_listeners.append(listener)
 
     def remove_state_listener(self, listener: Callable[[SessionState], None]) -> None:
+        """Stop calling ``listener`` (see :meth:`add_state_listener`); unknown listeners are ignored."""
         try:
             self._state_listeners.remove(listener)
         except ValueError:
@@ -297,6 +303,9 @@ class Client:
         """Run ``async_fn()`` in the client's own task group; it is cancelled when the client closes.
 
         Its exceptions are logged, never propagated (the client's tasks must not fail).
+
+        Raises:
+            ClientClosedError: the client is closing or not running.
         """
         if self._nursery is None or self._closing:
             raise ClientClosedError("client is not running")
@@ -334,7 +343,12 @@ class Client:
             scope.cancel()
 
     async def wait_for_state(self, *states: SessionState) -> SessionState:
-        """Wait until the session is in one of ``states``; return it.  Raises if it ends first."""
+        """Wait until the session is in one of ``states``; return it.
+
+        Raises:
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session ended first (unless that
+                terminal state is one of ``states``).
+        """
         while self._core.state not in states:
             if self._core.state.is_terminal:
                 raise self._core._terminal_error()
@@ -342,7 +356,11 @@ class Client:
         return self._core.state
 
     async def wait_connected(self) -> None:
-        """Wait until the session is connected (read-write, or read-only when allowed)."""
+        """Wait until the session is connected (read-write, or read-only when allowed).
+
+        Raises:
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session ended first.
+        """
         await self.wait_for_state(SessionState.CONNECTED, SessionState.READ_ONLY)
 
     # ------------------------------------------------------------------ connection management
@@ -609,7 +627,7 @@ class Client:
     # ------------------------------------------------------------------ closing
 
     async def close(self) -> None:
-        """Close the session (closeSession) and stop all tasks.  Idempotent."""
+        """Close the session (closeSession) and stop all tasks.  Idempotent; never raises."""
         if self._closing:
             return
         self._closing = True
@@ -728,6 +746,19 @@ class Client:
 
         ``container`` creates a container node (removed by the server once its last child goes);
         ``ttl`` (milliseconds) a TTL node (the server needs extended types enabled).
+
+        Raises:
+            NodeExistsError: the node exists.
+            NoNodeError: the parent does not exist (under a chroot, the message says when the chroot
+                itself is missing).
+            NoChildrenForEphemeralsError: the parent is ephemeral.
+            NoAuthError: the parent's ACL forbids creating children.
+            InvalidPathError, InvalidArgumentError, DataTooLargeError: bad input (nothing is sent).
+            InvalidACLError: the server refused ``acl``.
+            UnimplementedError: ``ttl`` without extended types on the server.
+            ConnectionLossError: the connection broke before the reply came: the node may have been
+                created (see :doc:`/retries`).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         created, _ = await self._create(path, data, acl, ephemeral, sequential, container, ttl, want_stat=False)
         return created
@@ -743,7 +774,14 @@ class Client:
         container: bool = False,
         ttl: int | None = None,
     ) -> tuple[str, Stat]:
-        """Like :meth:`create` (op create2) and also return the new node's Stat."""
+        """Like :meth:`create` (op create2) and also return the new node's Stat.
+
+        Raises:
+            NodeExistsError, NoNodeError, NoAuthError, NoChildrenForEphemeralsError: as :meth:`create`.
+            InvalidPathError, InvalidArgumentError, DataTooLargeError: bad input (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: the node may exist.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         created, stat = await self._create(path, data, acl, ephemeral, sequential, container, ttl, want_stat=True)
         assert stat is not None
         return created, stat
@@ -780,6 +818,17 @@ class Client:
         return self._client_path(body.path), None
 
     async def delete(self, path: str, version: int = -1) -> None:
+        """Delete a node; with ``version`` only if its data version matches.
+
+        Raises:
+            NoNodeError: the node does not exist.
+            NotEmptyError: the node has children (see :meth:`delete_recursive`).
+            BadVersionError: ``version`` does not match.
+            NoAuthError: the parent's ACL forbids deleting children.
+            InvalidPathError, InvalidArgumentError: bad input (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: the node may be gone.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         await self._call(OpCode.DELETE, DeleteRequest(server_path, check_version(version)), server_path)
 
@@ -790,7 +839,14 @@ class Client:
 
     async def exists(self, path: str, *, watch: bool = False) -> Stat | tuple[Stat | None, Watch] | None:
         """The node's Stat, or None if it does not exist.  With ``watch=True`` also a :class:`Watch`
-        that fires when the node is created, changed or deleted."""
+        that fires when the node is created, changed or deleted.
+
+        Raises:
+            NoAuthError: an ACL forbids it.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         w = Watch(path) if watch else None
         wr = WatchRequest(WatchKind.DATA, server_path, w) if w is not None else None
@@ -812,7 +868,15 @@ class Client:
     async def get_data(self, path: str, *, watch: Literal[True]) -> tuple[bytes, Stat, Watch]: ...
 
     async def get_data(self, path: str, *, watch: bool = False) -> tuple[bytes, Stat] | tuple[bytes, Stat, Watch]:
-        """The node's data (``b""`` for null data) and Stat; with ``watch=True`` also a :class:`Watch`."""
+        """The node's data (``b""`` for null data) and Stat; with ``watch=True`` also a :class:`Watch`.
+
+        Raises:
+            NoNodeError: the node does not exist (no watch is set: use :meth:`exists` to wait for it).
+            NoAuthError: the node's ACL forbids reading it.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         if watch:
             w = Watch(path)
@@ -829,6 +893,17 @@ class Client:
         return body.data or b"", body.stat
 
     async def set_data(self, path: str, data: bytes, version: int = -1) -> Stat:
+        """Replace the node's data; with ``version`` only if its data version matches.  Returns the new Stat.
+
+        Raises:
+            NoNodeError: the node does not exist.
+            BadVersionError: ``version`` does not match.
+            NoAuthError: the node's ACL forbids writing it.
+            InvalidPathError, InvalidArgumentError, DataTooLargeError: bad input (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: the write may have been
+                applied.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         record = SetDataRequest(server_path, check_data(data), check_version(version))
         body = await self._call(OpCode.SET_DATA, record, server_path)
@@ -841,7 +916,15 @@ class Client:
     async def get_children(self, path: str, *, watch: Literal[True]) -> tuple[list[str], Watch]: ...
 
     async def get_children(self, path: str, *, watch: bool = False) -> list[str] | tuple[list[str], Watch]:
-        """Child names, sorted.  With ``watch=True`` also a :class:`Watch` for child changes / deletion."""
+        """Child names, sorted.  With ``watch=True`` also a :class:`Watch` for child changes / deletion.
+
+        Raises:
+            NoNodeError: the node does not exist (no watch is set).
+            NoAuthError: the node's ACL forbids listing it.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         w = Watch(path) if watch else None
         wr = WatchRequest(WatchKind.CHILD, server_path, w) if w is not None else None
@@ -859,7 +942,13 @@ class Client:
     async def get_children_with_stat(
         self, path: str, *, watch: bool = False
     ) -> tuple[list[str], Stat] | tuple[list[str], Stat, Watch]:
-        """Child names (sorted) and the node's Stat (op getChildren2)."""
+        """Child names (sorted) and the node's Stat (op getChildren2).
+
+        Raises:
+            NoNodeError, NoAuthError, InvalidPathError: as :meth:`get_children`.
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         w = Watch(path) if watch else None
         wr = WatchRequest(WatchKind.CHILD, server_path, w) if w is not None else None
@@ -870,13 +959,31 @@ class Client:
         return (children, body.stat, w) if w is not None else (children, body.stat)
 
     async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
+        """The node's ACL and Stat.
+
+        Raises:
+            NoNodeError: the node does not exist.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         body = await self._call(OpCode.GET_ACL, GetACLRequest(server_path), server_path)
         assert isinstance(body, GetACLResponse)
         return list(body.acl or ()), body.stat
 
     async def set_acl(self, path: str, acl: Sequence[ACL], version: int = -1) -> Stat:
-        """Replace the node's ACL; ``version`` is compared with the node's ACL version (aversion)."""
+        """Replace the node's ACL; ``version`` is compared with the node's ACL version (aversion).
+
+        Raises:
+            NoNodeError: the node does not exist.
+            BadVersionError: ``version`` does not match the ACL version.
+            NoAuthError: the node's ACL forbids changing it (ADMIN permission).
+            InvalidACLError: the server refused ``acl``.
+            InvalidPathError, InvalidArgumentError: bad input (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: it may have been applied.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         record = SetACLRequest(server_path, check_acl(acl), check_version(version))
         body = await self._call(OpCode.SET_ACL, record, server_path)
@@ -884,21 +991,43 @@ class Client:
         return body.stat
 
     async def sync(self, path: str = "/") -> str:
-        """Wait until the connected server has caught up with the leader (for ``path``)."""
+        """Wait until the connected server has caught up with the leader (for ``path``).
+
+        Raises:
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         body = await self._call(OpCode.SYNC, SyncRequest(server_path), server_path)
         assert isinstance(body, SyncResponse)
         return self._client_path(body.path)
 
     async def get_ephemerals(self, prefix: str = "/") -> list[str]:
-        """Paths of this session's ephemeral nodes under ``prefix`` (sorted)."""
+        """Paths of this session's ephemeral nodes under ``prefix`` (sorted).
+
+        Raises:
+            InvalidPathError: ``prefix`` is not a valid znode path (nothing is sent).
+            UnimplementedError: the server is older than 3.6.
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_prefix = self._path(prefix) if prefix != "/" or self._chroot else ""
         body = await self._call(OpCode.GET_EPHEMERALS, GetEphemeralsRequest(server_prefix), server_prefix)
         assert isinstance(body, GetEphemeralsResponse)
         return sorted(self._client_path(p) for p in body.ephemerals or ())
 
     async def get_all_children_number(self, path: str) -> int:
-        """Number of all descendants of ``path``."""
+        """Number of all descendants of ``path``.
+
+        Raises:
+            NoNodeError: the node does not exist.
+            NoAuthError: the node's ACL forbids reading it.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            UnimplementedError: the server is older than 3.6.
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         body = await self._call(OpCode.GET_ALL_CHILDREN_NUMBER, GetAllChildrenNumberRequest(server_path), server_path)
         assert isinstance(body, GetAllChildrenNumberResponse)
@@ -918,6 +1047,11 @@ class Client:
         The credential is re-sent on every reconnect.  A rejected credential raises
         :class:`~zkwire.errors.AuthFailedError` (the server then drops the connection; the client
         reconnects without it).
+
+        Raises:
+            AuthFailedError: the server rejected the credential.
+            InvalidArgumentError: an empty scheme or a credential that cannot be sent.
+            SessionExpiredError, ClientClosedError: the session has ended.
         """
         call = self._queue_auth(scheme, credential)
         await self._flush()
@@ -927,7 +1061,13 @@ class Client:
             raise call.reply.error
 
     async def check_watches(self, path: str, watcher_type: WatcherType = WatcherType.ANY) -> bool:
-        """Whether the server holds a watch of ``watcher_type`` on ``path`` for this session."""
+        """Whether the server holds a watch of ``watcher_type`` on ``path`` for this session.
+
+        Raises:
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         try:
             await self._call(OpCode.CHECK_WATCHES, CheckWatchesRequest(server_path, watcher_type), server_path)
@@ -939,7 +1079,13 @@ class Client:
         """Remove this session's watches of ``watcher_type`` on ``path``.
 
         Local watchers of the removed kinds are woken with a DATA_WATCH_REMOVED / CHILD_WATCH_REMOVED /
-        PERSISTENT_WATCH_REMOVED event.  Raises :class:`~zkwire.errors.NoWatcherError` if there was none.
+        PERSISTENT_WATCH_REMOVED event.
+
+        Raises:
+            NoWatcherError: the session had no such watch on ``path``.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         from .constants import EventType
 
@@ -970,6 +1116,15 @@ class Client:
 
         Yields an async iterator of :class:`WatchedEvent`.  It survives reconnects.  Leaving the block
         removes it (on the server too, when no other watch of this client remains on the path).
+
+        Raises:
+            NoAuthError: an ACL forbids watching ``path``.
+            UnimplementedError: the server is older than 3.6.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended (also from
+                the iterator, after the buffered events; :class:`~zkwire.errors.WatchOverflowError`
+                when the consumer fell ``max_buffered`` events behind).
         """
         server_path = self._path(path)
         pw = PersistentWatch(path, recursive, max_buffered)
@@ -1092,7 +1247,10 @@ class Client:
         raise InvalidArgumentError(f"not an op for pipeline: {op!r}")
 
     def transaction(self) -> Transaction:
-        """Collect writes to apply atomically: ``txn.create(...); txn.delete(...); await txn.commit()``."""
+        """Collect writes to apply atomically: ``txn.create(...); txn.delete(...); await txn.commit()``.
+
+        Raises nothing itself; :meth:`Transaction.commit` raises as :meth:`multi`.
+        """
         return Transaction(self)
 
     async def multi(self, ops: Iterable[WriteOp]) -> list[str | Stat | None]:
@@ -1101,6 +1259,14 @@ class Client:
         Returns one result per op: the created path for Create, the new Stat for SetData, None for Delete
         and Check.  If any op fails, nothing is applied and the failing op's error is raised (e.g.
         :class:`~zkwire.errors.NodeExistsError`), with ``error.results`` holding each op's outcome.
+
+        Raises:
+            ServerError: the first failing op's error (``NodeExistsError``, ``NoNodeError``,
+                ``BadVersionError``...); nothing was applied.
+            InvalidInputError: an op is malformed or not a write op (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: the transaction may have
+                been applied (all of it, or none).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         sub: list[MultiOp] = []
         for op in ops:
@@ -1152,7 +1318,13 @@ class Client:
 
     async def multi_read(self, ops: Iterable[ReadOp]) -> list[tuple[bytes, Stat] | list[str] | ZKError]:
         """Several reads in one round trip (op multiRead).  Each op succeeds or fails on its own: a
-        failed one's slot holds its exception instead of raising."""
+        failed one's slot holds its exception instead of raising.
+
+        Raises:
+            InvalidInputError: an op is malformed or not a read op (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         sub: list[MultiOp] = []
         for op in ops:
             if isinstance(op, GetData):
@@ -1183,7 +1355,15 @@ class Client:
         members: str | None = None,
         from_config: int = -1,
     ) -> tuple[bytes, Stat]:
-        """Change the ensemble's membership (needs reconfigEnabled on the servers and admin rights)."""
+        """Change the ensemble's membership (needs reconfigEnabled on the servers and admin rights).
+
+        Raises:
+            ReconfigDisabledError: the servers do not allow it.
+            NoAuthError: the session lacks the rights.
+            NewConfigNoQuorumError, ReconfigInProgressError, BadVersionError: the server refused the change.
+            ConnectionLossError: the connection broke before the reply came: it may have been applied.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         body = await self._call(OpCode.RECONFIG, ReconfigRequest(joining, leaving, members, from_config))
         assert isinstance(body, GetDataResponse)
         return body.data or b"", body.stat
@@ -1192,6 +1372,11 @@ class Client:
         """The server's view of this session's identities (op whoAmI, ZooKeeper 3.7+).
 
         Servers before 3.7 answer UnimplementedError and close the connection (the client reconnects).
+
+        Raises:
+            UnimplementedError: the server is older than 3.7.
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         body = await self._call(OpCode.WHO_AM_I, None)
         assert isinstance(body, WhoAmIResponse)
@@ -1234,7 +1419,8 @@ class Client:
 
 
 class Transaction:
-    """Writes collected for one atomic :meth:`Client.multi`."""
+    """Writes collected for one atomic :meth:`Client.multi`.  The collecting methods return the
+    transaction (they chain) and raise nothing: ops are checked by :meth:`commit`."""
 
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -1251,22 +1437,34 @@ class Transaction:
         container: bool = False,
         ttl: int | None = None,
     ) -> Transaction:
+        """Add a create (options as :meth:`Client.create`)."""
         self.ops.append(Create(path, data, acl, ephemeral, sequential, container, ttl))
         return self
 
     def delete(self, path: str, version: int = -1) -> Transaction:
+        """Add a delete (with ``version``: only if the data version matches)."""
         self.ops.append(Delete(path, version))
         return self
 
     def set_data(self, path: str, data: bytes, version: int = -1) -> Transaction:
+        """Add a data write (with ``version``: only if the data version matches)."""
         self.ops.append(SetData(path, data, version))
         return self
 
     def check(self, path: str, version: int) -> Transaction:
+        """Add a check: the transaction applies only if the node's data version is ``version``."""
         self.ops.append(Check(path, version))
         return self
 
     async def commit(self) -> list[str | Stat | None]:
+        """Apply the collected writes atomically (:meth:`Client.multi`).
+
+        Raises:
+            ServerError: the first failing op's error; nothing was applied.
+            InvalidInputError: an op is malformed (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: it may have been applied.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         return await self._client.multi(self.ops)
 
 

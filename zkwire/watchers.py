@@ -65,6 +65,12 @@ class Watch:
             self._done.set()
 
     async def wait(self) -> WatchedEvent:
+        """The watch's event, once it has fired (at once if it already has).  A watch removed with
+        ``Client.remove_watches`` returns a ``DATA_WATCH_REMOVED`` / ``CHILD_WATCH_REMOVED`` event.
+
+        Raises:
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session ended before the event.
+        """
         await self._done.wait()
         if self._event is not None:
             return self._event
