@@ -172,3 +172,10 @@ async def test_a_deadline_on_the_block_leaves_the_session_to_the_bodys_cleanup(z
     assert zk.state is SessionState.CLOSED
     async with zkwire.open_client(zk_hosts) as other:
         assert await other.get_children(f"{zk_path}/lock") == []
+
+
+async def test_sessions_with_a_bad_connect_string_fail() -> None:
+    with trio.fail_after(10):
+        async with zkwire.sessions("host:notaport") as stream:
+            with pytest.raises(zkwire.InvalidInputError):
+                await stream.client()

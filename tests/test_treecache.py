@@ -254,3 +254,14 @@ async def test_a_single_client_source_ends_with_its_session(zk_hosts: str, zk_pa
                 with pytest.raises(zkwire.SessionExpiredError):
                     await events.__anext__()
                 assert cache.get(zk_path) is not None  # the last view stays readable
+
+
+async def test_a_removed_watch_is_set_again(zk_hosts: str, zk_path: str) -> None:
+    async with zkwire.open_client(zk_hosts) as zk, zkwire.open_client(zk_hosts) as writer:
+        await writer.create(zk_path)
+        with trio.fail_after(20):
+            async with zkwire.open_tree_cache(zk, zk_path) as cache:
+                await zk.remove_watches(zk_path)  # someone removes the cache's watch on the same client
+                await trio.sleep(0.2)
+                await writer.create(f"{zk_path}/after")
+                await converge(cache, writer, zk_path)

@@ -31,7 +31,7 @@ import trio
 
 from .aio import require_trio
 from .client import Client, open_client
-from .errors import AuthFailedError, ClientClosedError, ZKError
+from .errors import AuthFailedError, ClientClosedError, InvalidInputError, ZKError
 from .session import SessionState
 
 __all__ = ["Sessions", "sessions", "SessionSource", "current_client"]
@@ -120,8 +120,8 @@ class Sessions:
                     timeout = zk.session_timeout or options.get("session_timeout", 10.0)
                     if trio.current_time() - lived >= max(float(timeout), 1.0):
                         failures = 0  # it lived: the next one opens at once
-            except AuthFailedError as e:
-                self._finish(e)
+            except (AuthFailedError, InvalidInputError) as e:
+                self._finish(e)  # opening again would fail the same way
                 return
             except ZKError as e:
                 log.warning("could not open a session: %s", e)
@@ -150,6 +150,8 @@ async def sessions(
     Raises:
         AuthFailedError: from iteration and :meth:`Sessions.client` once the server rejected the
             credentials (no further session is attempted).
+        InvalidInputError: from iteration and :meth:`Sessions.client`: ``hosts`` or an option is invalid.
+        NotInTrioError: called outside trio.
     """
     require_trio("zkwire.sessions")
     stream = Sessions()

@@ -51,7 +51,9 @@ from .errors import (
     AuthFailedError,
     ClientClosedError,
     ConnectionLossError,
+    InvalidInputError,
     NoNodeError,
+    NoWatcherError,
     SessionExpiredError,
     WatchOverflowError,
     ZKError,
@@ -302,8 +304,10 @@ class TreeCache:
         while True:
             try:
                 zk = await current_client(self.source)
-            except (SessionExpiredError, ClientClosedError, AuthFailedError) as e:
-                self._finish(e if isinstance(self.source, Client) else None)
+            except (SessionExpiredError, ClientClosedError, AuthFailedError, InvalidInputError) as e:
+                # A stream's block that ended is a normal end; anything else is the cache's end too.
+                normal = isinstance(e, ClientClosedError) and not isinstance(self.source, Client)
+                self._finish(None if normal else e)
                 return
             new_session = zk is not previous
             previous = zk
@@ -311,6 +315,8 @@ class TreeCache:
                 await self._follow(zk, new_session)
             except WatchOverflowError:
                 log.warning("tree cache of %s fell %d notifications behind; resyncing", self.root, self.watch_buffer)
+            except NoWatcherError:
+                log.warning("tree cache of %s: its watch was removed by someone; setting it again", self.root)
             except ConnectionLossError:
                 pass  # set the watch again once reconnected, then resync
             except (SessionExpiredError, ClientClosedError, AuthFailedError) as e:
