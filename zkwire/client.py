@@ -26,6 +26,7 @@ hide the loss of ephemeral nodes and watches) -- open a new client.
 
 from __future__ import annotations
 
+import functools
 import logging
 import socket
 import ssl
@@ -248,7 +249,6 @@ class Client:
         self._task_scopes: set[trio.CancelScope] = set()
         self._tasks_cancelled = False
         self._closing = False
-        self._connect_log = ConnectFailureLog(log)
 
     # ------------------------------------------------------------------ public attributes
 
@@ -1383,6 +1383,11 @@ class Client:
         return [(ci.auth_scheme, ci.user) for ci in body.client_info or ()]
 
     # ------------------------------------------------------------------ helpers (zkwire.nodes)
+
+    @functools.cached_property
+    def _connect_log(self) -> ConnectFailureLog:
+        """Failed connection attempts at DEBUG, with a rate-limited WARNING (see zkwire.connectlog)."""
+        return ConnectFailureLog(log)
 
     async def ensure_path(
         self, path: str, *, container: bool = False, data: bytes = b"", acl: Sequence[ACL] | None = None
