@@ -41,14 +41,18 @@ single portal (or a single :func:`run_trio`) at a time.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import outcome
 import trio
+
+if TYPE_CHECKING:
+    import asyncio
+
+    import outcome
 
 from .errors import ZKError
 
@@ -72,11 +76,14 @@ def require_trio(what: str) -> None:
         return
     except RuntimeError:
         pass
-    try:
-        asyncio.get_running_loop()
-        library = "asyncio"
-    except RuntimeError:
-        library = "no async library"
+    library = "no async library"
+    running_asyncio = sys.modules.get("asyncio")  # asyncio is only imported here if the program did
+    if running_asyncio is not None:
+        try:
+            running_asyncio.get_running_loop()
+            library = "asyncio"
+        except RuntimeError:
+            pass
     raise NotInTrioError(
         f"{what} needs trio, but it was called from {library}. zkwire is a trio library; from asyncio, run it "
         "in trio guest mode: `await zkwire.aio.run_trio(fn, ...)` or `async with zkwire.aio.open_portal() as "
@@ -94,6 +101,8 @@ async def run_trio(async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
             has finished by then).
         RuntimeError: a trio run is already active in this thread.
     """
+    import asyncio
+
     loop = asyncio.get_running_loop()
     done: asyncio.Future[outcome.Outcome[T]] = loop.create_future()
     scope_box: list[trio.CancelScope] = []
@@ -131,6 +140,8 @@ class TrioPortal:
     """Calls from asyncio into a trio guest run (see :func:`open_portal`)."""
 
     def __init__(self) -> None:
+        import asyncio
+
         self._loop = asyncio.get_running_loop()
         self._token: trio.lowlevel.TrioToken | None = None
         self._nursery: trio.Nursery | None = None
@@ -160,6 +171,8 @@ class TrioPortal:
             asyncio.CancelledError: when the calling task is cancelled (the call is cancelled in trio).
             RuntimeError: the portal is closed.
         """
+        import asyncio
+
         done: asyncio.Future[T] = self._loop.create_future()
         scope = trio.CancelScope()
 
@@ -220,6 +233,8 @@ async def open_portal() -> AsyncIterator[TrioPortal]:
     Raises:
         RuntimeError: a trio run is already active in this thread.
     """
+    import asyncio
+
     portal = TrioPortal()
     runner = asyncio.ensure_future(run_trio(portal._serve))
     ready = asyncio.ensure_future(portal._ready.wait())
