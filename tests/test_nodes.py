@@ -133,3 +133,10 @@ async def test_delete_recursive_of_a_chroot(zk_hosts: str, zk_path: str) -> None
         assert await zk.delete_recursive("/") == 3
     async with zkwire.open_client(zk_hosts) as root:
         assert await root.exists(zk_path) is None
+
+
+async def test_ensure_path_of_a_chroot_whose_parents_are_missing(zk_hosts: str, zk_path: str) -> None:
+    async with zkwire.open_client(f"{zk_hosts}{zk_path}/x/y") as zk:
+        assert await zk.ensure_path("/") is True
+        assert await zk.ensure_path("/") is False
+        assert await zk.get_children("/") == []

@@ -81,7 +81,7 @@ async def ensure_path(
     while parent != "/":
         ancestors.append(parent)
         parent = _parent(parent)
-    if client.chroot:
+    if client.chroot and path != "/":
         ancestors.append("/")
     ancestors.reverse()
     for _ in range(MAX_ROUNDS):
