@@ -142,7 +142,8 @@ class TreeEvents:
 
 
 def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one error that ended a task group (the others are the Cancelled it caused), or the group."""
+    """The error that ended a task group (the others are the Cancelled it caused, or the same session
+    error seen by both tasks), or the group itself when it holds anything but zkwire errors."""
     _, rest = group.split(trio.Cancelled)
     leaves: list[BaseException] = []
 
@@ -154,7 +155,9 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
             leaves.append(exc)
 
     walk(rest if rest is not None else group)
-    return leaves[0] if len(leaves) == 1 else group
+    if len(leaves) == 1 or (leaves and all(isinstance(e, ZKError) for e in leaves)):
+        return leaves[0]
+    return group
 
 
 def _parent(path: str) -> str:
