@@ -265,3 +265,28 @@ async def test_a_removed_watch_is_set_again(zk_hosts: str, zk_path: str) -> None
                 await trio.sleep(0.2)
                 await writer.create(f"{zk_path}/after")
                 await converge(cache, writer, zk_path)
+
+
+@pytest.mark.slow
+async def test_member_stopped_under_the_cache(ensemble) -> None:  # type: ignore[no-untyped-def]
+    """The cache's member goes away mid-writes: the client moves with its session, the cache resyncs."""
+    root = f"/treecache-failover-{random.randrange(1 << 30):x}"
+    async with (
+        zkwire.open_client(ensemble.hosts, session_timeout=8) as zk,
+        zkwire.open_client(ensemble.hosts, session_timeout=8) as writer,
+    ):
+        await writer.ensure_path(f"{root}/a0")
+        with trio.fail_after(60):
+            async with zkwire.open_tree_cache(zk, root) as cache:
+                host = zk.connected_host
+                assert host is not None
+                index = next(i for i in range(ensemble.size) if ensemble.member_hosts(i) == str(host))
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(random_writer, writer, root, 11, 300)
+                    await trio.sleep(0.2)
+                    await trio.to_thread.run_sync(ensemble.stop_member, index)
+                # The writer may have been on the stopped member too: it reconnects like the cache.
+                await writer.wait_connected()
+                await converge(cache, writer, root, limit=30)
+                assert cache.resyncs >= 2 and zk.connected_host != host
+        await writer.delete_recursive(root)
