@@ -232,6 +232,12 @@ class _Pipe:
         except ProtocolError:
             self.raw = True
             return [(self._tail + data, False)]
+        if self._decoder.error is not None:
+            # Whole frames, then a bad length: the frames go as frames, the rest raw.
+            self.raw = True
+            stream = self._tail + data
+            used = sum(4 + len(p) for p in payloads)
+            return [(_LEN.pack(len(p)) + p, True) for p in payloads] + [(stream[used:], False)]
         held = self._decoder.buffered
         if held == 0:
             self._tail = b""

@@ -300,3 +300,154 @@ async def test_status_shows_holder_and_queue_and_a_signal_ends_a_wait(zk_hosts: 
                 assert await contenders(zk, lock) == [holder_node]
             finally:
                 waiter.kill()
+
+
+# A COMMAND that records when it held the lock: "<dir>/<name>.start" and ".end" (nanoseconds since the
+# epoch), holding for $HOLD seconds or, with $UNTIL set, until that file exists.
+RECORD = (
+    'date +%s%N > "$0.start"; '
+    'if [ -n "$UNTIL" ]; then i=0; while [ ! -e "$UNTIL" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; '
+    'else sleep "$HOLD"; fi; '
+    'date +%s%N > "$0.end"'
+)
+
+
+def exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def touch(path: str) -> None:
+    with open(path, "w"):
+        pass
+
+
+def recorded(directory: os.PathLike[str], name: str) -> tuple[int, int] | None:
+    base = os.path.join(directory, name)
+    if not os.path.exists(f"{base}.end"):
+        return None
+    with open(f"{base}.start") as start, open(f"{base}.end") as end:
+        return int(start.read()), int(end.read())
+
+
+def record(directory: os.PathLike[str], name: str, *, hold: float = 0.0, until: str = "") -> tuple[str, ...]:
+    return ("--", "env", f"HOLD={hold}", f"UNTIL={until}", "sh", "-c", RECORD, os.path.join(directory, name))
+
+
+async def test_shared_runs_overlap(zk_hosts: str, zk_path: str, tmp_path: os.PathLike[str]) -> None:
+    lock = f"{zk_path}/rw"
+    # Each COMMAND waits until the other one has started: both end only if they held the lock together.
+    d = str(tmp_path)
+    runs = [
+        await Running.start("run", zk_hosts, "--shared", lock, *record(d, "a", until=os.path.join(d, "b.start"))),
+        await Running.start("run", zk_hosts, "-s", lock, *record(d, "b", until=os.path.join(d, "a.start"))),
+    ]
+    try:
+        for run in runs:
+            code, out = await run.wait(limit=30)
+            assert (code, out) == (0, "")
+    finally:
+        for run in runs:
+            run.kill()
+    a, b = recorded(d, "a"), recorded(d, "b")
+    assert a is not None and b is not None
+    assert a[0] < b[1] and b[0] < a[1]  # the two holds overlapped
+    async with zkwire.open_client(zk_hosts) as zk:
+        assert await contenders(zk, lock) == []
+
+
+async def test_shared_and_exclusive_runs_exclude_each_other(
+    zk_hosts: str, zk_path: str, tmp_path: os.PathLike[str]
+) -> None:
+    lock = f"{zk_path}/rw"
+    d = str(tmp_path)
+    release_x, release_s = os.path.join(d, "release-x"), os.path.join(d, "release-s")
+    async with zkwire.open_client(zk_hosts) as zk:
+        # An exclusive run holds; a shared run queues behind it and starts only after it ended.
+        x = await Running.start("run", zk_hosts, "--identifier", "excl", lock, *record(d, "x", until=release_x))
+        try:
+            await wait_for_contenders(zk, lock, 1)
+            s = await Running.start("run", zk_hosts, "--shared", lock, *record(d, "s", until=release_s))
+            try:
+                await wait_for_contenders(zk, lock, 2)
+                busy = await zkl("run", zk_hosts, "--shared", "--nowait", lock, "--", "true")
+                assert (busy.code, busy.err) == (EXIT_LOCK_BUSY, f"zklock: {lock} is locked by excl\n")
+                await trio.sleep(0.3)
+                assert not exists(os.path.join(d, "s.start"))
+                touch(release_x)
+                assert (await x.wait(limit=30))[0] == 0
+
+                # Now the shared run holds: another shared run gets in at once, an exclusive one does not.
+                with trio.fail_after(20):
+                    while not exists(os.path.join(d, "s.start")):
+                        await trio.sleep(0.05)
+                shared = await zkl("run", zk_hosts, "--shared", "--nowait", lock, "--", "echo", "shared too")
+                assert (shared.code, shared.out) == (0, "shared too\n")
+                excl = await zkl("run", zk_hosts, "--nowait", lock, "--", "true")
+                assert excl.code == EXIT_LOCK_BUSY
+                touch(release_s)
+                assert (await s.wait(limit=30))[0] == 0
+            finally:
+                s.kill()
+        finally:
+            x.kill()
+        xs, ss = recorded(d, "x"), recorded(d, "s")
+        assert xs is not None and ss is not None and xs[1] < ss[0]
+        assert await contenders(zk, lock) == []
+
+
+async def test_semaphore_runs_at_most_n_at_once(zk_hosts: str, zk_path: str, tmp_path: os.PathLike[str]) -> None:
+    lock, n = f"{zk_path}/pool", 2
+    d = str(tmp_path)
+    names = [f"r{i}" for i in range(n + 1)]
+    release = {name: os.path.join(d, f"release-{name}") for name in names}
+    async with zkwire.open_client(zk_hosts) as zk:
+        runs = {
+            name: await Running.start(
+                "run",
+                zk_hosts,
+                "--semaphore",
+                str(n),
+                "--identifier",
+                name,
+                lock,
+                *record(d, name, until=release[name]),
+            )
+            for name in names
+        }
+        try:
+            # Two hold; the third waits for a lease, holding the semaphore's internal lock.
+            with trio.fail_after(20):
+                while sum(exists(os.path.join(d, f"{name}.start")) for name in names) < n:
+                    await trio.sleep(0.05)
+            await wait_for_contenders(zk, f"{lock}/locks", 1)
+            await trio.sleep(0.3)
+            started = [name for name in names if exists(os.path.join(d, f"{name}.start"))]
+            assert len(started) == n
+            busy = await zkl("run", zk_hosts, "--semaphore", str(n), "--nowait", lock, "--", "true")
+            assert busy.code == EXIT_LOCK_BUSY and busy.err == f"zklock: {lock}: all {n} leases are taken\n"
+            status = await zkl("status", zk_hosts, "--json", lock)
+            doc = json.loads(status.out)
+            assert (status.code, doc["state"], doc["recipe"]) == (0, "held", "semaphore")
+            assert sorted(h["identifier"] for h in doc["holders"]) == sorted(started)
+            # One of the two lets go: the third one runs.
+            touch(release[started[0]])
+            (waiting,) = set(names) - set(started)
+            with trio.fail_after(20):
+                while not exists(os.path.join(d, f"{waiting}.start")):
+                    await trio.sleep(0.05)
+            for name in names:
+                touch(release[name])
+            for run in runs.values():
+                assert (await run.wait(limit=30))[0] == 0
+        finally:
+            for run in runs.values():
+                run.kill()
+        spans = [recorded(d, name) for name in names]
+        assert all(span is not None for span in spans)
+        events = sorted([(s[0], 1) for s in spans if s] + [(s[1], -1) for s in spans if s], key=lambda e: e[0])
+        inside = most = 0
+        for _, delta in events:
+            inside += delta
+            most = max(most, inside)
+        assert most == n
+        assert await contenders(zk, f"{lock}/leases") == []

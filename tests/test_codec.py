@@ -284,8 +284,14 @@ def test_frame_decoder_seeded_random_chunks() -> None:
 def test_frame_decoder_rejects_bad_lengths(length: int) -> None:
     decoder = FrameDecoder()
     with pytest.raises(ProtocolError):
-        decoder.feed(GET_DATA + struct.pack(">i", length) + b"rest")
+        decoder.feed(struct.pack(">i", length) + b"rest")
     with pytest.raises(ProtocolError):  # the decoder stays failed
+        decoder.feed(GET_DATA)
+    # A complete frame in front of the bad length is still delivered; the failure is then in .error.
+    decoder = FrameDecoder()
+    assert decoder.feed(GET_DATA + struct.pack(">i", length) + b"rest") == [GET_DATA[4:]]
+    assert isinstance(decoder.error, ProtocolError)
+    with pytest.raises(ProtocolError):
         decoder.feed(GET_DATA)
 
 

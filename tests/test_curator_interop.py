@@ -1,66 +1,100 @@
-"""zklock and Apache Curator contend on one path (Debian's libcurator-recipes-java): Curator's
-InterProcessMutex against zklock.Mutex, and InterProcessReadWriteLock against zklock.ReadWriteLock."""
+"""zklock's recipes in both namings against Apache Curator 5.4 (Debian's libcurator-recipes-java): the
+Curator half of the README's interoperability matrix, checked cell by cell.
+
+* ``test_matrix_cell``: every lock-queue cell both ways round, against one long-lived Curator process
+  (``CuratorLockWorker serve``): the pair excludes each other only if neither got in while the other held.
+* ``test_exclusion_under_contention`` and the semaphore test: every cell the matrix says excludes, under
+  contention: a Curator process and two zklock sessions take turns on one path, starting together;
+  exclusive holders bump a version-checked counter, readers read it twice, lease holders count
+  themselves in and out, and every hold's interval (one machine, one clock) is checked for overlaps.
+"""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import trio
+from curator import CuratorPeer, CuratorWorker, compile_worker
+from holds import Holds, now_us
 
 import zklock
 import zkwire
 
-JAVA_DIR = Path(__file__).parent / "java"
-SHARE = Path("/usr/share/java")
-COMPILE_CP = ":".join(
-    str(SHARE / jar)
-    for jar in (
-        "curator-recipes.jar",
-        "curator-framework.jar",
-        "curator-client.jar",
-        "zookeeper.jar",
-        "zookeeper-jute.jar",
-        "guava.jar",
-        "slf4j-api.jar",
-    )
-)
+ROUNDS = 10
+
+X, NO, SHARE_ = "excludes", "does not exclude", "shares"
+#: The Curator half of the README's matrix for the lock-queue recipes (peer modes of the worker:
+#: mutex = InterProcessMutex, read / write = InterProcessReadWriteLock's sides, latch = LeaderLatch).
+MATRIX: dict[tuple[str, str], dict[str, str]] = {
+    ("Mutex", "curator"): {"mutex": X, "read": NO, "write": NO, "latch": NO},
+    ("Mutex", "kazoo"): {"mutex": NO, "read": NO, "write": NO, "latch": NO},
+    ("ReadLock", "curator"): {"mutex": NO, "read": SHARE_, "write": X, "latch": NO},
+    ("ReadLock", "kazoo"): {"mutex": NO, "read": SHARE_, "write": NO, "latch": NO},
+    ("WriteLock", "curator"): {"mutex": NO, "read": X, "write": X, "latch": NO},
+    ("WriteLock", "kazoo"): {"mutex": NO, "read": NO, "write": NO, "latch": NO},
+    ("Election", "curator"): {"mutex": NO, "read": NO, "write": NO, "latch": X},
+    ("Election", "kazoo"): {"mutex": NO, "read": NO, "write": NO, "latch": NO},
+}
+CELLS = [(ours, naming, theirs) for (ours, naming), row in MATRIX.items() for theirs in row]
+EXCLUDING = [cell for cell in CELLS if MATRIX[cell[0], cell[1]][cell[2]] == X]
+OUR_KIND = {"Mutex": "x", "ReadLock": "s", "WriteLock": "x", "Election": "x"}
+THEIR_KIND = {"mutex": "x", "read": "s", "write": "x", "latch": "x"}
+
+
+def make(zk: zkwire.Client, ours: str, path: str, naming: str) -> zklock.recipe.LockRecipe:
+    n: zklock.Naming = "kazoo" if naming == "kazoo" else "curator"
+    if ours == "Mutex":
+        return zklock.Mutex(zk, path, naming=n, identifier="zklock")
+    if ours == "Election":
+        return zklock.Election(zk, path, naming=n, identifier="zklock")
+    rw = zklock.ReadWriteLock(zk, path, naming=n, identifier="zklock")
+    return rw.read_lock if ours == "ReadLock" else rw.write_lock
 
 
 @pytest.fixture(scope="session")
 def curator_classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("javac") is None or not (SHARE / "curator-recipes.jar").exists():
-        pytest.skip("javac or Debian's libcurator-recipes-java is not installed")
-    out = tmp_path_factory.mktemp("curator")
-    subprocess.run(
-        ["javac", "-d", str(out), "-cp", COMPILE_CP, str(JAVA_DIR / "CuratorLockWorker.java")],
-        check=True,
-        timeout=120,
-    )
-    return out
+    return compile_worker(tmp_path_factory)
 
 
-async def _java(curator_classes: Path, main: str, *args: str) -> str:
-    proc = await trio.run_process(
-        ["java", "-cp", f"{curator_classes}:{COMPILE_CP}:{SHARE}/*", main, *args],
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-    )
-    out = proc.stdout.decode()
-    assert proc.returncode == 0, out + proc.stderr.decode()[-2000:]
-    return out
+@pytest.fixture(scope="module")
+def curator_peer(curator_classes: Path, zk_hosts: str) -> Iterator[CuratorPeer]:
+    peer = CuratorPeer(curator_classes, zk_hosts)
+    try:
+        yield peer
+    finally:
+        peer.close()
 
 
-async def test_curator_and_zklock_mutex_exclude_each_other(curator_classes: Path, zk_hosts: str, zk_path: str) -> None:
-    lock_path = f"{zk_path}/lock"
-    counter = f"{zk_path}/counter"
-    iterations = 15
-    conflicts = 0
-    zk_grants = 0
+@pytest.mark.parametrize(("ours", "naming", "theirs"), CELLS, ids=[f"{o}-{n}-vs-curator-{t}" for o, n, t in CELLS])
+async def test_matrix_cell(
+    zk_hosts: str, zk_path: str, curator_peer: CuratorPeer, ours: str, naming: str, theirs: str
+) -> None:
+    path = f"{zk_path}/lock"
+    with trio.fail_after(60):
+        async with zkwire.open_client(zk_hosts) as zk:
+            try:
+                mine = make(zk, ours, path, naming)
+                assert await mine.acquire(blocking=False)
+                they_got_in = await curator_peer.try_(theirs, path, 300)
+                await curator_peer.release()
+                await mine.release()
 
+                assert await curator_peer.try_(theirs, path, 10_000)
+                mine = make(zk, ours, path, naming)
+                we_got_in = await mine.acquire(blocking=False)
+                if we_got_in:
+                    await mine.release()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await curator_peer.release()
+    both_shared = OUR_KIND[ours] == THEIR_KIND[theirs] == "s"
+    found = X if not (they_got_in or we_got_in) else SHARE_ if both_shared and they_got_in and we_got_in else NO
+    assert found == MATRIX[ours, naming][theirs], (they_got_in, we_got_in)
+
+
+async def _setup(zk_hosts: str, zk_path: str, counter: str) -> None:
     async with zkwire.open_client(zk_hosts) as setup:
         try:
             await setup.create("/zkwire-tests")
@@ -69,107 +103,111 @@ async def test_curator_and_zklock_mutex_exclude_each_other(curator_classes: Path
         await setup.create(zk_path)
         await setup.create(counter, b"0")
 
-    async def curator_worker() -> str:
-        return await _java(curator_classes, "CuratorLockWorker", zk_hosts, lock_path, counter, str(iterations))
+
+@pytest.mark.parametrize(
+    ("ours", "naming", "theirs"), EXCLUDING, ids=[f"{o}-{n}-vs-curator-{t}" for o, n, t in EXCLUDING]
+)
+async def test_exclusion_under_contention(
+    curator_classes: Path, zk_hosts: str, zk_path: str, ours: str, naming: str, theirs: str
+) -> None:
+    lock_path, counter = f"{zk_path}/lock", f"{zk_path}/counter"
+    kind = OUR_KIND[ours]
+    holds = Holds()
+    conflicts: list[int] = []
+    await _setup(zk_hosts, zk_path, counter)
 
     async def zklock_worker(zk: zkwire.Client) -> None:
-        nonlocal conflicts, zk_grants
-        mutex = zklock.Mutex(zk, lock_path)
-        for _ in range(iterations):
-            async with mutex:
-                data, stat = await zk.get_data(counter)
-                await trio.sleep(0.002)
-                try:
-                    await zk.set_data(counter, str(int(data) + 1).encode(), version=stat.version)
-                except zkwire.BadVersionError:
-                    conflicts += 1
-                zk_grants += 1
-
-    outputs: list[str] = []
-
-    async def run_curator() -> None:
-        outputs.append(await curator_worker())
-
-    with trio.fail_after(240):
-        async with zkwire.open_client(zk_hosts) as a, zkwire.open_client(zk_hosts) as b:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(run_curator)
-                nursery.start_soon(run_curator)
-                nursery.start_soon(zklock_worker, a)
-                nursery.start_soon(zklock_worker, b)
-            data, _ = await a.get_data(counter)
-            try:
-                children = await a.get_children(lock_path)
-            except zkwire.NoNodeError:  # the empty container parent may already be reaped
-                children = []
-
-    lines = [line for out in outputs for line in out.splitlines()]
-    curator_conflicts = sum(int(line.split()[1]) for line in lines if line.startswith("DONE"))
-    curator_grants = sum(1 for line in lines if line.startswith("GRANT"))
-    assert conflicts == 0 and curator_conflicts == 0
-    assert zk_grants == 2 * iterations and curator_grants == 2 * iterations
-    assert int(data) == 4 * iterations
-    assert children == []
-
-
-async def test_curator_and_zklock_read_write_locks_exclude_each_other(
-    curator_classes: Path, zk_hosts: str, zk_path: str
-) -> None:
-    # Two Curator processes (a reader and a writer) and two zklock sessions (a reader and a writer) on
-    # one path.  Writers bump a version-checked counter; readers read it twice while holding and must
-    # never see it change.  Readers overlap each other, which is allowed.
-    lock_path = f"{zk_path}/rw"
-    counter = f"{zk_path}/counter"
-    iterations = 12
-    bad = {"write": 0, "read": 0}
-    grants = {"write": 0, "read": 0}
-
-    async with zkwire.open_client(zk_hosts) as setup:
-        await setup.create(zk_path)
-        await setup.create(counter, b"0")
-
-    async def zklock_worker(zk: zkwire.Client, mode: str) -> None:
-        rw = zklock.ReadWriteLock(zk, lock_path)
-        lock = rw.write_lock if mode == "write" else rw.read_lock
-        for _ in range(iterations):
-            async with lock:
+        recipe = make(zk, ours, lock_path, naming)
+        for _ in range(ROUNDS):
+            async with recipe:
+                start = now_us()
                 data, stat = await zk.get_data(counter)
                 await trio.sleep(0.003)
-                if mode == "write":
+                if kind == "x":
                     try:
                         await zk.set_data(counter, str(int(data) + 1).encode(), version=stat.version)
                     except zkwire.BadVersionError:
-                        bad["write"] += 1
-                else:
-                    if (await zk.get_data(counter))[0] != data:
-                        bad["read"] += 1
-                grants[mode] += 1
-
-    outputs: dict[str, str] = {}
-
-    async def run_curator(mode: str) -> None:
-        outputs[mode] = await _java(
-            curator_classes, "CuratorLockWorker", zk_hosts, lock_path, counter, str(iterations), mode
-        )
+                        conflicts.append(1)
+                elif (await zk.get_data(counter))[0] != data:
+                    conflicts.append(1)
+                holds.add("zklock", kind, start, now_us())
 
     with trio.fail_after(240):
         async with zkwire.open_client(zk_hosts) as a, zkwire.open_client(zk_hosts) as b:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(run_curator, "write")
-                nursery.start_soon(run_curator, "read")
-                nursery.start_soon(zklock_worker, a, "write")
-                nursery.start_soon(zklock_worker, b, "read")
-            data, _ = await a.get_data(counter)
+            # Both zklock sessions connected before the Curator worker says READY, so all start together.
+            worker = await CuratorWorker.start(
+                curator_classes, zk_hosts, lock_path, counter, str(2 * ROUNDS), theirs
+            )
             try:
-                children = await a.get_children(lock_path)
-            except zkwire.NoNodeError:
-                children = []
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(zklock_worker, a)
+                    nursery.start_soon(zklock_worker, b)
+                output = await worker.finish()
+            finally:
+                worker.kill()
+            value = int((await a.get_data(counter))[0])
+    curator_conflicts = holds.add_java_output("curator", output)
+    assert conflicts == [] and curator_conflicts == 0
+    assert holds.overlaps() == []
+    assert holds.count("zklock") == holds.count("curator") == 2 * ROUNDS
+    assert holds.switches() >= 2, "the two sides did not take turns"
+    assert value == sum(1 for h in holds.holds if h.kind == "x")
 
-    for mode, out in outputs.items():
-        lines = out.splitlines()
-        assert sum(1 for line in lines if line.startswith("GRANT")) == iterations, (mode, out)
-        assert "DONE 0" in lines, (mode, out)
-    assert bad == {"write": 0, "read": 0}
-    assert grants == {"write": iterations, "read": iterations}
-    assert int(data) == 2 * iterations  # every write of both writers landed
-    assert children == []
+
+async def test_semaphore_limits_holders_with_curator_semaphore_v2(
+    curator_classes: Path, zk_hosts: str, zk_path: str
+) -> None:
+    sem_path, inside = f"{zk_path}/sem", f"{zk_path}/inside"
+    leases = 2
+    holds = Holds()
+    over: list[int] = []
+    await _setup(zk_hosts, zk_path, inside)
+
+    async def add(zk: zkwire.Client, delta: int) -> int:
+        while True:
+            data, stat = await zk.get_data(inside)
+            value = int(data) + delta
+            try:
+                await zk.set_data(inside, str(value).encode(), version=stat.version)
+                return value
+            except zkwire.BadVersionError:
+                continue
+
+    async def zklock_worker(zk: zkwire.Client) -> None:
+        semaphore = zklock.Semaphore(zk, sem_path, leases, identifier="zklock")
+        for _ in range(ROUNDS):
+            async with semaphore:
+                start = now_us()
+                if await add(zk, 1) > leases:
+                    over.append(1)
+                await trio.sleep(0.004)
+                await add(zk, -1)
+                holds.add("zklock", "l", start, now_us())
+
+    with trio.fail_after(240):
+        async with zkwire.open_client(zk_hosts) as a, zkwire.open_client(zk_hosts) as b:
+            workers = [
+                await CuratorWorker.start(
+                    curator_classes, zk_hosts, sem_path, inside, str(ROUNDS), f"semaphore:{leases}"
+                )
+                for _ in range(2)
+            ]
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(zklock_worker, a)
+                    nursery.start_soon(zklock_worker, b)
+                outputs = [await w.finish() for w in workers]
+            finally:
+                for w in workers:
+                    w.kill()
+            assert (await a.get_data(inside))[0] == b"0"
+            try:
+                assert await a.get_children(f"{sem_path}/leases") == []
+            except zkwire.NoNodeError:  # the empty container may already be reaped
+                pass
+    curator_over = sum(holds.add_java_output(f"curator{i}", out) for i, out in enumerate(outputs))
+    assert over == [] and curator_over == 0
+    assert holds.most_at_once() == leases  # the limit was reached, never passed
+    assert holds.count("zklock") == 2 * ROUNDS
+    assert holds.count("curator0") == holds.count("curator1") == ROUNDS
+    assert holds.switches() >= 2

@@ -28,9 +28,7 @@ async def _setup(zk_hosts: str, zk_path: str) -> None:
         await zk.create(zk_path)
 
 
-async def test_a_request_failing_with_the_connection_ends_the_block_with_lock_lost(
-    zk_hosts: str, zk_path: str
-) -> None:
+async def test_a_request_failing_with_the_connection_ends_the_block_with_lock_lost(zk_hosts: str, zk_path: str) -> None:
     """The body's own request fails with ConnectionLossError when the connection breaks: the block
     still raises LockLostError (the body's error chained), and the lease says when and why."""
     path = f"{zk_path}/lock"

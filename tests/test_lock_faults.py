@@ -156,6 +156,87 @@ async def test_lost_create_reply_exactly_one_node(zk_hosts: str, zk_path: str, f
             assert await observer.get_children(path) == []
 
 
+def _recipe(zk: zkwire.Client, kind: str, path: str, naming: zklock.Naming) -> zklock.recipe.LockRecipe:
+    if kind == "Mutex":
+        return zklock.Mutex(zk, path, naming=naming)
+    if kind == "Election":
+        return zklock.Election(zk, path, naming=naming)
+    if kind == "Semaphore":
+        return zklock.Semaphore(zk, path, 2, naming=naming)
+    rw = zklock.ReadWriteLock(zk, path, naming=naming)
+    return rw.read_lock if kind == "ReadLock" else rw.write_lock
+
+
+EVERY_RECIPE = [
+    (kind, naming)
+    for kind in ("Mutex", "ReadLock", "WriteLock", "Election", "Semaphore")
+    for naming in ("curator", "kazoo")
+]
+
+
+@pytest.mark.parametrize(("kind", "naming"), EVERY_RECIPE, ids=[f"{k}-{n}" for k, n in EVERY_RECIPE])
+async def test_lost_create_reply_one_node_in_every_naming(
+    zk_hosts: str, zk_path: str, faultproxy, kind: str, naming: zklock.Naming
+) -> None:
+    from zkwire.constants import OpCode
+
+    path = f"{zk_path}/lock"
+    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+        async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk, zkwire.open_client(zk_hosts) as observer:
+            await zk.create(zk_path)
+            recipe = _recipe(zk, kind, path, naming)
+            parent = recipe.path  # a semaphore's lease parent
+            # Only the contender's own create (not a semaphore's guard, at <path>/locks or <path>-__lock__)
+            swallow = proxy.swallow_reply(
+                op=OpCode.CREATE2, path_prefix=f"{parent}/{'_c_' if naming == 'curator' else ''}"
+            )
+            with trio.fail_after(15):
+                async with recipe as lease:
+                    assert swallow.triggered  # the create's reply really was lost
+                    names = await _synced_children(observer, parent)
+                    assert names == [lease.node.rsplit("/", 1)[1]]  # one node, adopted
+                    stat = await observer.exists(lease.node)
+                    assert stat is not None and stat.ephemeral_owner == zk.session_id
+            assert await _synced_children(observer, parent) == []
+
+
+@pytest.mark.parametrize("naming", ["curator", "kazoo"])
+async def test_a_second_node_carrying_the_acquires_uuid_is_deleted(
+    zk_hosts: str, zk_path: str, naming: zklock.Naming, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another node carrying the acquire's uuid (what a lost create reply could leave) is deleted as soon
+    as a listing shows it, before the acquire is granted on its own node."""
+    import uuid
+
+    path = f"{zk_path}/lock"
+    async with zkwire.open_client(zk_hosts) as a, zkwire.open_client(zk_hosts) as b:
+        holder = zklock.Mutex(a, path, naming=naming)
+        assert await holder.acquire()
+        fixed = uuid.UUID("12345678-1234-4234-8234-123456789abc")
+        monkeypatch.setattr(uuid, "uuid4", lambda: fixed)  # the waiter's acquire will carry this uuid
+        prefix = f"_c_{fixed}-lock-" if naming == "curator" else f"{fixed.hex}__lock__"
+        ghost = await a.create(f"{path}/{prefix}", ephemeral=True, sequential=True)
+        waiter = zklock.Mutex(b, path, naming=naming)
+        seen: dict[str, object] = {}
+
+        async def wait_for_the_lock() -> None:
+            async with waiter as lease:
+                seen["node"] = lease.node
+                seen["children"] = await _children(a, path)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait_for_the_lock)
+            with trio.fail_after(5):
+                while len(await _children(a, path)) < 3 and await a.exists(ghost):
+                    await trio.sleep(0.02)
+                while await a.exists(ghost):
+                    await trio.sleep(0.02)
+            await holder.release()
+        assert seen["node"] != ghost
+        assert seen["children"] == [str(seen["node"]).rsplit("/", 1)[1]]  # the ghost was deleted first
+        assert await a.exists(ghost) is None
+
+
 @pytest.mark.ensemble
 async def test_mutual_exclusion_while_ensemble_leader_is_killed(ensemble, zk_path: str) -> None:  # type: ignore[no-untyped-def]
     path = f"{zk_path}/lock"
@@ -214,7 +295,12 @@ async def _synced_children(zk: zkwire.Client, path: str) -> list[str]:
 
 @pytest.mark.ensemble
 @pytest.mark.slow
-async def test_connection_reset_after_create_on_an_ensemble_leaves_one_node(ensemble, zk_path: str) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(
+    ("naming", "max_trials", "seconds", "min_trials"), [("curator", 300, 75, 100), ("kazoo", 120, 30, 40)]
+)
+async def test_connection_reset_after_create_on_an_ensemble_leaves_one_node(  # type: ignore[no-untyped-def]
+    ensemble, zk_path: str, naming: zklock.Naming, max_trials: int, seconds: float, min_trials: int
+) -> None:
     """The create leaves the client, the connection is reset at once, the client re-attaches to another
     member that may not have applied the create yet.  The recovery must see the node (sync first) and
     adopt it: exactly one node while held, none after.  Many trials, bounded in count and time."""
@@ -239,12 +325,12 @@ async def test_connection_reset_after_create_on_an_ensemble_leaves_one_node(ense
             except zkwire.NodeExistsError:
                 pass
             await observer.create(zk_path)
-            deadline = trio.current_time() + 75
-            while trials < 300 and trio.current_time() < deadline:
+            deadline = trio.current_time() + seconds
+            while trials < max_trials and trio.current_time() < deadline:
                 trials += 1
                 rules = [p.sever_after_request(op=OpCode.CREATE2, path_prefix=path) for p in proxies]
                 with trio.fail_after(20):
-                    async with zklock.Mutex(zk, path) as lease:
+                    async with zklock.Mutex(zk, path, naming=naming) as lease:
                         held = await _synced_children(observer, path)
                     after = await _synced_children(observer, path)
                 recovered += sum(r.triggered for r in rules)
@@ -261,7 +347,7 @@ async def test_connection_reset_after_create_on_an_ensemble_leaves_one_node(ense
                             except zkwire.NoNodeError:
                                 pass
     assert recovered >= trials * 0.9, f"the reset fired in only {recovered} of {trials} trials"
-    assert trials >= 100
+    assert trials >= min_trials
     assert not failures, f"{len(failures)} of {trials} trials left a second node: " + "; ".join(failures[:5])
     # Never a second create for one acquire: each trial's one create moves the parent's sequence counter
     # by exactly 1 (observed on 3.8.0; unless the empty container parent was reaped meanwhile).

@@ -158,7 +158,11 @@ async def test_poll_mode_keeps_body_running(zk_hosts: str, zk_path: str) -> None
                 assert lease.lost
 
 
-async def test_kazoo_and_zklock_exclude_each_other(zk_hosts: str, zk_path: str) -> None:
+async def test_kazoo_with_extra_lock_patterns_and_a_curator_named_mutex_exclude_each_other(
+    zk_hosts: str, zk_path: str
+) -> None:
+    """Not kazoo's default: a kazoo Lock given extra_lock_patterns=["-lock-"] also counts Curator-style
+    mutex nodes (a default one does not: tests/test_interop_matrix_kazoo.py)."""
     from kazoo.client import KazooClient
 
     path = f"{zk_path}/lock"
@@ -223,7 +227,8 @@ async def test_suspension_counts_as_loss(zk_server: object, zk_hosts: str, zk_pa
 
 
 async def test_kazoo_and_zklock_contend_with_counter(zk_hosts: str, zk_path: str) -> None:
-    """kazoo's Lock (seeing our nodes through extra_lock_patterns) and zklock bump one counter."""
+    """kazoo's Lock (seeing our Curator-style nodes through extra_lock_patterns, not kazoo's default) and
+    zklock bump one counter."""
     from kazoo.client import KazooClient
     from kazoo.exceptions import BadVersionError as KazooBadVersion
 

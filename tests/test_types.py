@@ -19,7 +19,7 @@ from zkwire import Create, Delete, GetChildren, GetData, SetData, Stat, ZKError
 
 async def check(zk: zkwire.Client) -> None:
     assert_type(await zk.pipeline([GetData("/a"), GetData("/b")]), list[tuple[bytes, Stat] | ZKError])
-    assert_type(await zk.pipeline([GetChildren("/a")]), list[list[str] | ZKError])
+    assert_type(await zk.pipeline([GetChildren("/a")]), list[list[str] | tuple[list[str], Stat] | ZKError])
     assert_type(await zk.pipeline([Create("/a")]), list[tuple[str, Stat] | ZKError])
     assert_type(await zk.pipeline([SetData("/a", b"")]), list[Stat | ZKError])
     assert_type(await zk.pipeline([Delete("/a")]), list[ZKError | None])

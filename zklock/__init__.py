@@ -3,16 +3,18 @@
 :class:`Mutex`, :class:`ReadWriteLock`, :class:`Semaphore` and :class:`Election` share one algorithm
 (:mod:`zklock.recipe`): ephemeral sequential nodes, each contender watching one other node, protected
 names that survive lost replies, clean-up on every failure, and leases that report -- and by default
-cancel their holder on -- a lost lock.  Node names are compatible with Apache Curator's recipes and
-kazoo's locks.
+cancel their holder on -- a lost lock.  Each recipe's ``naming`` makes its nodes those of Apache
+Curator's recipes (``"curator"``, the default) or of kazoo's (``"kazoo"``); the README's
+interoperability matrix says which peers exclude each other.
 """
 
 from __future__ import annotations
 
 from .election import Election
-from .errors import LockError, LockLostError, NotHeldError
+from .errors import LockError, LockLostError, MaxLeasesMismatchError, NotHeldError
 from .lease import Lease
 from .mutex import Mutex
+from .naming import Naming
 from .recipe import default_identifier, request_revocation
 from .rwlock import ReadLock, ReadWriteLock, WriteLock
 from .semaphore import Semaphore
@@ -28,6 +30,8 @@ __all__ = [
     "LockError",
     "LockLostError",
     "NotHeldError",
+    "MaxLeasesMismatchError",
+    "Naming",
     "default_identifier",
     "request_revocation",
 ]

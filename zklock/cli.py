@@ -2,13 +2,17 @@
 
 ::
 
-    zklock run --server HOSTS [--nowait | --wait SECONDS] [--identifier TEXT] LOCKPATH -- COMMAND ARGS...
-    zklock status --server HOSTS LOCKPATH
+    zklock run --server HOSTS [--nowait | --wait SECONDS] [--shared | --semaphore N] [--naming NAMING]
+               [--identifier TEXT] LOCKPATH -- COMMAND ARGS...
+    zklock status --server HOSTS [--json] LOCKPATH
 
-``run`` takes the :class:`zklock.Mutex` on ``LOCKPATH``, runs ``COMMAND`` while holding it and releases
-it when ``COMMAND`` ends.  ``COMMAND`` gets ``ZKLOCK_FENCING_TOKEN`` (the lease's fencing token: it
-grows with every grant, so the protected resource can refuse a stale holder), ``ZKLOCK_PATH`` and
-``ZKLOCK_NODE`` in its environment.
+``run`` takes the :class:`zklock.Mutex` on ``LOCKPATH`` -- or with ``--shared`` the read side of the
+:class:`zklock.ReadWriteLock` there (like ``flock -s``: shared runs overlap, an exclusive run excludes
+them all), or with ``--semaphore N`` one of the N leases of the :class:`zklock.Semaphore` there -- runs
+``COMMAND`` while holding it and releases it when ``COMMAND`` ends.  ``--naming kazoo`` writes kazoo's
+node names instead of Curator's (the README's interoperability matrix says which peers each excludes).
+``COMMAND`` gets ``ZKLOCK_FENCING_TOKEN`` (the lease's fencing token: it grows with every grant, so the
+protected resource can refuse a stale holder), ``ZKLOCK_PATH`` and ``ZKLOCK_NODE`` in its environment.
 
 ``COMMAND`` runs in its own process group (unless ``--foreground``), so a terminal's Ctrl-C reaches it
 once, through zklock: SIGTERM, SIGINT and SIGHUP sent to ``zklock run`` are forwarded to that group.
@@ -27,8 +31,15 @@ Exit codes of ``zklock run``:
 * 128 + N: signal N arrived while waiting for the lock (``COMMAND`` was never started);
 * 2: usage error.
 
-``zklock status`` prints the holder and the waiting contenders (identifier and node name of each) and
-exits 0 (69 when ZooKeeper cannot be reached, 2 on usage errors).
+``zklock status`` reads any lock of zklock, Curator or kazoo at ``LOCKPATH`` (mutex, read/write lock,
+semaphore, election; see :mod:`zklock.status`) and prints its holders and the waiting contenders
+(identifier and node name of each), and a warning on stderr when the path holds nodes of both naming
+families.  Exit codes of ``zklock status``:
+
+* 0: the state is known: free, or held;
+* 65 (EX_DATAERR): unknown -- nothing at ``LOCKPATH`` is understood as a holder, but it has children
+  that no known recipe wrote (they are listed);
+* 69: ZooKeeper cannot be reached; 2: usage error.
 """
 
 from __future__ import annotations
@@ -46,11 +57,16 @@ import trio
 
 from zkwire import Client, open_client
 from zkwire.cli_format import format_zxid
-from zkwire.errors import InvalidInputError, NoNodeError, ZKError
+from zkwire.errors import InvalidInputError, ZKError
 
 from .errors import LockError
 from .lease import Lease
 from .mutex import Mutex
+from .naming import NAMINGS
+from .recipe import LockRecipe
+from .rwlock import ReadWriteLock
+from .semaphore import Semaphore
+from .status import Holder, LockStatus, lock_status
 
 __all__ = [
     "main",
@@ -60,9 +76,11 @@ __all__ = [
     "EXIT_USAGE",
     "EXIT_CANNOT_EXECUTE",
     "EXIT_NOT_FOUND",
+    "EXIT_UNKNOWN",
 ]
 
 EXIT_USAGE = 2
+EXIT_UNKNOWN = 65
 EXIT_UNAVAILABLE = 69
 EXIT_LOCK_LOST = 70
 EXIT_LOCK_BUSY = 75
@@ -87,6 +105,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _lease_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="zklock",
@@ -95,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "exit codes of run: COMMAND's own (128+N if killed by signal N); 75 lock busy (--nowait) or\n"
             "not granted within --wait; 70 lock lost while COMMAND ran; 69 ZooKeeper unreachable or\n"
-            "refused the lock; 126/127 COMMAND not executable / not found; 2 usage error."
+            "refused the lock; 126/127 COMMAND not executable / not found; 2 usage error.\n"
+            "exit codes of status: 0 free or held; 65 unknown (children no known recipe wrote); 69\n"
+            "ZooKeeper unreachable; 2 usage error."
         ),
     )
     sub = parser.add_subparsers(dest="action", required=True, metavar="{run,status}")
@@ -127,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
         "run",
         help="run COMMAND while holding the lock",
         usage="zklock run [options] LOCKPATH -- COMMAND [ARGS...]",
-        description="Run COMMAND while holding the mutex on LOCKPATH; exit with COMMAND's exit code.",
+        description="Run COMMAND while holding the mutex on LOCKPATH (or a shared lock, or a semaphore's lease "
+        "there); exit with COMMAND's exit code.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
             "COMMAND's environment: ZKLOCK_FENCING_TOKEN (grows with every grant of the lock), ZKLOCK_PATH,\n"
@@ -151,6 +182,28 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="give up (exit 75) if the lock is not granted within SECONDS (default: wait forever)",
     )
+    kind = run.add_mutually_exclusive_group()
+    kind.add_argument(
+        "--shared",
+        "-s",
+        action="store_true",
+        help="take the read side of the read/write lock on LOCKPATH: shared runs overlap, an exclusive run "
+        "(no --shared) excludes them (like flock -s)",
+    )
+    kind.add_argument(
+        "--semaphore",
+        type=_lease_count,
+        metavar="N",
+        help="hold one of the N leases of the semaphore on LOCKPATH: at most N runs at once (every user of "
+        "the semaphore must give the same N)",
+    )
+    run.add_argument(
+        "--naming",
+        choices=NAMINGS,
+        default="curator",
+        help="node names to write: curator (default; excludes Curator's recipes) or kazoo (excludes kazoo's "
+        "default recipes); see the README's interoperability matrix",
+    )
     run.add_argument("--identifier", metavar="TEXT", help="what others see as the holder (default: hostname:pid)")
     run.add_argument(
         "--grace",
@@ -168,7 +221,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("lockpath", metavar="LOCKPATH", help="the lock's znode path, e.g. /locks/backup")
     run.add_argument("command", nargs=argparse.REMAINDER, metavar="COMMAND", help="the command and its arguments")
 
-    status = sub.add_parser("status", help="show the holder and the queue of a lock")
+    status = sub.add_parser(
+        "status",
+        help="show the holders and the queue of a lock",
+        description="Show the holders and the queue of any zklock, Curator or kazoo lock, read/write lock, "
+        "semaphore or election at LOCKPATH.",
+        epilog="exit codes: 0 free or held; 65 unknown (children no known recipe wrote); 69 ZooKeeper "
+        "unreachable; 2 usage error",
+    )
     common(status)
     status.add_argument("--json", action="store_true", help="print one JSON object")
     status.add_argument("lockpath", metavar="LOCKPATH")
@@ -281,8 +341,15 @@ class _Runner:
         try:
             async with open_client(opts.server, session_timeout=opts.session_timeout, wait_connected=False) as client:
                 await _connected(client, opts.server, opts.timeout)
-                mutex = Mutex(client, opts.lockpath, identifier=opts.identifier, cancel_on_loss=False)
+                mutex = _recipe(client, opts)
                 if not await self._acquire(mutex):
+                    if opts.semaphore:
+                        busy = f"all {opts.semaphore} leases are taken"
+                        if opts.nowait:
+                            _say(f"{opts.lockpath}: {busy}")
+                        else:
+                            _say(f"{opts.lockpath}: no lease was granted within {opts.wait:g}s ({busy})")
+                        return EXIT_LOCK_BUSY
                     holder = None
                     with trio.move_on_after(opts.timeout):
                         try:
@@ -315,7 +382,7 @@ class _Runner:
             _say(f"{opts.lockpath}: {e}")
             return EXIT_UNAVAILABLE
 
-    async def _acquire(self, mutex: Mutex) -> bool:
+    async def _acquire(self, mutex: LockRecipe) -> bool:
         opts = self.opts
         if opts.nowait:
             return await mutex.acquire(blocking=False)
@@ -385,25 +452,23 @@ class _Runner:
         return 128 - returncode if returncode < 0 else returncode
 
 
+def _recipe(client: Client, opts: argparse.Namespace) -> LockRecipe:
+    """The lock ``zklock run`` takes: the mutex, the read side of the read/write lock, or a lease."""
+    if opts.semaphore:
+        return Semaphore(
+            client, opts.lockpath, opts.semaphore, identifier=opts.identifier, cancel_on_loss=False, naming=opts.naming
+        )
+    if opts.shared:
+        rw = ReadWriteLock(client, opts.lockpath, identifier=opts.identifier, cancel_on_loss=False, naming=opts.naming)
+        return rw.read_lock
+    return Mutex(client, opts.lockpath, identifier=opts.identifier, cancel_on_loss=False, naming=opts.naming)
+
+
 async def _status(opts: argparse.Namespace) -> int:
-    entries: list[dict[str, str | int]] = []
     try:
         async with open_client(opts.server, session_timeout=opts.session_timeout, wait_connected=False) as client:
             await _connected(client, opts.server, opts.timeout)
-            mutex = Mutex(client, opts.lockpath)
-            for name in await mutex.contenders():
-                try:
-                    data, stat = await client.get_data(f"{mutex.path}/{name}")
-                except NoNodeError:
-                    continue
-                entries.append(
-                    {
-                        "node": name,
-                        "identifier": data.decode("utf-8", "replace"),
-                        "session": format_zxid(stat.ephemeral_owner),
-                        "fencing_token": stat.czxid,
-                    }
-                )
+            status = await lock_status(client, opts.lockpath)
     except _Unavailable as e:
         _say(str(e))
         return EXIT_UNAVAILABLE
@@ -413,22 +478,81 @@ async def _status(opts: argparse.Namespace) -> int:
     except ZKError as e:
         _say(f"{opts.lockpath}: {e}")
         return EXIT_UNAVAILABLE
+    code = EXIT_UNKNOWN if status.state == "unknown" else 0
     if opts.json:
-        holder = entries[0] if entries else None
-        print(json.dumps({"path": opts.lockpath, "holder": holder, "waiting": entries[1:]}))
-        return 0
-    if not entries:
-        print(f"{opts.lockpath}: free")
-        return 0
-    first = entries[0]
-    print(
-        f"{opts.lockpath}: held by {first['identifier']} (node {first['node']}, session {first['session']}, "
-        f"fencing token {first['fencing_token']})"
-    )
-    if len(entries) > 1:
-        print(f"waiting ({len(entries) - 1}):")
-        for i, entry in enumerate(entries[1:], 1):
-            print(f"  {i}. {entry['identifier']} (node {entry['node']})")
+        print(json.dumps(_status_json(status)))
+        return code
+    for warning in status.warnings:
+        _say(f"warning: {warning}")
+    print("\n".join(_status_lines(status)))
+    return code
+
+
+def _entry_json(h: Holder) -> dict[str, str | int | None]:
+    return {
+        "node": h.node,
+        "identifier": h.identifier,
+        "session": format_zxid(h.session),
+        "fencing_token": h.fencing_token,
+        "kind": h.kind,
+        "naming": h.naming,
+    }
+
+
+def _status_json(status: LockStatus) -> dict[str, object]:
+    holders = [_entry_json(h) for h in status.holders]
+    return {
+        "path": status.path,
+        "state": status.state,
+        "recipe": status.recipe or None,
+        "holder": holders[0] if holders else None,
+        "holders": holders,
+        "waiting": [_entry_json(h) for h in status.waiting],
+        "max_leases": status.max_leases,
+        "unknown": status.unknown,
+        "warnings": status.warnings,
+    }
+
+
+def _kind(h: Holder) -> str:
+    """How a node's kind is shown before its node name ("" for a mutex, the common case)."""
+    if h.kind == "mutex":
+        return ""
+    if h.kind == "lock":
+        return "kazoo lock, "
+    return f"{h.kind}, "
+
+
+def _status_lines(status: LockStatus) -> list[str]:
+    path = status.path
+    lines: list[str] = []
+    holders = status.holders
+    if not holders:
+        if status.state == "unknown":
+            lines.append(f"{path}: unknown ({len(status.unknown)} nodes no known lock recipe wrote)")
+        else:
+            lines.append(f"{path}: free")
+    elif len(holders) == 1:
+        h = holders[0]
+        lines.append(
+            f"{path}: held by {h.identifier} ({_kind(h)}node {h.node}, session {format_zxid(h.session)}, "
+            f"fencing token {h.fencing_token})"
+        )
     else:
-        print("waiting: none")
-    return 0
+        leases = f", {status.max_leases} leases" if status.max_leases is not None else ""
+        lines.append(f"{path}: held by {len(holders)} holders ({status.recipe}{leases})")
+        for h in holders:
+            lines.append(
+                f"  {h.identifier} ({_kind(h)}node {h.node}, session {format_zxid(h.session)}, "
+                f"fencing token {h.fencing_token})"
+            )
+    if holders or status.waiting:
+        if status.waiting:
+            lines.append(f"waiting ({len(status.waiting)}):")
+            for i, h in enumerate(status.waiting, 1):
+                lines.append(f"  {i}. {h.identifier} ({_kind(h)}node {h.node})")
+        else:
+            lines.append("waiting: none")
+    if status.unknown:
+        lines.append(f"not understood ({len(status.unknown)}): {', '.join(status.unknown)}")
+    return lines

@@ -1,4 +1,11 @@
-"""Leader election on the node queue: the lowest ``latch-`` node leads.
+"""Leader election on the node queue: the lowest node leads.
+
+With ``naming="curator"`` (default) the nodes are Curator LeaderLatch's ``_c_<uuid>-latch-<seq>``, and
+one leader is elected among zklock and Curator LeaderLatch participants; no other peer recipe excludes
+it.  With ``naming="kazoo"`` they are ``<uuid hex>__lock__<seq>``, those of kazoo's Election (which is a
+kazoo Lock), and one leader is elected among zklock and kazoo Election participants; it also excludes
+kazoo's Lock and WriteLock on the path, not kazoo's ReadLock nor any Curator recipe.  Either naming sees
+both kinds of nodes.
 
 ``async with election.leadership() as lease:`` waits to become leader; the body runs only while this
 participant leads and is cancelled (with :class:`~zklock.LockLostError`) if leadership is lost.
@@ -13,11 +20,11 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from zkwire import Client
 from zkwire.errors import ConnectionLossError, SessionExpiredError
 
 from .errors import LockLostError
 from .lease import Lease
+from .naming import ELECTION_MARKERS, KAZOO_LOCK, LATCH
 from .recipe import LockRecipe
 
 __all__ = ["Election"]
@@ -26,11 +33,11 @@ log = logging.getLogger("zklock.election")
 
 
 class Election(LockRecipe):
-    marker = "latch-"
-    markers = ("latch-",)
+    """Leader election on ``path``; the arguments are those of :class:`~zklock.Mutex`."""
 
-    def __init__(self, client: Client, path: str, *, identifier: str | None = None, **options: bool) -> None:
-        super().__init__(client, path, identifier=identifier, **options)
+    curator_marker = LATCH
+    kazoo_marker = KAZOO_LOCK
+    markers = ELECTION_MARKERS
 
     def leadership(self) -> Election:
         """``async with election.leadership() as lease:`` -- the body runs while we lead."""

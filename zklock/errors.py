@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from zkwire.errors import ZKError
 
-__all__ = ["LockError", "LockLostError", "NotHeldError"]
+__all__ = ["LockError", "LockLostError", "NotHeldError", "MaxLeasesMismatchError"]
 
 
 class LockError(ZKError):
@@ -25,3 +25,13 @@ class LockLostError(LockError):
 
 class NotHeldError(LockError):
     """release() was called by a task that does not hold the lock."""
+
+
+class MaxLeasesMismatchError(LockError, ValueError):
+    """A kazoo-layout semaphore node stores a lease count other than this Semaphore's ``max_leases``."""
+
+    def __init__(self, path: str, stored: int, wanted: int) -> None:
+        super().__init__(f"semaphore {path} holds {stored} leases, not {wanted} (max_leases must agree)")
+        self.path = path
+        self.stored = stored
+        self.wanted = wanted

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .naming import MUTEX_MARKERS
+from .naming import KAZOO_LOCK, LOCK_MARKERS, MUTEX
 from .recipe import LockRecipe
 
 __all__ = ["Mutex"]
@@ -19,9 +19,21 @@ class Mutex(LockRecipe):
     ``lease.lost`` / ``await lease.wait_lost()`` instead.  :class:`~zklock.Lease` says which losses are
     told before anyone else can be granted the lock, and offers writes fenced by the server.
 
-    Nodes are named like Apache Curator's InterProcessMutex (``_c_<uuid>-lock-<seq>``) and kazoo's
-    ``__lock__`` nodes are honoured, so all three exclude each other on one path.
+    ``naming`` picks the peers it excludes (README: interoperability matrix):
+
+    * ``"curator"`` (default): nodes ``_c_<uuid>-lock-<seq>``, like Curator's InterProcessMutex, which
+      it excludes.  It does **not** exclude kazoo's default recipes (they do not see these nodes), nor
+      Curator's read/write lock or LeaderLatch (they ignore ``lock-`` nodes).
+    * ``"kazoo"``: nodes ``<uuid hex>__lock__<seq>``, like kazoo's Lock / WriteLock / Election; it
+      excludes those three and kazoo's ReadLock.  It does **not** exclude any Curator recipe (Curator
+      cannot order these nodes).
+
+    In both namings the mutex waits for every lock node queued before its own, of either family
+    (mutexes, writers and readers of zklock, Curator and kazoo), so zklock users of one path exclude
+    each other whatever naming each uses.  A path that holds nodes of the other family is logged once
+    (a default peer of that family would not see ours).
     """
 
-    marker = "lock-"
-    markers = MUTEX_MARKERS
+    curator_marker = MUTEX
+    kazoo_marker = KAZOO_LOCK
+    markers = LOCK_MARKERS

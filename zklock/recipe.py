@@ -3,9 +3,13 @@
 One ephemeral sequential node per contender under the lock path; a recipe decides from the sorted
 contenders whether ours may proceed and, if not, which single node to wait for.  The steps:
 
-1. Create ``<path>/_c_<uuid>-<marker>`` (ephemeral, sequential) and list the children *in one round
-   trip*: both requests go out back to back and the server applies them in order.  A missing parent is
-   created as a container node (the server removes it once it is empty again).
+1. Create ``<path>/<name>`` (ephemeral, sequential; the name carries a fresh uuid: ``_c_<uuid>-<marker>``
+   in the ``"curator"`` naming, ``<uuid hex><marker>`` in the ``"kazoo"`` naming, see
+   :mod:`zklock.naming`) and list the children *in one round trip*: both requests go out back to back
+   and the server applies them in order.  A missing parent is created as a container node (the server
+   removes it once it is empty again) in the ``"curator"`` naming, as a persistent node in the
+   ``"kazoo"`` naming (kazoo creates its lock paths once per lock object and would fail on a reaped
+   container).
 2. If the create's reply is lost (connection loss), wait for the session to reconnect, ``sync`` the lock
    path (the member we re-attached to may not have applied our create yet: after the sync it has
    applied every write our session made), list the children and adopt the node carrying our uuid --
@@ -33,18 +37,31 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable
 from types import TracebackType
+from typing import cast
 
 import trio
 
-from zkwire import Client, Create, EventType, GetChildren, SessionState
+from zkwire import Client, Create, EventType, GetChildren, SessionState, Stat
 from zkwire.errors import ConnectionLossError, NodeExistsError, NoNodeError, ZKError
 from zkwire.paths import validate_path
 
 from .errors import NotHeldError
 from .lease import REVOKE_DATA, Lease
-from .naming import Contender, new_protected_prefix, sort_contenders
+from .naming import (
+    FAMILY_MARKERS,
+    KAZOO_LOCK,
+    LOCK_MARKERS,
+    MUTEX,
+    Contender,
+    Naming,
+    check_naming,
+    new_node_prefix,
+    parse_contender,
+    sort_contenders,
+)
+from .queue import SharedQueue, nearest_below, release_queue, shared_queue
 
 __all__ = [
     "LockRecipe",
@@ -65,6 +82,15 @@ OWN_NODE_WATCH_DELAY = 0.05
 
 #: Returned by :meth:`LockRecipe._blocker` to wait for any change among the children (semaphores).
 ANY_CHANGE = Contender(0, "", "", None)
+#: A listing of the lock node: child names in the server's order, and its child version.
+Listing = tuple[list[str], int]
+
+#: Lock paths already warned about (a warning once per path and process); bounded.
+_WARNED_PATHS: set[str] = set()
+_WARNED_LIMIT = 4096
+
+#: Parses a children listing into the contenders of one recipe, in queue order.
+ContenderParser = Callable[[list[str]], list[Contender]]
 
 
 def default_identifier() -> str:
@@ -73,16 +99,25 @@ def default_identifier() -> str:
 
 
 class LockRecipe:
-    """Base of the node-queue locks.  Subclasses set ``marker``/``markers`` and :meth:`_blocker`.
+    """Base of the node-queue locks.  Subclasses set the markers and :meth:`_blocker`.
 
     Reentrant per trio task: the task holding the lock may acquire it again (counted); other tasks of
     the same process queue like any other contender.
+
+    ``naming`` chooses the names of the nodes this recipe creates (see :mod:`zklock.naming`):
+    ``"curator"`` (default) or ``"kazoo"``.  Whatever it writes, a recipe understands the nodes of both
+    families on its path.
     """
 
-    #: The marker in our own node names.
-    marker = "lock-"
+    #: The marker in our own node names, per naming.
+    curator_marker = MUTEX
+    kazoo_marker = KAZOO_LOCK
     #: Markers of the nodes that take part in this queue (ours and compatible clients').
-    markers: Sequence[str] = ("lock-",)
+    markers: tuple[str, ...] = LOCK_MARKERS
+    #: Whether our node is sequential (kazoo's semaphore leases are not).
+    sequential = True
+    #: Waiters wait for any change among the children (see :meth:`_blocker`), not for one node.
+    watches_children = False
 
     def __init__(
         self,
@@ -92,19 +127,59 @@ class LockRecipe:
         identifier: str | None = None,
         lose_on_suspend: bool = True,
         cancel_on_loss: bool = True,
+        naming: Naming = "curator",
     ) -> None:
         self.client = client
         self.path = validate_path(path)
         self.identifier = identifier if identifier is not None else default_identifier()
         self.lose_on_suspend = lose_on_suspend
         self.cancel_on_loss = cancel_on_loss
+        self.naming: Naming = check_naming(naming)
+        #: The marker in the names of the nodes this recipe creates.
+        self.marker = self.kazoo_marker if self.naming == "kazoo" else self.curator_marker
+        self._own_family = FAMILY_MARKERS[self.naming]
         self._held: dict[trio.lowlevel.Task, Lease] = {}
         #: Per task, the leases of its open ``async with`` blocks (innermost last).
         self._blocks: dict[trio.lowlevel.Task, list[Lease]] = {}
 
+    def _blocked_by(self, other: Contender) -> bool:
+        """Whether ``other``, a node queued before ours, keeps ours from proceeding.  Default: any."""
+        return True
+
     def _blocker(self, contenders: list[Contender], index: int) -> Contender | None:
-        """The node ours must wait for, or None if ours may proceed.  Default: the predecessor."""
-        return contenders[index - 1] if index > 0 else None
+        """The node ours must wait for, or None if ours may proceed: the nearest node before ours that
+        :meth:`_blocked_by` says (recipes with ``watches_children`` may return :data:`ANY_CHANGE`)."""
+        for i in range(index - 1, -1, -1):
+            if self._blocked_by(contenders[i]):
+                return contenders[i]
+        return None
+
+    def _contenders(self, children: list[str]) -> list[Contender]:
+        """The contenders among ``children``, in queue order."""
+        return sort_contenders(children, self.markers)
+
+    async def _ensure_parent(self) -> None:
+        """Create the lock path and its missing ancestors: containers in the ``"curator"`` naming (as
+        Curator does), persistent nodes in the ``"kazoo"`` naming (as kazoo does)."""
+        await ensure_path(self.client, self.path, container=self.naming == "curator")
+
+    def _warn_foreign(self, contenders: list[Contender], path: str | None = None) -> None:
+        """Log once per path when it holds nodes of the other naming family (or, under a semaphore's
+        lease parent, children no recipe wrote): a default peer of the other family does not see
+        (kazoo) or cannot order (Curator) this recipe's nodes."""
+        own = self._own_family
+        for c in contenders:
+            if c.marker not in own:
+                break
+        else:
+            return
+        path = path or self.path
+        if path in _WARNED_PATHS:
+            return
+        if len(_WARNED_PATHS) >= _WARNED_LIMIT:
+            _WARNED_PATHS.clear()
+        _WARNED_PATHS.add(path)
+        log.warning("%s", foreign_warning(path, self.naming, type(self).__name__, c))
 
     # ------------------------------------------------------------------ inspection
 
@@ -113,7 +188,7 @@ class LockRecipe:
             children = await self.client.get_children(self.path)
         except NoNodeError:
             return []
-        return sort_contenders(children, self.markers)
+        return self._contenders(children)
 
     async def contenders(self) -> list[str]:
         """Node names of all contenders, in queue order."""
@@ -203,7 +278,7 @@ class LockRecipe:
             await delete_node(self.client, lease.node)
             if lease._uuid is not None:
                 # This acquire once lost a create reply: make sure no other node carries its uuid.
-                await delete_uuid_nodes(self.client, self.path, lease._uuid, self.markers)
+                await delete_uuid_nodes(self.client, self.path, lease._uuid, self._contenders)
 
     async def acquire_lease(self) -> Lease:
         """Wait for the lock and return the current task's :class:`Lease` (counted, like :meth:`acquire`).
@@ -241,7 +316,7 @@ class _Attempt:
     def __init__(self, recipe: LockRecipe) -> None:
         self.recipe = recipe
         self.client = recipe.client
-        self.uuid, prefix = new_protected_prefix(recipe.marker)
+        self.uuid, prefix = new_node_prefix(recipe.naming, recipe.marker)
         self.node_prefix = f"{recipe.path}/{prefix}"
         self.node: str | None = None
         self.node_session = 0
@@ -250,17 +325,87 @@ class _Attempt:
         #: A create reply was lost at least once: nodes carrying our uuid may exist besides ours.
         self.create_lost = False
 
-    def _sort(self, children: list[str]) -> list[Contender]:
-        return sort_contenders(children, self.recipe.markers)
-
     async def run(self, blocking: bool) -> Lease | None:
-        children = await self._create_and_list()
+        recipe = self.recipe
+        if recipe.watches_children:
+            return await self._wait_on_children(blocking)
+        queue = shared_queue(self.client, recipe.path, recipe.markers)
+        queue.users += 1
+        try:
+            return await self._wait_in_queue(blocking, queue)
+        finally:
+            release_queue(self.client, recipe.path, queue)
+
+    async def _wait_in_queue(self, blocking: bool, queue: SharedQueue) -> Lease | None:
+        """Wait for the one node that blocks ours; when it goes, find the next one in the shared view of
+        the queue (a listing only when the view is in doubt: our watch request failed with the
+        connection).  One small request per handoff, whatever the length of the queue."""
+        recipe = self.recipe
+        me, found, blocker = await self._place(await self._create_and_list(), queue)
         while True:
-            contenders, index = await self._locate(children)
-            if index is None:
+            if not found:
                 # Our node vanished (deleted by someone else): start over with a new node.
                 self.node = None
-                children = await self._create_and_list()
+                me, found, blocker = await self._place(await self._create_and_list(), queue)
+                continue
+            if blocker is None:
+                return await self._grant()
+            if not blocking:
+                return None
+            try:
+                _, _, watch = await self.client.get_data(f"{recipe.path}/{blocker.name}", watch=True)
+            except NoNodeError:
+                queue.saw_gone(blocker.name)
+                found, blocker = queue.blocker(me, recipe._blocked_by)
+                continue
+            except ConnectionLossError:
+                me, found, blocker = await self._place(await self._list(), queue)
+                continue
+            event = await watch.wait()
+            log.debug("lock %s: %s: %s", recipe.path, blocker.name, event.type)
+            if event.type == EventType.NODE_DELETED:
+                queue.saw_gone(blocker.name)
+            found, blocker = queue.blocker(me, recipe._blocked_by)
+
+    async def _place(self, listing: Listing, queue: SharedQueue) -> tuple[Contender, bool, Contender | None]:
+        """Our node, whether ``listing`` shows it, and the nearest node below it that blocks it (one pass
+        over the unsorted listing).  The listing feeds the shared view; any other node carrying our uuid
+        (only a lost create reply can have made one) is deleted and left out, so that grant, release
+        and clean-up all mean the one node in ``self.node``."""
+        names, version = listing
+        queue.saw_listing(names, version)
+        if not queue.checked_foreign:
+            # Once per shared view (not per waiter of a long local queue).
+            queue.checked_foreign = True
+            markers = self.recipe.markers
+            self.recipe._warn_foreign([c for n in names if (c := parse_contender(n, markers)) is not None])
+        assert self.node is not None
+        mine = self.node.rsplit("/", 1)[1]
+        me = parse_contender(mine, self.recipe.markers)
+        assert me is not None
+        uuid_ = self.uuid
+        ghosts = [n for n in names if uuid_ in n and n != mine]
+        if ghosts:
+            for name in ghosts:
+                log.warning("lock %s: deleting %s, a second node of one acquire", self.recipe.path, name)
+                await delete_node(self.client, f"{self.recipe.path}/{name}")
+                queue.saw_gone(name)
+            names = [n for n in names if n not in ghosts]
+        found, blocker = nearest_below(names, mine, self.recipe.markers, self.recipe._blocked_by)
+        return me, found, blocker
+
+    async def _wait_on_children(self, blocking: bool) -> Lease | None:
+        """For recipes that wait for any change among the children (a semaphore's leases)."""
+        names, _ = await self._create_and_list()
+        first = True
+        while True:
+            contenders, index = await self._locate(names)
+            if first:
+                self.recipe._warn_foreign(contenders)
+                first = False
+            if index is None:
+                self.node = None
+                names, _ = await self._create_and_list()
                 continue
             blocker = self.recipe._blocker(contenders, index)
             del contenders
@@ -268,34 +413,22 @@ class _Attempt:
                 return await self._grant()
             if not blocking:
                 return None
-            # A waiter keeps no copy of the queue while it waits, not even for its watch's reply: with
-            # N waiters queueing at once, N listings of up to N names would otherwise be alive together.
-            blocker_name = blocker.name
             try:
-                if blocker is ANY_CHANGE:
-                    fresh, watch = await self.client.get_children(self.recipe.path, watch=True)
-                    if fresh != children:
-                        children = fresh
-                        continue
-                    del fresh
-                else:
-                    children = []
-                    _, _, watch = await self.client.get_data(f"{self.recipe.path}/{blocker_name}", watch=True)
+                fresh, watch = await self.client.get_children(self.recipe.path, watch=True)
             except (NoNodeError, ConnectionLossError):
-                children = await self._list()
+                names, _ = await self._list()
                 continue
-            del children, blocker
-            event = await watch.wait()
-            log.debug("lock %s: %s: %s", self.recipe.path, blocker_name, event.type)
-            children = await self._list()
+            if set(fresh) != set(names):
+                names = fresh
+                continue
+            del fresh, names
+            await watch.wait()
+            names, _ = await self._list()
 
     async def _locate(self, children: list[str]) -> tuple[list[Contender], int | None]:
-        """The queue in ``children``, and our node's index in it (None if it is gone).
-
-        Any other node carrying our uuid (only a lost create reply can have made one) is deleted and
-        left out, so that grant, release and clean-up all mean the one node in ``self.node``.
-        """
-        contenders = self._sort(children)
+        """The queue in ``children``, and our node's index in it (None if it is gone); other nodes
+        carrying our uuid are deleted and left out (see :meth:`_place`)."""
+        contenders = self.recipe._contenders(children)
         mine = self.node.rsplit("/", 1)[1] if self.node is not None else None
         index = None
         ghosts = False
@@ -314,26 +447,36 @@ class _Attempt:
         contenders = [c for c in contenders if c.uuid != self.uuid or c.name == mine]
         return contenders, next((i for i, c in enumerate(contenders) if c.name == mine), None)
 
-    async def _list(self) -> list[str]:
+    async def _list(self) -> Listing:
         while True:
             try:
-                return await self.client.get_children(self.recipe.path)
-            except NoNodeError:
-                return []
+                [result] = await self.client.pipeline([GetChildren(self.recipe.path, with_stat=True, sort=False)])
             except ConnectionLossError:
                 continue
+            if isinstance(result, NoNodeError):
+                return [], -1
+            if isinstance(result, ConnectionLossError):
+                continue
+            if isinstance(result, BaseException):
+                raise result
+            names, stat = cast(tuple[list[str], Stat], result)
+            return names, stat.cversion
 
-    async def _create_and_list(self) -> list[str]:
+    async def _create_and_list(self) -> Listing:
         data = self.recipe.identifier.encode()
+        sequential = self.recipe.sequential
+        listing = GetChildren(self.recipe.path, with_stat=True, sort=False)
         while True:
             self.create_sent = True
             created, children = await self.client.pipeline(
-                [Create(self.node_prefix, data, ephemeral=True, sequential=True), GetChildren(self.recipe.path)]
+                [Create(self.node_prefix, data, ephemeral=True, sequential=sequential), listing]
             )
             if isinstance(created, NoNodeError):
-                await self._ensure_parent()
+                await self.recipe._ensure_parent()
                 continue
-            if isinstance(created, ConnectionLossError):
+            if isinstance(created, ConnectionLossError) or (not sequential and isinstance(created, NodeExistsError)):
+                # A non-sequential name exists already only if an earlier create of ours (whose reply was
+                # lost) made it: recovered like a lost reply.
                 self.create_lost = True
                 if await self._recover_lost_create():
                     return await self._list()
@@ -348,8 +491,8 @@ class _Attempt:
                 return await self._list()
             if isinstance(children, BaseException):
                 raise children
-            assert isinstance(children, list)
-            return children
+            names, parent = cast(tuple[list[str], Stat], children)
+            return names, parent.cversion
 
     async def _recover_lost_create(self) -> bool:
         """After a lost create reply: adopt our node if the server made it in this session.
@@ -363,7 +506,7 @@ class _Attempt:
             await self.client.wait_connected()
             try:
                 adopted = False
-                for path in await uuid_nodes(self.client, self.recipe.path, self.uuid, self.recipe.markers):
+                for path in await uuid_nodes(self.client, self.recipe.path, self.uuid, self.recipe._contenders):
                     stat = await self.client.exists(path)
                     if stat is None:
                         continue
@@ -376,14 +519,6 @@ class _Attempt:
                 return adopted
             except ConnectionLossError:
                 continue
-
-    async def _ensure_parent(self) -> None:
-        parts = self.recipe.path.strip("/").split("/")
-        for i in range(1, len(parts) + 1):
-            try:
-                await self.client.create("/" + "/".join(parts[:i]), container=True)
-            except NodeExistsError:
-                pass
 
     async def _grant(self) -> Lease:
         client = self.client
@@ -442,10 +577,36 @@ class _Attempt:
         if not self.create_sent:
             return
         # The create may or may not have reached the server: look for our uuid.
-        await delete_uuid_nodes(client, self.recipe.path, self.uuid, self.recipe.markers)
+        await delete_uuid_nodes(client, self.recipe.path, self.uuid, self.recipe._contenders)
 
 
-async def uuid_nodes(client: Client, path: str, uuid_: str, markers: Sequence[str]) -> list[str]:
+async def ensure_path(client: Client, path: str, *, container: bool, data: bytes = b"") -> None:
+    """Create ``path`` and its missing ancestors (containers or persistent nodes); ``data`` goes into
+    ``path`` itself if this call creates it."""
+    parts = path.strip("/").split("/")
+    for i in range(1, len(parts) + 1):
+        try:
+            await client.create("/" + "/".join(parts[:i]), data if i == len(parts) else b"", container=container)
+        except NodeExistsError:
+            pass
+
+
+def foreign_warning(path: str, naming: Naming, recipe: str, node: Contender) -> str:
+    """The warning for a lock path that holds ``node``, a node of the naming family other than ours."""
+    if naming == "curator":
+        return (
+            f"lock {path} holds {node.name}, which is not a Curator-style node: a default kazoo client "
+            f"(which ignores this {recipe}'s Curator-style nodes) may hold it at the same time; give every "
+            "zklock user of the path naming='kazoo' (see the README's interoperability matrix)"
+        )
+    return (
+        f"lock {path} holds {node.name}, which is not a kazoo-style node: a Curator client (which cannot "
+        f"order this {recipe}'s kazoo-style nodes) may hold it at the same time; give every zklock user of "
+        "the path naming='curator' (see the README's interoperability matrix)"
+    )
+
+
+async def uuid_nodes(client: Client, path: str, uuid_: str, contenders: ContenderParser) -> list[str]:
     """Every node under ``path`` carrying ``uuid_``, in queue order, as seen after a ``sync`` of ``path``
     (so that the member we are connected to has applied every write our session made)."""
     try:
@@ -453,10 +614,10 @@ async def uuid_nodes(client: Client, path: str, uuid_: str, markers: Sequence[st
         children = await client.get_children(path)
     except NoNodeError:
         return []
-    return [f"{path}/{c.name}" for c in sort_contenders(children, markers) if c.uuid == uuid_]
+    return [f"{path}/{c.name}" for c in contenders(children) if c.uuid == uuid_]
 
 
-async def delete_uuid_nodes(client: Client, path: str, uuid_: str, markers: Sequence[str]) -> None:
+async def delete_uuid_nodes(client: Client, path: str, uuid_: str, contenders: ContenderParser) -> None:
     """Delete every node carrying ``uuid_`` under ``path`` now, or keep trying in the background while
     the session lives (like :func:`delete_node`)."""
 
@@ -464,7 +625,7 @@ async def delete_uuid_nodes(client: Client, path: str, uuid_: str, markers: Sequ
         while not client.state.is_terminal:
             await client.wait_connected()
             try:
-                for node in await uuid_nodes(client, path, uuid_, markers):
+                for node in await uuid_nodes(client, path, uuid_, contenders):
                     await delete_node(client, node)
                 return
             except ConnectionLossError:

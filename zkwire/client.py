@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -42,6 +43,7 @@ from .constants import AddWatchMode, EventType, KeeperState, OpCode, WatcherType
 from .errors import (
     ClientClosedError,
     ConnectionLossError,
+    DataTooLargeError,
     InvalidArgumentError,
     NoNodeError,
     NoWatcherError,
@@ -66,6 +68,7 @@ from .ops import (
     check_version,
     create_op,
 )
+from .options import check_max_frame, check_session_timeout
 from .paths import join_chroot, strip_chroot, validate_path
 from .records import (
     ACL,
@@ -105,6 +108,7 @@ from .records import (
     WhoAmIResponse,
 )
 from .session import (
+    WATCH_FRAME_OVERHEAD,
     AuthResult,
     DropConnection,
     Event,
@@ -122,6 +126,11 @@ from .watches import WatchKind
 __all__ = ["Client", "open_client", "Transaction"]
 
 log = logging.getLogger("zkwire.client")
+
+#: A connection that ends sooner than this after it was opened, without answering any request, counts
+#: as a failed attempt (back-off) even when its handshake succeeded: a server that accepts and drops
+#: every session is not hammered.
+SHORT_CONNECTION = 1.0
 
 
 class _Call:
@@ -149,10 +158,19 @@ async def open_client(
 
     ``hosts`` is a connect string ``h1:p1,h2:p2[/chroot]``.  With ``wait_connected`` (the default) the
     block starts once the session is established; bound that wait with a cancel scope around the
-    ``async with``.  ``auth`` credentials are sent before the session reports connected.
+    ``async with``.  ``auth`` credentials (``(scheme, credential)`` pairs) are sent, and each one's
+    verdict awaited, before the session reports connected; if the server refuses one, the session ends
+    in ``AUTH_FAILED`` and :class:`~zkwire.errors.AuthFailedError` is raised (from ``open_client``, or
+    from :meth:`Client.wait_connected` with ``wait_connected=False``).  The session the server had
+    created for it then holds nothing and expires on the server by itself.
+
+    Options are checked before any connection is made (:class:`~zkwire.errors.InvalidArgumentError`
+    naming the option): ``session_timeout`` a finite number of seconds from 0.001 to 2147483.647 (an
+    int32 of milliseconds on the wire), ``max_frame`` from 1 KiB to 256 MiB.  Whatever goes wrong, the
+    block raises one exception, never an exception group of zkwire's making.
 
     Raises:
-        InvalidArgumentError: a malformed connect string, timeout or credential.
+        InvalidArgumentError: a malformed connect string or an option out of range (nothing is sent).
         AuthFailedError: the server rejected a credential given with ``auth``.
         NotInTrioError: called outside trio (from asyncio, say): see :mod:`zkwire.aio`.
     """
@@ -164,8 +182,14 @@ async def open_client(
         ssl_context=ssl_context,
         max_frame=max_frame,
     )
-    for scheme, credential in auth:
-        client._queue_auth(scheme, credential)
+    if isinstance(auth, str | bytes):
+        raise InvalidArgumentError("auth must be a sequence of (scheme, credential) pairs, not a single str")
+    for entry in auth:
+        if not isinstance(entry, tuple | list) or len(entry) != 2:
+            raise InvalidArgumentError("auth entries must be (scheme, credential) pairs")
+        scheme, credential = entry
+        client._queue_auth(scheme, credential, required=True)
+    body_error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
             # The client's own tasks run shielded from the caller's cancel scopes (see _task_scope).
@@ -176,37 +200,65 @@ async def open_client(
                 if wait_connected:
                     await client.wait_connected()
                 yield client
+            except BaseException as e:
+                body_error = e
+                raise
             finally:
                 with trio.CancelScope(shield=True):
                     await client.close()
                 client._cancel_tasks()
     except BaseExceptionGroup as group:
-        # Background tasks never raise on their own: a group holds what the body raised, plus the
-        # Cancelled of every task when an outer cancel scope fired.  Hand the user one exception.
-        raise _single_exception(group) from None
+        # The nursery wraps what the body raised, the Cancelled of an outer cancel scope, and what a
+        # background task raised (never by design: that would be a bug).  Hand the user one exception.
+        raise _single_exception(group, body_error) from None
 
 
-def _single_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    _, rest = group.split(trio.Cancelled)
-    if rest is None:
-        leaves = list(_leaves(group))
+def _single_exception(group: BaseExceptionGroup[BaseException], body_error: BaseException | None) -> BaseException:
+    """One exception for the caller of open_client, never a group made by zkwire.
+
+    The body's own exception is kept whole (a group the body raised itself is the user's).  Cancelled
+    only when nothing else was raised.  A background task's failure comes first: whatever the body
+    raised afterwards was a consequence of it (the others are named in its notes).
+    """
+    leaves = list(_leaves(group, body_error))
+    real = [e for e in leaves if not isinstance(e, trio.Cancelled)]
+    if not real:
         return leaves[0]
-    leaves = list(_leaves(rest))
-    if len(leaves) == 1:
-        return leaves[0]
-    return rest
+    background = [e for e in real if e is not body_error]
+    chosen = background[0] if background else real[0]
+    for other in real:
+        if other is not chosen:
+            chosen.add_note(f"also raised in open_client: {other!r}")
+    return chosen
 
 
-def _leaves(exc: BaseException) -> Iterable[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
+def _leaves(exc: BaseException, keep: BaseException | None) -> Iterable[BaseException]:
+    if keep is not None and _same(exc, keep):
+        yield keep
+    elif isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
-            yield from _leaves(inner)
+            yield from _leaves(inner, keep)
     else:
         yield exc
 
 
+def _same(exc: BaseException, other: BaseException) -> bool:
+    """``exc`` is ``other``, or a copy of the group ``other`` (trio re-creates groups it passes on)."""
+    if exc is other:
+        return True
+    if not (isinstance(exc, BaseExceptionGroup) and isinstance(other, BaseExceptionGroup)):
+        return False
+    mine, theirs = exc.exceptions, other.exceptions
+    return len(mine) == len(theirs) and all(_same(a, b) for a, b in zip(mine, theirs, strict=True))
+
+
 class Client:
     """A ZooKeeper session.  Create it with :func:`open_client`."""
+
+    #: Requests in flight on one connection at most; more wait (in their caller's cancel scope) until
+    #: replies make room.  The server stops reading a connection with ~1,000 requests outstanding and
+    #: buffers every reply it owes, so an unbounded burst costs it memory and the client liveness.
+    max_in_flight = 1000
 
     def __init__(
         self,
@@ -218,9 +270,12 @@ class Client:
         max_frame: int | None = None,
     ) -> None:
         host_list, chroot = parse_connect_string(hosts)
+        session_timeout = check_session_timeout(session_timeout)
         kwargs: dict[str, Any] = {}
         if max_frame is not None:
-            kwargs["max_frame"] = max_frame
+            kwargs["max_frame"] = check_max_frame(max_frame)
+        if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
+            raise InvalidArgumentError(f"ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
         self._core = SessionCore(
             host_list,
             session_timeout=session_timeout,
@@ -243,12 +298,19 @@ class Client:
         self._reader_resume = trio.Event()
         self._state_changed = trio.Event()
         self._timer_wakeup = trio.Event()
+        #: Set when replies made room below ``max_in_flight`` for a caller waiting to send.
+        self._room = trio.Event()
+        self._room_wanted = False
         self._state_streams: list[StateStream] = []
         self._state_listeners: list[Callable[[SessionState], None]] = []
         self._nursery: trio.Nursery | None = None
         self._task_scopes: set[trio.CancelScope] = set()
         self._tasks_cancelled = False
         self._closing = False
+        #: Connections in a row that ended within SHORT_CONNECTION of being opened, unanswered.
+        self._short_connections = 0
+        #: Requests answered successfully so far (tells a connection that served from one that did not).
+        self._answered = 0
 
     # ------------------------------------------------------------------ public attributes
 
@@ -369,15 +431,29 @@ class Client:
         core = self._core
         with self._task_scope():
             while not core.state.is_terminal and not self._closing:
-                delay = core.reconnect_delay()
+                delay = max(core.reconnect_delay(), self._short_connection_delay())
                 if delay:
                     await trio.sleep(delay)
                 host = core.next_host()
+                opened, answered = trio.current_time(), self._answered
                 stream = await self._open_stream(host)
                 if stream is None:
                     core.connection_failed()
                     continue
                 await self._run_connection(host, stream)
+                if trio.current_time() - opened < SHORT_CONNECTION and self._answered == answered:
+                    self._short_connections += 1
+                else:
+                    self._short_connections = 0
+
+    def _short_connection_delay(self) -> float:
+        """Back-off for connections that keep ending right after they were made (the core's own back-off
+        only counts attempts that never reached a session): doubling from 50 ms up to 1 s, jittered."""
+        n = self._short_connections
+        if n == 0:
+            return 0.0
+        base = min(1.0, 0.05 * 2 ** min(n - 1, 5))
+        return random.uniform(base / 2, base)
 
     async def _open_stream(self, host: HostPort) -> trio.abc.Stream | None:
         timeout = self._core.connect_timeout
@@ -408,7 +484,10 @@ class Client:
         self._connect_log.succeeded(host)
         try:
             core.connection_made(host, trio.current_time())
-        except ZKError:
+        except ZKError as e:
+            # Counted like any failed attempt: the next one waits (back-off), never a tight loop.
+            log.warning("cannot start a handshake with %s: %s", host, e)
+            core.connection_failed()
             await trio.aclose_forcefully(stream)
             return
         self._stream = stream
@@ -560,8 +639,14 @@ class Client:
                     await self._flush(whole_burst=True)
 
     def _dispatch(self, events: list[Event]) -> None:
+        if self._room_wanted and self._core.outstanding < self.max_in_flight:
+            self._room_wanted = False
+            self._room.set()
+            self._room = trio.Event()
         for ev in events:
             if isinstance(ev, Reply | AuthResult):
+                if ev.error is None:
+                    self._answered += 1
                 call = ev.token
                 assert isinstance(call, _Call)
                 call.reply = ev
@@ -660,8 +745,12 @@ class Client:
     ) -> Record | None:
         core = self._core
         call = _Call()
+        if watch is not None:
+            self._check_watch_path(watch.path)
         if path is not None and self._chroot:
             path = strip_chroot(self._chroot, path)  # errors name the path as the caller knows it
+        if core.outstanding >= self.max_in_flight:
+            await self._wait_for_room(1)
         while True:
             try:
                 core.send_request(op, record, call, trio.current_time(), path=path, watch=watch)
@@ -681,6 +770,20 @@ class Client:
             # Under a chroot, a NoNode error says whether the chroot is missing (no extra round trip).
             raise with_chroot_hint(reply.error, self._chroot, op) if self._chroot else reply.error
         return reply.body
+
+    def _check_watch_path(self, server_path: str) -> None:
+        """A watch must be re-registrable after a reconnect: its path must fit in a SetWatches frame."""
+        limit = self._core.max_frame - WATCH_FRAME_OVERHEAD
+        if len(server_path) * 3 > limit and len(server_path.encode()) > limit:
+            raise DataTooLargeError(f"a watch on a path of more than {limit} bytes cannot be re-registered")
+
+    async def _wait_for_room(self, count: int) -> None:
+        """Wait until ``count`` more requests fit under :attr:`max_in_flight` (always once nothing is in
+        flight: a larger burst then goes out whole)."""
+        core = self._core
+        while core.outstanding and core.outstanding + count > self.max_in_flight:
+            self._room_wanted = True
+            await self._room.wait()
 
     async def _read_replies(self, raw: socket.socket, calls: Sequence[_Call]) -> None:
         """Read the socket in the caller's own task until every one of ``calls`` has its reply.
@@ -1033,12 +1136,23 @@ class Client:
         assert isinstance(body, GetAllChildrenNumberResponse)
         return body.total_number
 
-    def _queue_auth(self, scheme: str, credential: bytes | str) -> _Call:
+    def _queue_auth(self, scheme: str, credential: bytes | str, *, required: bool = False) -> _Call:
+        """Check, encode and hand a credential to the core; it raises here or never (the reader never
+        meets a credential it cannot send).  Messages never show the credential itself."""
         if not isinstance(scheme, str) or not scheme:
-            raise InvalidArgumentError("auth scheme must be a non-empty str")
-        auth = credential.encode() if isinstance(credential, str) else bytes(credential)
+            raise InvalidArgumentError(f"auth scheme must be a non-empty str, not {scheme!r}")
+        if not _encodable(scheme):
+            raise InvalidArgumentError("auth scheme is not encodable as UTF-8")
+        if isinstance(credential, str):
+            if not _encodable(credential):
+                raise InvalidArgumentError("auth credential is not encodable as UTF-8")
+            auth = credential.encode()
+        elif isinstance(credential, bytes | bytearray | memoryview):
+            auth = bytes(credential)
+        else:
+            raise InvalidArgumentError(f"auth credential must be str or bytes, not {type(credential).__name__}")
         call = _Call()
-        self._core.add_auth(scheme, auth, call, trio.current_time())
+        self._core.add_auth(scheme, auth, call, trio.current_time(), required=required)
         return call
 
     async def add_auth(self, scheme: str, credential: bytes | str) -> None:
@@ -1064,10 +1178,11 @@ class Client:
         """Whether the server holds a watch of ``watcher_type`` on ``path`` for this session.
 
         Raises:
-            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            InvalidPathError, InvalidArgumentError: bad input (nothing is sent).
             ConnectionLossError: the connection broke before the reply came (safe to send again).
             SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
+        watcher_type = _check_watcher_type(watcher_type)
         server_path = self._path(path)
         try:
             await self._call(OpCode.CHECK_WATCHES, CheckWatchesRequest(server_path, watcher_type), server_path)
@@ -1089,6 +1204,7 @@ class Client:
         """
         from .constants import EventType
 
+        watcher_type = _check_watcher_type(watcher_type)
         server_path = self._path(path)
         await self._call(OpCode.REMOVE_WATCHES, RemoveWatchesRequest(server_path, watcher_type), server_path)
         kinds: list[tuple[WatchKind, EventType]] = []
@@ -1126,6 +1242,8 @@ class Client:
                 the iterator, after the buffered events; :class:`~zkwire.errors.WatchOverflowError`
                 when the consumer fell ``max_buffered`` events behind).
         """
+        if isinstance(max_buffered, bool) or not isinstance(max_buffered, int) or max_buffered < 1:
+            raise InvalidArgumentError(f"max_buffered must be a positive int, not {max_buffered!r}")
         server_path = self._path(path)
         pw = PersistentWatch(path, recursive, max_buffered)
         kind = WatchKind.RECURSIVE if recursive else WatchKind.PERSISTENT
@@ -1151,7 +1269,9 @@ class Client:
     @overload
     async def pipeline(self, ops: Iterable[GetData]) -> list[tuple[bytes, Stat] | ZKError]: ...
     @overload
-    async def pipeline(self, ops: Iterable[GetChildren]) -> list[list[str] | ZKError]: ...
+    async def pipeline(
+        self, ops: Iterable[GetChildren]
+    ) -> list[list[str] | tuple[list[str], Stat] | ZKError]: ...
     @overload
     async def pipeline(self, ops: Iterable[Create]) -> list[tuple[str, Stat] | ZKError]: ...
     @overload
@@ -1167,9 +1287,10 @@ class Client:
         The server applies one session's requests in order, so e.g. a create followed by a getChildren
         sees the created node -- in one round trip.  Unlike :meth:`multi` nothing is atomic: each slot of
         the result holds that op's result or its exception (a :class:`~zkwire.errors.ZKError`, returned,
-        not raised): ``(data, stat)`` for GetData, sorted names for GetChildren, ``(path, stat)`` for
-        Create, the new Stat for SetData, None for Delete.  A list of one kind of op is typed precisely
-        (``list[tuple[bytes, Stat] | ZKError]`` for GetData...).
+        not raised): ``(data, stat)`` for GetData, the names for GetChildren (``(names, stat)`` with
+        ``with_stat``), ``(path, stat)`` for Create, the new Stat for SetData, None for Delete.  A list of
+        one kind of op is typed precisely (``list[tuple[bytes, Stat] | ZKError]`` for GetData...).  More
+        than ``max_in_flight`` requests go out in successive bursts.
 
         Raises:
             InvalidInputError: an op is malformed or not one of Create, Delete, SetData, GetData,
@@ -1181,20 +1302,28 @@ class Client:
         prepared: list[tuple[int, Record, str, Callable[[Record | None], object]]] = []
         for op in ops:
             prepared.append(self._prepare(op))
-        while not core.state.is_connected:
-            if core.state.is_terminal:
-                raise core._terminal_error()
-            await self._state_changed.wait()
-        now = trio.current_time()
-        for code, record, server_path, convert in prepared:
-            call = _Call()
-            try:
-                core.send_request(code, record, call, now, path=server_path)
-            except ConnectionLossError as e:
-                call.reply = Reply(call, 0, None, e)
-                call.done.set()
-            calls.append((call, convert))
-        await self._flush(whole_burst=True)
+        limit = self.max_in_flight
+        for start in range(0, len(prepared), limit):
+            burst = prepared[start : start + limit]
+            while True:
+                if core.state.is_terminal:
+                    raise core._terminal_error()
+                if not core.state.is_connected:
+                    await self._state_changed.wait()
+                elif core.outstanding and core.outstanding + len(burst) > limit:
+                    await self._wait_for_room(len(burst))
+                else:
+                    break
+            now = trio.current_time()
+            for code, record, server_path, convert in burst:
+                call = _Call()
+                try:
+                    core.send_request(code, record, call, now, path=server_path)
+                except ConnectionLossError as e:
+                    call.reply = Reply(call, 0, None, e)
+                    call.done.set()
+                calls.append((call, convert))
+            await self._flush(whole_burst=True)
         raw = self._raw
         if raw is not None and self._socket_reader is None and core.outstanding == len(calls):
             await self._read_replies(raw, [call for call, _ in calls])
@@ -1238,10 +1367,19 @@ class Client:
             return OpCode.GET_DATA, GetDataRequest(p, False), p, data
         if isinstance(op, GetChildren):
             p = self._path(op.path)
+            names = _sorted_names if op.sort else _child_names
+
+            if op.with_stat:
+
+                def children_with_stat(body: Record | None) -> object:
+                    assert isinstance(body, GetChildren2Response)
+                    return names(body.children), body.stat
+
+                return OpCode.GET_CHILDREN2, GetChildren2Request(p, False), p, children_with_stat
 
             def children(body: Record | None) -> object:
                 assert isinstance(body, GetChildrenResponse)
-                return _sorted_names(body.children)
+                return names(body.children)
 
             return OpCode.GET_CHILDREN, GetChildrenRequest(p, False), p, children
         raise InvalidArgumentError(f"not an op for pipeline: {op!r}")
@@ -1358,12 +1496,24 @@ class Client:
         """Change the ensemble's membership (needs reconfigEnabled on the servers and admin rights).
 
         Raises:
+            InvalidArgumentError: an argument that cannot be sent (nothing is sent).
             ReconfigDisabledError: the servers do not allow it.
             NoAuthError: the session lacks the rights.
             NewConfigNoQuorumError, ReconfigInProgressError, BadVersionError: the server refused the change.
             ConnectionLossError: the connection broke before the reply came: it may have been applied.
             SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
+        for name, value in (("joining", joining), ("leaving", leaving), ("members", members)):
+            if value is not None and (not isinstance(value, str) or not _encodable(value)):
+                raise InvalidArgumentError(
+                    f"{name} must be a str (UTF-8 encodable) or None, not {type(value).__name__}"
+                )
+        if (
+            isinstance(from_config, bool)
+            or not isinstance(from_config, int)
+            or not -(1 << 63) <= from_config < (1 << 63)
+        ):
+            raise InvalidArgumentError(f"from_config must be an int64 config version (-1: any), not {from_config!r}")
         body = await self._call(OpCode.RECONFIG, ReconfigRequest(joining, leaving, members, from_config))
         assert isinstance(body, GetDataResponse)
         return body.data or b"", body.stat
@@ -1473,13 +1623,36 @@ class Transaction:
         return await self._client.multi(self.ops)
 
 
+def _check_watcher_type(value: object) -> WatcherType:
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return WatcherType(value)
+        except ValueError:
+            pass
+    names = ", ".join(f"{w.name} ({w.value})" for w in WatcherType)
+    raise InvalidArgumentError(f"watcher_type must be a WatcherType: {names}; not {value!r}")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _sorted_names(names: Sequence[str | None] | None) -> list[str]:
     """Child names from a reply, sorted (a null entry, which no server sends, is dropped)."""
-    if not names:
-        return []
-    out: list[str] = [c for c in names if c is not None] if None in names else list(names)  # type: ignore[arg-type]
+    out = _child_names(names)
     out.sort()
     return out
+
+
+def _child_names(names: Sequence[str | None] | None) -> list[str]:
+    """Child names from a reply, in the server's order (a null entry, which no server sends, is dropped)."""
+    if not names:
+        return []
+    return [c for c in names if c is not None] if None in names else list(names)  # type: ignore[arg-type]
 
 
 async def _is_read_write(host: HostPort, limit: float) -> bool:

@@ -40,6 +40,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
+from .errors import InvalidArgumentError, ZKError
+
 __all__ = [
     "DEFAULT_JVM_FLAGS",
     "EmbeddedEnsemble",
@@ -89,8 +91,8 @@ log4j.appender.OUT.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%
 """
 
 
-class EmbeddedZooKeeperError(RuntimeError):
-    """Base class of this module's errors."""
+class EmbeddedZooKeeperError(ZKError, RuntimeError):
+    """Base class of this module's errors (a ZKError, and a RuntimeError as before)."""
 
 
 class ZooKeeperNotInstalledError(EmbeddedZooKeeperError):
@@ -178,7 +180,7 @@ def four_letter_word(address: str | tuple[str, int], command: str, timeout: floa
     A command that is not whitelisted gets the server's "is not executed" message back.
     """
     if len(command) != 4 or not command.isascii():
-        raise ValueError(f"a four-letter word has four ASCII letters, not {command!r}")
+        raise InvalidArgumentError(f"a four-letter word has four ASCII letters, not {command!r}")
     deadline = time.monotonic() + timeout
     chunks: list[bytes] = []
     with socket.create_connection(_split_address(address), timeout=timeout) as sock:
@@ -747,7 +749,7 @@ class EmbeddedEnsemble:
         classpath: Sequence[str] | None = None,
     ) -> None:
         if size < 1:
-            raise ValueError("an ensemble needs at least one member")
+            raise InvalidArgumentError("an ensemble needs at least one member")
         self.size = size
         self.tick_time_ms = tick_time_ms
         self.host = host

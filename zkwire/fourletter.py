@@ -12,6 +12,8 @@ import socket
 
 import trio
 
+from .errors import InvalidArgumentError, ZKError
+
 __all__ = ["FOUR_LETTER_WORDS", "four_letter_word", "FourLetterWordError", "connect_error_reason"]
 
 #: The words ZooKeeper 3.8 knows (any four lowercase letters may be sent; these are the documented ones).
@@ -40,7 +42,7 @@ FOUR_LETTER_WORDS = (
 MAX_ANSWER = 64 * 1024 * 1024
 
 
-class FourLetterWordError(Exception):
+class FourLetterWordError(ZKError):
     """The word could not be sent or its answer not read (connection refused, timeout, ...)."""
 
 
@@ -62,16 +64,17 @@ def connect_error_reason(error: BaseException) -> str:
 
 
 def _check_word(cmd: str) -> bytes:
-    if len(cmd) != 4 or not cmd.isascii() or not cmd.isalpha() or not cmd.islower():
-        raise ValueError(f"not a four-letter word: {cmd!r} (four lowercase letters, e.g. srvr, mntr, ruok)")
+    if not isinstance(cmd, str) or len(cmd) != 4 or not cmd.isascii() or not cmd.isalpha() or not cmd.islower():
+        raise InvalidArgumentError(f"not a four-letter word: {cmd!r} (four lowercase letters, e.g. srvr, mntr, ruok)")
     return cmd.encode("ascii")
 
 
 async def four_letter_word(host: str, port: int, cmd: str) -> str:
     """Send ``cmd`` to the server at ``host:port`` and return its whole answer (decoded as UTF-8).
 
-    Raises :class:`ValueError` for a malformed word and :class:`FourLetterWordError` when the server
-    cannot be reached.  Bound the wait with a cancel scope (``with trio.fail_after(10): ...``).
+    Raises :class:`~zkwire.errors.InvalidArgumentError` (a ValueError) for a malformed word and
+    :class:`FourLetterWordError` (a ZKError) when the server cannot be reached.  Bound the wait with a
+    cancel scope (``with trio.fail_after(10): ...``).
     """
     word = _check_word(cmd)
     chunks: list[bytes] = []

@@ -1,7 +1,7 @@
 """Length-prefixed framing: a 4-byte big-endian payload length, then the payload.
 
 :class:`FrameDecoder` accepts bytes in chunks of any size (one byte at a time works) and hands back
-complete payloads.  A length below zero or above the maximum raises
+complete payloads.  A length below zero or above the maximum is a
 :class:`~zkwire.errors.ProtocolError`; the same maximum is enforced on what we send
 (:func:`frame`, raising :class:`~zkwire.errors.DataTooLargeError`).
 """
@@ -21,8 +21,11 @@ _LEN = struct.Struct(">i")
 class FrameDecoder:
     """Incremental frame splitter.
 
-    ``feed(data)`` returns the payloads completed by ``data``, oldest first.  After a
-    :class:`ProtocolError` the decoder stays failed: the stream can no longer be trusted.
+    ``feed(data)`` returns the payloads completed by ``data``, oldest first.  A bad length fails the
+    stream for good, but the complete frames in front of it are still delivered: when ``data`` holds
+    some, ``feed`` returns them and sets :attr:`error`; otherwise it raises the
+    :class:`ProtocolError`.  Every later ``feed`` raises it.  A caller checks :attr:`error` after
+    handling what ``feed`` returned.
     """
 
     __slots__ = ("_buf", "_failed", "max_frame")
@@ -31,6 +34,11 @@ class FrameDecoder:
         self._buf = bytearray()
         self.max_frame = max_frame
         self._failed: ProtocolError | None = None
+
+    @property
+    def error(self) -> ProtocolError | None:
+        """Why the stream failed (a bad length), or None while it is sound."""
+        return self._failed
 
     @property
     def buffered(self) -> int:
@@ -56,7 +64,10 @@ class FrameDecoder:
                     f"frame length {n} outside 0..{self.max_frame}"
                     + (" (looks like text: not a ZooKeeper stream?)" if _looks_like_text(src, pos) else "")
                 )
-                raise self._failed
+                if not frames:
+                    raise self._failed
+                buf.clear()
+                return frames
             stop = pos + 4 + n
             if stop > end:
                 break

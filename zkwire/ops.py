@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .acl import OPEN_ACL_UNSAFE
-from .constants import MAX_TTL_MS, CreateMode, OpCode
+from .acl import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
+from .constants import MAX_TTL_MS, CreateMode, OpCode, Perm
 from .errors import InvalidArgumentError
-from .records import ACL
+from .records import ACL, Id
 
 __all__ = ["Create", "Delete", "SetData", "Check", "GetData", "GetChildren", "WriteOp", "ReadOp", "create_op"]
 
@@ -31,11 +31,34 @@ def create_op(*, ephemeral: bool, sequential: bool, container: bool, ttl: int | 
 
 
 def check_acl(acl: Sequence[ACL] | None) -> tuple[ACL, ...]:
+    """``acl`` as a tuple, each entry checked: ``ACL(perms, Id(scheme, id))`` with ``perms`` an int of
+    :class:`~zkwire.constants.Perm` bits and ``scheme``, ``id`` strings."""
     if acl is None:
         return OPEN_ACL_UNSAFE
+    if acl is OPEN_ACL_UNSAFE or acl is CREATOR_ALL_ACL or acl is READ_ACL_UNSAFE:
+        return acl
+    if isinstance(acl, str | bytes) or not isinstance(acl, Sequence):
+        raise InvalidArgumentError(f"acl must be a sequence of zkwire.ACL, not {type(acl).__name__}")
     acl = tuple(acl)
-    if not acl or not all(isinstance(a, ACL) for a in acl):
-        raise InvalidArgumentError("acl must be a non-empty sequence of zkwire.ACL")
+    if not acl:
+        raise InvalidArgumentError("acl must not be empty")
+    for i, entry in enumerate(acl):
+        if not isinstance(entry, ACL):
+            raise InvalidArgumentError(f"acl[{i}] must be a zkwire.ACL, not {type(entry).__name__}")
+        perms, ident = entry
+        if isinstance(perms, bool) or not isinstance(perms, int) or not 0 <= perms <= Perm.ALL:
+            raise InvalidArgumentError(
+                f"acl[{i}].perms must be an int of Perm bits (0 to {int(Perm.ALL)}), not {perms!r}"
+            )
+        if not isinstance(ident, Id):
+            raise InvalidArgumentError(f"acl[{i}].id must be a zkwire.Id, not {type(ident).__name__}")
+        for name, value in (("scheme", ident.scheme), ("id", ident.id)):
+            if not isinstance(value, str):
+                raise InvalidArgumentError(f"acl[{i}].id.{name} must be a str, not {type(value).__name__}")
+            try:
+                value.encode()
+            except UnicodeEncodeError:
+                raise InvalidArgumentError(f"acl[{i}].id.{name} is not encodable as UTF-8") from None
     return acl
 
 
@@ -92,7 +115,12 @@ class GetData:
 
 @dataclass(frozen=True, slots=True)
 class GetChildren:
+    """Child names; with ``with_stat`` also the node's Stat (getChildren2).  ``sort=False`` leaves the
+    names in the server's order (no sorting cost for a caller that does not need it)."""
+
     path: str
+    with_stat: bool = False
+    sort: bool = True
 
 
 WriteOp = Create | Delete | SetData | Check

@@ -56,7 +56,7 @@ from construct import (
 )
 
 from .constants import WATCH_XID, OpCode
-from .errors import ProtocolError
+from .errors import InvalidArgumentError, ProtocolError
 
 __all__ = [
     # primitives
@@ -1053,6 +1053,10 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+class _NotARecordError(InvalidArgumentError, TypeError):
+    """:func:`record_to_plain` was given something that is not a record (a TypeError, as it always was)."""
+
+
 def record_to_plain(record: Any) -> Any:
     """A fast-codec record (NamedTuple or dataclass, nested) as the same plain shape :func:`to_plain` gives."""
     if record is None or isinstance(record, bool | str | bytes):
@@ -1067,4 +1071,4 @@ def record_to_plain(record: Any) -> Any:
         return {f.name: record_to_plain(getattr(record, f.name)) for f in dataclasses.fields(record)}
     if isinstance(record, list | tuple):
         return [record_to_plain(v) for v in record]
-    raise TypeError(f"cannot convert {type(record).__name__} to a plain value")
+    raise _NotARecordError(f"cannot convert {type(record).__name__} to a plain value")

@@ -30,12 +30,13 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
-from .codec import decode_connect_response, decode_response_body, encode_connect_request, encode_request
+from .codec import decode_connect_response, decode_response_body, encode_connect_request, encode_request, op_name
 from .constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
 from .errors import (
     AuthFailedError,
     ClientClosedError,
     ConnectionLossError,
+    InvalidArgumentError,
     NoNodeError,
     ProtocolError,
     ServerError,
@@ -46,8 +47,20 @@ from .errors import (
 )
 from .framing import FrameDecoder
 from .jute import Reader
+from .multi import MultiRequest, MultiResponse
+from .options import check_max_frame, check_session_timeout
 from .paths import strip_chroot
-from .records import AuthPacket, ConnectRequest, Record, SetWatches, SetWatches2, WatcherEvent
+from .records import (
+    AuthPacket,
+    ConnectRequest,
+    ConnectResponse,
+    Create2Response,
+    CreateResponse,
+    Record,
+    SetWatches,
+    SetWatches2,
+    WatcherEvent,
+)
 from .watches import WatchKind, WatchRegistry
 
 __all__ = [
@@ -70,6 +83,14 @@ _REPLY_HEADER = struct.Struct(">iqi")
 _XID_MAX = (1 << 31) - 1
 #: Paths per SetWatches frame are batched to stay well under the frame limit.
 SET_WATCHES_BATCH_BYTES = 128 * 1024
+#: A SetWatches2 frame holding one path is at most this much longer than the path's UTF-8 bytes (40,
+#: with room to spare): a watch on a longer path could not be re-registered after a reconnect.
+WATCH_FRAME_OVERHEAD = 64
+#: A negotiated session timeout above both this (seconds) and the requested one is clamped to the
+#: larger of the two for the client's own clocks (see "Server values" in SessionCore's docstring).
+TIMEOUT_CEILING = 60.0
+#: Longest session password accepted from a server (every ZooKeeper release sends 16 bytes).
+MAX_PASSWORD = 64
 
 
 class HostPort(NamedTuple):
@@ -93,7 +114,8 @@ class SessionState(Enum):
     SUSPENDED = "suspended"
     #: The session is gone: a server said so, or no server was reached for the whole session timeout.
     EXPIRED = "expired"
-    #: The server rejected the credentials on a reconnect; the session cannot be used.
+    #: The server rejected a credential given to open_client, or on a reconnect one it had accepted
+    #: before; the session cannot be used.
     AUTH_FAILED = "auth_failed"
     #: Closed by the application.
     CLOSED = "closed"
@@ -176,14 +198,19 @@ class _Pending:
     watch: WatchRequest | None
     #: When the request was queued: once it is answered, the server has heard from us since then.
     sent: float
+    #: multi / multiRead: the op code of each sub-operation, to check the reply against.
+    subops: tuple[int, ...] | None = None
 
 
 @dataclass(slots=True, eq=False)
 class _Credential:
     scheme: str
-    auth: bytes = field(repr=False)
+    #: The whole AuthPacket frame, encoded when the credential was added (so it can always be sent).
+    packet: bytes = field(repr=False)
     #: Who waits for the server's verdict on the first sending of this credential.
     token: object = None
+    #: A condition of the session (given to open_client): its refusal ends the session (AUTH_FAILED).
+    required: bool = False
 
 
 #: Host shuffling and back-off jitter need no per-session generator (each costs 2.5 KiB).
@@ -191,7 +218,28 @@ _SHARED_RNG = random.Random()
 
 
 class SessionCore:
-    """ZooKeeper session logic for one session across any number of connections."""
+    """ZooKeeper session logic for one session across any number of connections.
+
+    Server values
+    -------------
+    What a server says in its ConnectResponse is checked before the session uses it.  A refused
+    answer is a :class:`~zkwire.errors.ProtocolError`: the connection is dropped, the attempt counts
+    toward back-off, and the next server is tried (the session, if there is one, is kept).
+
+    * **Session password**: null, empty, or longer than :data:`MAX_PASSWORD` bytes -- refused.
+    * **Read-only grant** the client did not ask for (``allow_read_only`` false) -- refused.
+    * **Session id**: 0, or, on a re-attach, another id than the one presented -- refused (taking it
+      would start a new session silently).  An "expired" answer to a request for a new session --
+      refused (only a presented session can expire).
+    * **Negotiated timeout** above both the requested timeout and :data:`TIMEOUT_CEILING` -- clamped to
+      the larger of the two.  The ping interval, the read timeout and client-side expiry run on the
+      clamped value, so a dead server is still noticed; the client may declare the session lost
+      earlier than the server would, never later.  A server raising a short request to its
+      ``minSessionTimeout`` is unaffected.
+    * **Reply zxids** -- accepted: the client has nothing to check them against.  One that no honest
+      server has reached (2**63-1) makes them refuse the re-attach; the session then expires
+      client-side after the negotiated timeout (:class:`~zkwire.errors.SessionExpiredError`).
+    """
 
     __slots__ = (
         "_auth_pending",
@@ -238,9 +286,9 @@ class SessionCore:
         rng: random.Random | None = None,
     ) -> None:
         if not hosts:
-            raise ValueError("at least one host is needed")
-        if session_timeout <= 0:
-            raise ValueError("session_timeout must be positive")
+            raise InvalidArgumentError("at least one host is needed")
+        session_timeout = check_session_timeout(session_timeout)
+        max_frame = check_max_frame(max_frame)
         self._rng = rng or _SHARED_RNG
         self._hosts = list(hosts)
         self._rng.shuffle(self._hosts)
@@ -480,17 +528,26 @@ class SessionCore:
             raise ConnectionLossError(path, "not connected")
         xid = self._next_xid()
         self._out += encode_request(xid, op, record, self.max_frame)
-        self._pending.append(_Pending(xid, op, token, path, watch, now))
+        pending = _Pending(xid, op, token, path, watch, now)
+        if type(record) is MultiRequest:
+            pending.subops = tuple([sub.op for sub in record.ops])
+        self._pending.append(pending)
         self._last_send = now
         return xid
 
-    def add_auth(self, scheme: str, auth: bytes, token: object, now: float) -> None:
+    def add_auth(self, scheme: str, auth: bytes, token: object, now: float, *, required: bool = False) -> None:
         """Remember a credential and send it now if connected, else with the next re-attach.
 
         An :class:`AuthResult` carrying ``token`` reports the server's verdict.  Accepted credentials are
         re-sent on every reconnect before the session reports connected; a rejected one is forgotten.
+        A credential that cannot be encoded (over the frame limit, a string that is not UTF-8) raises
+        here, in the caller, and is not remembered: nothing the caller gave is encoded later.
+
+        ``required``: the session depends on this credential (``open_client(auth=...)``).  Its refusal
+        ends the session in ``AUTH_FAILED`` instead of only reporting the refusal to ``token``.
         """
-        cred = _Credential(scheme, auth, token)
+        packet = bytes(encode_request(AUTH_XID, OpCode.AUTH, AuthPacket(0, scheme, auth), self.max_frame))
+        cred = _Credential(scheme, packet, token, required)
         self._credentials.append(cred)
         if self._phase is _Phase.OPEN:
             self._send_credential(cred)
@@ -503,7 +560,7 @@ class SessionCore:
             self._last_send = now
 
     def _send_credential(self, cred: _Credential) -> None:
-        self._out += encode_request(AUTH_XID, OpCode.AUTH, AuthPacket(0, cred.scheme, cred.auth), self.max_frame)
+        self._out += cred.packet
         self._auth_pending.append(cred)
 
     def close(self, now: float) -> bool:
@@ -531,7 +588,7 @@ class SessionCore:
         if self.state is SessionState.EXPIRED:
             return SessionExpiredError()
         if self.state is SessionState.AUTH_FAILED:
-            return AuthFailedError(detail="credentials were rejected on reconnect")
+            return AuthFailedError(detail="the server rejected a credential")
         return ClientClosedError("client closed")
 
     # ------------------------------------------------------------------ incoming bytes
@@ -556,6 +613,9 @@ class SessionCore:
                 return events
             if events and isinstance(events[-1], DropConnection):
                 return events
+        if self._decoder.error is not None:
+            # A bad length came after complete frames: those were handled above, now the stream ends.
+            events.append(DropConnection(f"bad framing from server: {self._decoder.error}"))
         return events
 
     def _handle_connect_response(self, payload: bytes, now: float, events: list[Event]) -> None:
@@ -566,18 +626,28 @@ class SessionCore:
             events.append(DropConnection(f"server refused the session: {error_for_code(err)}"))
             return
         resp = decode_connect_response(payload)
+        presented = self.session_id if self.seen_read_write else 0  # as in connection_made
         if resp.expired:
+            if not presented:
+                raise ProtocolError("a request for a new session was answered 'expired'")
             log.warning("session 0x%x expired (server %s)", self.session_id, self.current_host)
             self._expire(events, SessionExpiredError())
             events.append(DropConnection("session expired"))
             return
-        if resp.passwd is None:
-            raise ProtocolError("ConnectResponse without a session password")
-        if self.session_id and resp.session_id != self.session_id:
-            log.info("server assigned session 0x%x in place of 0x%x", resp.session_id, self.session_id)
+        self._passwd = self._check_connect_response(resp, presented)
         self.session_id = resp.session_id
-        self._passwd = resp.passwd
-        self.negotiated_timeout = resp.timeout / 1000
+        timeout = resp.timeout / 1000
+        ceiling = max(self.requested_timeout, TIMEOUT_CEILING)
+        if timeout > ceiling:
+            log.warning(
+                "session 0x%x: server %s granted a timeout of %d ms; the client's clocks use %g s",
+                resp.session_id,
+                self.current_host,
+                resp.timeout,
+                ceiling,
+            )
+            timeout = ceiling
+        self.negotiated_timeout = timeout
         self._last_heard = self._last_confirmed  # when the ConnectRequest was queued
         self._failed_in_row = 0
         read_only = bool(resp.read_only)
@@ -598,6 +668,21 @@ class SessionCore:
         self._send_set_watches(now)
         self._last_send = now
         self._maybe_open(events)
+
+    def _check_connect_response(self, resp: ConnectResponse, presented: int) -> bytes:
+        """The refusals listed under "Server values" in the class docstring; returns the password."""
+        passwd = resp.passwd
+        if passwd is None:
+            raise ProtocolError("ConnectResponse without a session password")
+        if not 0 < len(passwd) <= MAX_PASSWORD:
+            raise ProtocolError(f"session password of {len(passwd)} bytes (1..{MAX_PASSWORD} accepted)")
+        if resp.read_only and not self.allow_read_only:
+            raise ProtocolError("read-only session granted, but the client did not ask for one")
+        if resp.session_id == 0:
+            raise ProtocolError("ConnectResponse with session id 0")
+        if presented and resp.session_id != presented:
+            raise ProtocolError(f"re-attach of session 0x{presented:x} answered with session 0x{resp.session_id:x}")
+        return passwd
 
     def _send_set_watches(self, now: float) -> None:
         w = self.watches
@@ -625,10 +710,12 @@ class SessionCore:
                 batch[k] = []
             size = 0
 
+        # A batch fits the frame limit (the client refuses watches on paths too long for one).
+        limit = min(SET_WATCHES_BATCH_BYTES, self.max_frame - WATCH_FRAME_OVERHEAD)
         for kind in order:
             for path in tables[kind]:
                 cost = len(path.encode()) + 4
-                if size + cost > SET_WATCHES_BATCH_BYTES:
+                if size and size + cost > limit:
                     flush()
                 batch[kind].append(path)
                 size += cost
@@ -675,6 +762,8 @@ class SessionCore:
                 raise ProtocolError(f"error reply carries {len(payload) - 16} unexpected body bytes")
         else:
             body = decode_response_body(p.op, payload)
+            if p.op in _CHECKED_REPLIES:
+                _check_reply(p, body)
         self._pending.popleft()
         self._confirm(p.sent)
         if zxid > self.last_zxid:
@@ -726,9 +815,10 @@ class SessionCore:
         self._credentials.remove(cred)
         if token is not None:
             events.append(AuthResult(token, error))
-        else:
-            # A credential the server accepted before is now refused: the session cannot be trusted.
-            self._fail_pending(events, AuthFailedError(detail="credentials rejected on reconnect"))
+        if token is None or cred.required:
+            # A credential the session was opened with, or one the server accepted before, is refused:
+            # the session cannot be what the application asked for.
+            self._fail_pending(events, AuthFailedError(detail="the server rejected a credential"))
             self._set_state(events, SessionState.AUTH_FAILED, error)
         events.append(DropConnection("authentication failed"))
 
@@ -770,6 +860,37 @@ class SessionCore:
         self._fail_pending(events, SessionExpiredError())
         self._set_state(events, SessionState.EXPIRED, error)
         return events
+
+
+_CREATES = frozenset({OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER, OpCode.CREATE_TTL})
+#: Replies whose decoded body is checked against the request (cheap, and only for these ops).
+_CHECKED_REPLIES = _CREATES | {OpCode.MULTI, OpCode.MULTI_READ}
+
+
+def _check_reply(p: _Pending, body: Record | None) -> None:
+    """Refuse a well-formed reply that cannot answer ``p``: a create without a path, a multi whose
+    results do not correspond one to one to its ops."""
+    if isinstance(body, CreateResponse | Create2Response):
+        if body.path is None:
+            raise ProtocolError(f"{op_name(p.op)} reply without the created path")
+        return
+    if not isinstance(body, MultiResponse):
+        return
+    subops = p.subops or ()
+    results = body.results
+    if len(results) != len(subops):
+        raise ProtocolError(f"{op_name(p.op)} reply with {len(results)} results for {len(subops)} ops")
+    for i, (sub, result) in enumerate(zip(subops, results, strict=True)):
+        rtype = result.op
+        if rtype == OpCode.ERROR:
+            continue
+        # 3.8.0 answers create2 with a create result, createContainer and createTTL with create2 ones.
+        if rtype != sub and not (sub in _CREATES and rtype in (OpCode.CREATE, OpCode.CREATE2)):
+            raise ProtocolError(
+                f"result {i} of a {op_name(p.op)} reply is a {op_name(rtype)} result for {op_name(sub)}"
+            )
+        if isinstance(result.body, CreateResponse | Create2Response) and result.body.path is None:
+            raise ProtocolError(f"result {i} of a {op_name(p.op)} reply has no created path")
 
 
 def _copy_error(error: ZKError, path: str | None) -> ZKError:

@@ -27,7 +27,7 @@ from typing import Any
 from . import schema
 from .codec import op_name
 from .constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
-from .errors import ProtocolError, error_name
+from .errors import InvalidArgumentError, ProtocolError, error_name
 
 __all__ = [
     "DecodedFrame",
@@ -179,14 +179,14 @@ class ConversationDecoder:
             return self.feed_client(data, now)
         if direction == SERVER:
             return self.feed_server(data, now)
-        raise ValueError(f"direction must be 'client' or 'server', not {direction!r}")
+        raise InvalidArgumentError(f"direction must be 'client' or 'server', not {direction!r}")
 
     def eof(self, direction: str, now: float | None = None) -> list[DecodedFrame]:
         if direction == CLIENT:
             return self.eof_client(now)
         if direction == SERVER:
             return self.eof_server(now)
-        raise ValueError(f"direction must be 'client' or 'server', not {direction!r}")
+        raise InvalidArgumentError(f"direction must be 'client' or 'server', not {direction!r}")
 
     def feed_client(self, data: bytes | bytearray | memoryview, now: float | None = None) -> list[DecodedFrame]:
         """Bytes the client sent; returns the frames they complete."""
@@ -589,7 +589,7 @@ def decode_stream(
     if side == "auto":
         side = detect_side(data)
     if side not in (CLIENT, SERVER):
-        raise ValueError(f"side must be 'client', 'server' or 'auto', not {side!r}")
+        raise InvalidArgumentError(f"side must be 'client', 'server' or 'auto', not {side!r}")
     decoder = ConversationDecoder(max_frame=max_frame, handshake=handshake, compiled=compiled)
     frames = decoder.feed(side, data)
     return frames + decoder.eof(side)

@@ -23,6 +23,7 @@ from typing import TextIO
 
 import trio
 
+from .errors import InvalidArgumentError
 from .stream_decoder import (
     CLIENT,
     SERVER,
@@ -87,9 +88,9 @@ def _parse_hostport(text: str, default_host: str = "127.0.0.1") -> tuple[str, in
     try:
         number = int(port)
     except ValueError:
-        raise ValueError(f"not HOST:PORT: {text!r}") from None
+        raise InvalidArgumentError(f"not HOST:PORT: {text!r}") from None
     if not 0 <= number < 65536:
-        raise ValueError(f"port out of range in {text!r}")
+        raise InvalidArgumentError(f"port out of range in {text!r}")
     return host, number
 
 

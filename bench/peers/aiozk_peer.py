@@ -222,7 +222,10 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
         watches = server_watch_count(hosts) + p.waiters - 1
         tasks = [asyncio.create_task(waiter()) for _ in range(p.waiters)]
         limit = time.monotonic() + p.timeout
-        while len(await holder_zk.get_children(lock_path)) < p.waiters + 1 or server_watch_count(hosts) < watches:
+        while (
+            len(await holder_zk.get_children(lock_path)) < p.waiters + 1
+            or await asyncio.to_thread(server_watch_count, hosts) < watches
+        ):
             if time.monotonic() > limit:
                 raise TimeoutError("waiters did not queue")
             await asyncio.sleep(0.01)
@@ -300,7 +303,10 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
         watches = server_watch_count(hosts) + k - 1
         tasks.extend(asyncio.create_task(waiter()) for _ in range(k))
         limit = time.monotonic() + p.timeout
-        while len(await holder_zk.get_children(lock_path)) < len(tasks) + 1 or server_watch_count(hosts) < watches:
+        while (
+            len(await holder_zk.get_children(lock_path)) < len(tasks) + 1
+            or await asyncio.to_thread(server_watch_count, hosts) < watches
+        ):
             if time.monotonic() > limit:
                 raise TimeoutError("waiters did not queue")
             await asyncio.sleep(0.01)

@@ -246,7 +246,7 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
             with trio.fail_after(p.timeout):
                 while len(await holder_zk.get_children(lock_path)) < p.waiters + 1:
                     await trio.sleep(0.01)
-                while server_watch_count(hosts) < watches:
+                while await trio.to_thread.run_sync(server_watch_count, hosts) < watches:
                     await trio.sleep(0.01)
             await trio.sleep(0.2)
             before = server_watch_triggers(hosts)
@@ -316,7 +316,7 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
             with trio.fail_after(p.timeout):
                 while len(await holder_zk.get_children(lock_path)) < n + 1:
                     await trio.sleep(0.01)
-                while server_watch_count(hosts) < watches:
+                while await trio.to_thread.run_sync(server_watch_count, hosts) < watches:
                     await trio.sleep(0.01)
             await trio.sleep(0.2)
             _settle()

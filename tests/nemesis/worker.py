@@ -1,0 +1,393 @@
+"""One worker process: a lock loop on one zkwire session at a time, recording everything it observes.
+
+``python -m <package>.worker '<WorkerConfig as JSON>'`` (started by ``fleet.py``).  The worker:
+
+- opens a session through its own fault proxies (one per ensemble member) and, when the session
+  expires (expiry is final for a Client), opens a new client;
+- loops: acquire the recipe under test, record the grant, do a version-checked read-modify-write of
+  the counter node (mutex, writers and semaphore holders; readers only read it, at the start and the
+  end of their hold), hold for a random short time, release;
+- records the loss of a lease the moment it observes it: a task waiting on ``lease.wait_lost()``, or
+  the exception that ends the body, whichever comes first;
+- keeps a persistent recursive watch on the run's directory (the lock queue and the counter), so that
+  other workers' activity reaches it as server->client traffic, as in an application that watches
+  shared state (``watch_path``); a one-way partition then still delivers frames to the client;
+- stops when its stdin reaches EOF (the parent closes it, or dies), when it is re-parented, on SIGTERM,
+  or after ``max_runtime``.  (No PR_SET_PDEATHSIG: trio forks from a worker thread, and the kernel
+  would send the signal when that thread exits.)
+
+Nothing here works around the library: the worker uses the public API as an application would.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+import zklock
+import zkwire
+from zkwire.errors import BadVersionError, ConnectionLossError, NoNodeError, WatchOverflowError, ZKError
+
+from .history import HistoryWriter
+
+__all__ = ["WorkerConfig", "main"]
+
+#: A counter write that failed with one of these was certainly not applied.
+DEFINITE_WRITE_FAILURES = (BadVersionError, NoNodeError)
+
+
+@dataclass
+class WorkerConfig:
+    worker: int
+    incarnation: int
+    hosts: str
+    recipe: str  # mutex, rwlock, semaphore
+    lock_path: str
+    counter_path: str
+    history: str
+    parent_pid: int
+    session_timeout: float = 4.0
+    seed: int = 0
+    max_leases: int = 2
+    write_ratio: float = 0.3
+    hold_min: float = 0.01
+    hold_max: float = 0.1
+    think_max: float = 0.05
+    acquire_timeout: float = 60.0
+    max_runtime: float = 900.0
+    #: A persistent recursive watch on this path (the run's directory: the lock queue and the counter),
+    #: so that other workers' activity reaches this worker as server->client traffic; "" for none.
+    watch_path: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> WorkerConfig:
+        return cls(**json.loads(text))
+
+
+class _Hold:
+    def __init__(self, lease: zklock.Lease, cycle: int) -> None:
+        self.lease = lease
+        self.cycle = cycle
+        self.lost_recorded = False
+        self.watcher = trio.CancelScope()
+
+
+class Worker:
+    def __init__(self, cfg: WorkerConfig) -> None:
+        self.cfg = cfg
+        self.hist = HistoryWriter(Path(cfg.history), cfg.worker, cfg.incarnation)
+        self.rng = random.Random(cfg.seed * 1_000_003 + cfg.worker * 101 + cfg.incarnation)
+        self.stop = trio.Event()
+        self.cycle = 0
+        self.identifier = f"nemesis-w{cfg.worker}-{os.getpid()}"
+        self._wait_scope: trio.CancelScope | None = None
+        self._nursery: trio.Nursery | None = None
+        self.extend_until = 0.0
+        self.idle_until = 0.0
+        self._extended = trio.Event()
+
+    # ------------------------------------------------------------------ process life
+
+    def request_stop(self) -> None:
+        self.stop.set()
+        if self._wait_scope is not None:
+            self._wait_scope.cancel()  # a waiting acquire gives up; a hold runs to its end
+
+    async def _watch_stdin(self) -> None:
+        stream = trio.lowlevel.FdStream(os.dup(0))
+        try:
+            while await stream.receive_some(4096):
+                pass
+        except (trio.BrokenResourceError, OSError):
+            pass
+        self.request_stop()
+
+    async def _watch_parent(self) -> None:
+        # Stdin reaches EOF when the parent dies; this catches a parent that died while we were stopped.
+        while os.getppid() == self.cfg.parent_pid:
+            await trio.sleep(1.0)
+        self.request_stop()
+
+    async def _watch_signals(self) -> None:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2) as signals:
+            async for signum in signals:
+                if signum == signal.SIGUSR1:
+                    self._extend_hold()
+                elif signum == signal.SIGUSR2:
+                    self._request_idle()
+                else:
+                    self.request_stop()
+
+    def _request_idle(self) -> None:
+        """SIGUSR2: start no acquire before the time.monotonic() in ``<history>.idle`` (an application
+        that needs the lock only now and then; its session sees no reply meanwhile, only pings)."""
+        try:
+            until = float(Path(self.cfg.history).with_suffix(".idle").read_text())
+        except (OSError, ValueError):
+            return
+        self.idle_until = max(self.idle_until, until)
+
+    def _extend_hold(self) -> None:
+        """SIGUSR1: hold the current (or next) lease until the time.monotonic() in ``<history>.extend``.
+
+        The nemesis does this before a fault aimed at the holder, so that the fault finds it holding.
+        """
+        try:
+            until = float(Path(self.cfg.history).with_suffix(".extend").read_text())
+        except (OSError, ValueError):
+            return
+        self.extend_until = max(self.extend_until, until)
+        self.hist.write("extend", until=until)
+        self._extended.set()
+        self._extended = trio.Event()
+
+    async def _hold(self, seconds: float) -> None:
+        """Hold for ``seconds``, or until the extension the nemesis asked for, whichever is later."""
+        deadline = time.monotonic() + seconds
+        while True:
+            end = max(deadline, self.extend_until)
+            if time.monotonic() >= end:
+                return
+            with trio.move_on_after(end - time.monotonic()):
+                await self._extended.wait()
+
+    async def run(self) -> None:
+        self.hist.write("start", recipe=self.cfg.recipe, hosts=self.cfg.hosts)
+        reason = "stopped"
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            nursery.start_soon(self._watch_stdin)
+            nursery.start_soon(self._watch_signals)
+            nursery.start_soon(self._watch_parent)
+            with trio.move_on_after(self.cfg.max_runtime) as runtime:
+                while not self.stop.is_set():
+                    await self._one_session()
+                    if not self.stop.is_set():
+                        with trio.move_on_after(0.1 + self.rng.uniform(0, 0.2)):
+                            await self.stop.wait()
+            if runtime.cancelled_caught:
+                reason = "max_runtime"
+            nursery.cancel_scope.cancel()
+        self.hist.write("exit", reason=reason)
+
+    # ------------------------------------------------------------------ one session
+
+    async def _one_session(self) -> None:
+        cfg = self.cfg
+        reason = "stopped"
+        try:
+            async with zkwire.open_client(cfg.hosts, session_timeout=cfg.session_timeout, wait_connected=False) as zk:
+                with trio.move_on_after(3 * cfg.session_timeout) as connecting:
+                    await zk.wait_connected()
+                if connecting.cancelled_caught:
+                    self.hist.write("session_end", reason="connect timeout", connected=False)
+                    return
+                self.hist.session_id = zk.session_id
+                self.hist.write("session", timeout=zk.session_timeout)
+                try:
+                    async with trio.open_nursery() as nursery:
+                        if cfg.watch_path:
+                            nursery.start_soon(self._watch_traffic, zk)
+                        reason = await self._lock_loop(zk)
+                        nursery.cancel_scope.cancel()
+                finally:
+                    self.hist.write("session_end", reason=reason, connected=zk.state.is_connected, state=zk.state.value)
+                    self.hist.session_id = 0
+        except ZKError as e:  # the session could not be had (expired while connecting)
+            if self.hist.session_id == 0:
+                self.hist.write("session_end", reason=f"connect failed: {type(e).__name__}", connected=False)
+            self.hist.session_id = 0
+
+    async def _watch_traffic(self, zk: zkwire.Client) -> None:
+        while not zk.state.is_terminal:
+            try:
+                async with zk.add_watch(self.cfg.watch_path, recursive=True) as events:
+                    async for _ in events:
+                        pass
+            except WatchOverflowError:
+                pass
+            except ConnectionLossError:
+                with trio.move_on_after(self.cfg.session_timeout):
+                    await zk.wait_connected()
+            except ZKError:
+                return
+            await trio.sleep(0.05)
+
+    def _lock(
+        self, zk: zkwire.Client, role: str
+    ) -> zklock.Mutex | zklock.ReadLock | zklock.WriteLock | zklock.Semaphore:
+        cfg, ident = self.cfg, self.identifier
+        if cfg.recipe == "mutex":
+            return zklock.Mutex(zk, cfg.lock_path, identifier=ident)
+        if cfg.recipe == "semaphore":
+            return zklock.Semaphore(zk, cfg.lock_path, cfg.max_leases, identifier=ident)
+        rw = zklock.ReadWriteLock(zk, cfg.lock_path, identifier=ident)
+        return rw.write_lock if role == "write" else rw.read_lock
+
+    def _role(self) -> str:
+        if self.cfg.recipe == "mutex":
+            return "mutex"
+        if self.cfg.recipe == "semaphore":
+            return "lease"
+        return "write" if self.rng.random() < self.cfg.write_ratio else "read"
+
+    async def _lock_loop(self, zk: zkwire.Client) -> str:
+        while not self.stop.is_set():
+            if zk.state.is_terminal:
+                return f"session {zk.state.value}"
+            if time.monotonic() < self.idle_until:
+                self.hist.write("idle", until=self.idle_until)
+                with trio.move_on_after(self.idle_until - time.monotonic()):
+                    await self.stop.wait()
+                continue
+            role = self._role()
+            await self._cycle(zk, self._lock(zk, role), role)
+            await trio.sleep(self.rng.uniform(0, self.cfg.think_max))
+        return "stopped"
+
+    # ------------------------------------------------------------------ one acquire / hold
+
+    def _record_lost(self, hold: _Hold, via: str, exc: str | None = None) -> None:
+        if hold.lost_recorded:
+            return
+        hold.lost_recorded = True
+        self.hist.write("lost", cycle=hold.cycle, reason=hold.lease.lost_reason, via=via, exc=exc)
+
+    async def _watch_loss(self, hold: _Hold) -> None:
+        with hold.watcher:
+            await hold.lease.wait_lost()
+            self._record_lost(hold, "wait_lost")
+
+    async def _cycle(self, zk: zkwire.Client, lock: Any, role: str) -> None:
+        self.cycle += 1
+        c = self.cycle
+        h = self.hist
+        h.write("attempt", cycle=c, role=role)
+        hold: _Hold | None = None
+        try:
+            with trio.CancelScope(deadline=trio.current_time() + self.cfg.acquire_timeout) as wait_scope:
+                self._wait_scope = wait_scope
+                if self.stop.is_set():
+                    wait_scope.cancel()
+                async with lock as lease:
+                    wait_scope.deadline = math.inf
+                    self._wait_scope = None
+                    hold = _Hold(lease, c)
+                    h.write("grant", cycle=c, role=role, token=lease.fencing_token, node=lease.node, lost=lease.lost)
+                    assert self._nursery is not None
+                    self._nursery.start_soon(self._watch_loss, hold)
+                    try:
+                        await self._body(zk, role, c)
+                    except BaseException as e:
+                        if lease.lost:
+                            self._record_lost(hold, "exception", type(e).__name__)
+                            h.write("body_exc", cycle=c, exc=type(e).__name__)
+                        else:
+                            h.write("body_error", cycle=c, exc=type(e).__name__)
+                        raise
+                    h.write("release", cycle=c)
+            if hold is None:
+                h.write("acquire_fail", cycle=c, exc="Stopped" if self.stop.is_set() else "AcquireTimeout")
+            else:
+                h.write("outcome", cycle=c, exc=None)
+        except Exception as e:
+            if hold is None:
+                h.write("acquire_fail", cycle=c, exc=type(e).__name__, detail=str(e)[:200])
+            else:
+                h.write("outcome", cycle=c, exc=type(e).__name__)
+        finally:
+            self._wait_scope = None
+            if hold is not None:
+                hold.watcher.cancel()
+
+    async def _body(self, zk: zkwire.Client, role: str, c: int) -> None:
+        cfg, h = self.cfg, self.hist
+        hold_for = self.rng.uniform(cfg.hold_min, cfg.hold_max)
+        if role == "read":
+            data, stat = await zk.get_data(cfg.counter_path)
+            h.write("read", cycle=c, value=int(data), version=stat.version, when="start")
+            await self._hold(hold_for)
+            data, stat = await zk.get_data(cfg.counter_path)
+            h.write("read", cycle=c, value=int(data), version=stat.version, when="end")
+            return
+        t0 = time.monotonic()
+        try:
+            data, stat = await zk.get_data(cfg.counter_path)
+        except BaseException as e:
+            h.write("inc_fail", cycle=c, err=type(e).__name__, stage="read", indeterminate=False)
+            raise
+        value = int(data) + 1
+        h.write("inc_write", cycle=c, expected_version=stat.version, value=value)
+        try:
+            new = await zk.set_data(cfg.counter_path, str(value).encode(), version=stat.version)
+        except DEFINITE_WRITE_FAILURES as e:
+            h.write(
+                "inc_fail",
+                cycle=c,
+                err=type(e).__name__,
+                stage="write",
+                indeterminate=False,
+                expected_version=stat.version,
+                value=value,
+            )
+        except BaseException as e:
+            h.write(
+                "inc_fail",
+                cycle=c,
+                err=type(e).__name__,
+                stage="write",
+                indeterminate=True,
+                expected_version=stat.version,
+                value=value,
+            )
+            raise
+        else:
+            h.write("inc_ok", cycle=c, value=value, version=new.version, t0=t0)
+        await self._hold(hold_for)
+
+
+class _MonotonicFormatter(logging.Formatter):
+    """Log lines stamped with time.monotonic(), the clock of the histories."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.monotonic = time.monotonic()
+        return super().format(record)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m tests.nemesis.worker '<WorkerConfig JSON>'", file=sys.stderr)
+        return 2
+    cfg = WorkerConfig.from_json(args[0])
+    if os.getppid() != cfg.parent_pid:
+        return 3  # the parent is already gone
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent decides
+    for sig in (signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_IGN)  # until trio listens for them (see _watch_signals)
+    # zklock's and zkwire's own account goes to the worker's .log file, beside its history.
+    handler = logging.StreamHandler()
+    handler.setFormatter(_MonotonicFormatter("%(monotonic).6f %(name)s %(levelname)s %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    logging.getLogger("zklock").setLevel(logging.INFO)
+    logging.getLogger("zkwire").setLevel(logging.INFO)  # connections: which member, when, why they ended
+    trio.run(Worker(cfg).run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

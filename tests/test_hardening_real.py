@@ -1,0 +1,103 @@
+"""Bad input and refused credentials against the real server: typed errors, no poisoned session."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+import zkwire
+from zkwire import SessionState
+
+LIMIT = 20
+
+
+def _upstream(zk_hosts: str) -> tuple[str, int]:
+    host, port = zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)
+    return host, int(port)
+
+
+@pytest.fixture
+def faultproxy():  # type: ignore[no-untyped-def]
+    return pytest.importorskip("faultproxy")
+
+
+# ------------------------------------------------------------------------------ item: poisoned credentials
+
+
+async def test_credential_that_cannot_be_sent_does_not_poison_the_session(zk_hosts: str, faultproxy) -> None:
+    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+        with trio.fail_after(LIMIT):
+            async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
+                sid = zk.session_id
+                with pytest.raises(zkwire.DataTooLargeError):
+                    await zk.add_auth("digest", "u:" + "x" * 2_000_000)
+                with pytest.raises(zkwire.InvalidArgumentError):
+                    await zk.add_auth("digest", "u:\ud800")
+                await zk.add_auth("digest", "good:pw")
+                states = zk.states()
+                await proxy.sever()
+                # The reconnect re-sends the credentials kept: only the good one.
+                async for state in states:
+                    if state is SessionState.CONNECTED:
+                        break
+                    assert not state.is_terminal, state
+                assert zk.session_id == sid
+                assert sorted(await zk.who_am_i()) == [("digest", "good"), ("ip", "127.0.0.1")]
+                with trio.CancelScope(shield=True):
+                    await zk.get_data("/")  # a shielded clean-up still has a live session
+            assert zk.state is SessionState.CLOSED
+
+
+@pytest.mark.parametrize(
+    ("credential", "error"),
+    [("u:" + "x" * 2_000_000, zkwire.DataTooLargeError), ("u:\ud800", zkwire.InvalidArgumentError)],
+    ids=["2 MB", "lone surrogate"],
+)
+async def test_open_client_refuses_a_credential_that_cannot_be_sent_before_connecting(
+    credential: str, error: type[Exception]
+) -> None:
+    # Nothing listens on port 1: the error must come at once, not from a connection that never comes.
+    with trio.fail_after(5):
+        with pytest.raises(error):
+            async with zkwire.open_client("127.0.0.1:1", auth=[("digest", credential)]):
+                raise AssertionError("not reached")
+
+
+# ---------------------------------------------------------------------- item: a refused initial credential
+
+
+@pytest.mark.parametrize("scheme", ["Digest", "nosuchscheme"])
+async def test_open_client_with_a_refused_credential_raises_auth_failed(zk_hosts: str, scheme: str) -> None:
+    with trio.fail_after(LIMIT):
+        with pytest.raises(zkwire.AuthFailedError):
+            async with zkwire.open_client(zk_hosts, auth=[("digest", "ok:pw"), (scheme, "u:p")]):
+                raise AssertionError("the session must not report connected")
+
+
+async def test_refused_credential_without_waiting_for_the_connection(zk_hosts: str) -> None:
+    with trio.fail_after(LIMIT):
+        with pytest.raises(zkwire.AuthFailedError):
+            async with zkwire.open_client(zk_hosts, auth=[("Digest", "u:p")], wait_connected=False) as zk:
+                with pytest.raises(zkwire.AuthFailedError):
+                    await zk.wait_connected()
+                assert zk.state is SessionState.AUTH_FAILED
+                with pytest.raises(zkwire.AuthFailedError):
+                    await zk.get_data("/")
+                raise zkwire.AuthFailedError(detail="as the body saw it")
+
+
+async def test_accepted_initial_credentials_are_all_in_place_when_connected(zk_hosts: str) -> None:
+    with trio.fail_after(LIMIT):
+        async with zkwire.open_client(zk_hosts, auth=[("digest", "carol:pw"), ("digest", "dave:pw")]) as zk:
+            assert sorted(await zk.who_am_i()) == [("digest", "carol"), ("digest", "dave"), ("ip", "127.0.0.1")]
+
+
+async def test_cli_with_a_refused_credential_exits_3(zk_hosts: str) -> None:
+    from test_cli_zkwire import zkw
+
+    r = await zkw(zk_hosts, "ls", "/", options=("--auth", "bogus:x"))
+    assert r.code == 3, r
+    assert "Authentication failed" in r.err
+    assert "bogus" not in r.out
+    r = await zkw(zk_hosts, "ls", "/", options=("--auth", "digest:u:pw"))
+    assert r.code == 0 and "zookeeper" in r.out

@@ -1,0 +1,300 @@
+"""zklock's recipes in both namings against kazoo's *default* recipes (no ``extra_lock_patterns``): the
+kazoo half of the README's interoperability matrix, checked cell by cell.
+
+* ``test_matrix_cell``: every lock-queue cell both ways round (ours holds, kazoo tries; kazoo holds, ours
+  tries): the pair excludes each other only if neither got in while the other held.
+* ``test_exclusion_under_contention``: every cell the matrix says excludes, under contention: zklock
+  tasks and kazoo threads take turns on one path; exclusive holders bump a version-checked counter,
+  readers read it twice, and every hold's interval is recorded and checked for overlaps.
+* the semaphore cell, the stored lease count, and the warning about nodes a default peer would not see.
+
+kazoo is synchronous; its calls run in worker threads (``trio.to_thread``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import trio
+from holds import Holds, now_us
+
+import zklock
+import zkwire
+from zklock.recipe import _WARNED_PATHS
+
+kazoo_client = pytest.importorskip("kazoo.client")
+kazoo_exceptions = pytest.importorskip("kazoo.exceptions")
+
+Naming = str
+ROUNDS = 8
+
+#: zklock's lock-queue recipes: how to make one, and the kind of hold it takes.
+OURS: dict[str, tuple[Callable[..., zklock.recipe.LockRecipe], str]] = {
+    "Mutex": (lambda zk, path, naming, ident: zklock.Mutex(zk, path, naming=naming, identifier=ident), "x"),
+    "ReadLock": (
+        lambda zk, path, naming, ident: zklock.ReadWriteLock(zk, path, naming=naming, identifier=ident).read_lock,
+        "s",
+    ),
+    "WriteLock": (
+        lambda zk, path, naming, ident: zklock.ReadWriteLock(zk, path, naming=naming, identifier=ident).write_lock,
+        "x",
+    ),
+    "Election": (lambda zk, path, naming, ident: zklock.Election(zk, path, naming=naming, identifier=ident), "x"),
+}
+#: kazoo's default recipes on a path, and the kind of hold each takes (a kazoo Election is a kazoo Lock).
+THEIRS: dict[str, str] = {"Lock": "x", "ReadLock": "s", "WriteLock": "x", "Election": "x"}
+
+X, NO, SHARE = "excludes", "does not exclude", "shares"
+#: The kazoo half of the README's matrix, for the lock-queue recipes.
+MATRIX: dict[tuple[str, Naming], dict[str, str]] = {
+    ("Mutex", "curator"): {"Lock": NO, "ReadLock": NO, "WriteLock": NO, "Election": NO},
+    ("Mutex", "kazoo"): {"Lock": X, "ReadLock": X, "WriteLock": X, "Election": X},
+    ("ReadLock", "curator"): {"Lock": NO, "ReadLock": SHARE, "WriteLock": NO, "Election": NO},
+    ("ReadLock", "kazoo"): {"Lock": NO, "ReadLock": SHARE, "WriteLock": X, "Election": NO},
+    ("WriteLock", "curator"): {"Lock": NO, "ReadLock": NO, "WriteLock": NO, "Election": NO},
+    ("WriteLock", "kazoo"): {"Lock": X, "ReadLock": X, "WriteLock": X, "Election": X},
+    ("Election", "curator"): {"Lock": NO, "ReadLock": NO, "WriteLock": NO, "Election": NO},
+    ("Election", "kazoo"): {"Lock": X, "ReadLock": NO, "WriteLock": X, "Election": X},
+}
+CELLS = [(ours, naming, theirs) for (ours, naming), row in MATRIX.items() for theirs in row]
+EXCLUDING = [cell for cell in CELLS if MATRIX[cell[0], cell[1]][cell[2]] == X]
+
+
+def kazoo_lock(kz: Any, kind: str, path: str, ident: str = "kazoo") -> Any:
+    """A default kazoo recipe object; for an Election, the kazoo Lock it contends with."""
+    if kind == "Election":
+        return kz.Election(path, ident).lock
+    return getattr(kz, kind)(path, ident)
+
+
+def start_kazoo(hosts: str) -> Any:
+    kz = kazoo_client.KazooClient(hosts=hosts, timeout=10)
+    kz.start(timeout=10)
+    return kz
+
+
+def stop_kazoo(kz: Any) -> None:
+    kz.stop()
+    kz.close()
+
+
+@pytest.fixture
+async def kz(zk_hosts: str) -> AsyncIterator[Any]:
+    client = await trio.to_thread.run_sync(start_kazoo, zk_hosts)
+    try:
+        yield client
+    finally:
+        await trio.to_thread.run_sync(stop_kazoo, client)
+
+
+async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+
+
+@pytest.mark.parametrize(("ours", "naming", "theirs"), CELLS, ids=[f"{o}-{n}-vs-kazoo-{t}" for o, n, t in CELLS])
+async def test_matrix_cell(zk_hosts: str, zk_path: str, kz: Any, ours: str, naming: Naming, theirs: str) -> None:
+    path = f"{zk_path}/lock"
+    make, _ = OURS[ours]
+    with trio.fail_after(30):
+        async with zkwire.open_client(zk_hosts) as zk:
+            mine = make(zk, path, naming, "zklock")
+            assert await mine.acquire(blocking=False)
+            peer = kazoo_lock(kz, theirs, path)
+            they_got_in = await call(peer.acquire, blocking=False)
+            if they_got_in:
+                await call(peer.release)
+            await mine.release()
+
+            peer = kazoo_lock(kz, theirs, path)
+            assert await call(peer.acquire, blocking=False)
+            mine = make(zk, path, naming, "zklock")
+            we_got_in = await mine.acquire(blocking=False)
+            if we_got_in:
+                await mine.release()
+            await call(peer.release)
+    both_shared = OURS[ours][1] == THEIRS[theirs] == "s"
+    found = X if not (they_got_in or we_got_in) else SHARE if both_shared and they_got_in and we_got_in else NO
+    assert found == MATRIX[ours, naming][theirs], (they_got_in, we_got_in)
+
+
+def hold_body_sync(kz: Any, counter: str, kind: str, holds: Holds, side: str, conflicts: list[int]) -> None:
+    start = now_us()
+    data, stat = kz.get(counter)
+    time.sleep(0.003)
+    if kind == "x":
+        try:
+            kz.set(counter, str(int(data) + 1).encode(), version=stat.version)
+        except kazoo_exceptions.BadVersionError:
+            conflicts.append(1)
+    elif kz.get(counter)[0] != data:
+        conflicts.append(1)
+    holds.add(side, kind, start, now_us())
+
+
+async def hold_body(zk: zkwire.Client, counter: str, kind: str, holds: Holds, side: str, conflicts: list[int]) -> None:
+    start = now_us()
+    data, stat = await zk.get_data(counter)
+    await trio.sleep(0.003)
+    if kind == "x":
+        try:
+            await zk.set_data(counter, str(int(data) + 1).encode(), version=stat.version)
+        except zkwire.BadVersionError:
+            conflicts.append(1)
+    elif (await zk.get_data(counter))[0] != data:
+        conflicts.append(1)
+    holds.add(side, kind, start, now_us())
+
+
+@pytest.mark.parametrize(
+    ("ours", "naming", "theirs"), EXCLUDING, ids=[f"{o}-{n}-vs-kazoo-{t}" for o, n, t in EXCLUDING]
+)
+async def test_exclusion_under_contention(zk_hosts: str, zk_path: str, ours: str, naming: Naming, theirs: str) -> None:
+    path, counter = f"{zk_path}/lock", f"{zk_path}/counter"
+    make, our_kind = OURS[ours]
+    their_kind = THEIRS[theirs]
+    holds = Holds()
+    conflicts: list[int] = []
+
+    def kazoo_worker(kz: Any) -> None:
+        if theirs == "Election":
+            election = kz.Election(path, "kazoo")
+            for _ in range(ROUNDS):
+                election.run(hold_body_sync, kz, counter, their_kind, holds, "kazoo", conflicts)
+            return
+        lock = kazoo_lock(kz, theirs, path)
+        for _ in range(ROUNDS):
+            with lock:
+                hold_body_sync(kz, counter, their_kind, holds, "kazoo", conflicts)
+
+    async def zklock_worker(zk: zkwire.Client) -> None:
+        recipe = make(zk, path, naming, "zklock")
+        for _ in range(ROUNDS):
+            async with recipe:
+                await hold_body(zk, counter, our_kind, holds, "zklock", conflicts)
+
+    async with zkwire.open_client(zk_hosts) as a, zkwire.open_client(zk_hosts) as b:
+        await a.create(zk_path)
+        await a.create(counter, b"0")
+        kazoos = [await trio.to_thread.run_sync(start_kazoo, zk_hosts) for _ in range(2)]
+        try:
+            with trio.fail_after(90):
+                async with trio.open_nursery() as nursery:
+                    for kz in kazoos:
+                        nursery.start_soon(trio.to_thread.run_sync, kazoo_worker, kz)
+                    nursery.start_soon(zklock_worker, a)
+                    nursery.start_soon(zklock_worker, b)
+        finally:
+            for kz in kazoos:
+                await trio.to_thread.run_sync(stop_kazoo, kz)
+        value = int((await a.get_data(counter))[0])
+    assert conflicts == []
+    assert holds.overlaps() == []
+    assert holds.count("kazoo") == holds.count("zklock") == 2 * ROUNDS
+    assert holds.switches() >= 2, "the two sides did not take turns"
+    assert value == sum(1 for h in holds.holds if h.kind == "x")
+
+
+async def test_semaphore_kazoo_naming_limits_holders_with_kazoo_semaphore(zk_hosts: str, zk_path: str) -> None:
+    path, leases = f"{zk_path}/sem", 2
+    holds = Holds()
+
+    def kazoo_worker(kz: Any) -> None:
+        semaphore = kz.Semaphore(path, "kazoo", max_leases=leases)
+        for _ in range(ROUNDS):
+            with semaphore:
+                start = now_us()
+                time.sleep(0.006)
+                holds.add("kazoo", "l", start, now_us())
+
+    async def zklock_worker(zk: zkwire.Client) -> None:
+        semaphore = zklock.Semaphore(zk, path, leases, naming="kazoo", identifier="zklock")
+        for _ in range(ROUNDS):
+            async with semaphore:
+                start = now_us()
+                await trio.sleep(0.006)
+                holds.add("zklock", "l", start, now_us())
+
+    async with zkwire.open_client(zk_hosts) as a, zkwire.open_client(zk_hosts) as b:
+        kazoos = [await trio.to_thread.run_sync(start_kazoo, zk_hosts) for _ in range(2)]
+        try:
+            with trio.fail_after(90):
+                async with trio.open_nursery() as nursery:
+                    for kz in kazoos:
+                        nursery.start_soon(trio.to_thread.run_sync, kazoo_worker, kz)
+                    nursery.start_soon(zklock_worker, a)
+                    nursery.start_soon(zklock_worker, b)
+        finally:
+            for kz in kazoos:
+                await trio.to_thread.run_sync(stop_kazoo, kz)
+        assert await a.get_children(path) == []
+        assert (await a.get_data(path))[0] == b"2"  # kazoo's layout: the count is the node's data
+    assert holds.count("kazoo") == holds.count("zklock") == 2 * ROUNDS
+    assert holds.most_at_once() == leases  # the limit was reached, never passed
+    assert holds.switches() >= 2
+
+
+async def test_semaphore_kazoo_naming_checks_the_stored_count(zk_hosts: str, zk_path: str, kz: Any) -> None:
+    ours, theirs = f"{zk_path}/ours", f"{zk_path}/theirs"
+    async with zkwire.open_client(zk_hosts) as zk:
+        # kazoo made the node with 3 leases: zklock with 2 refuses, like kazoo would
+        semaphore = kz.Semaphore(theirs, "kazoo", max_leases=3)
+        assert await call(semaphore.acquire, blocking=False)
+        with pytest.raises(zklock.MaxLeasesMismatchError, match="3 leases, not 2"):
+            await zklock.Semaphore(zk, theirs, 2, naming="kazoo").acquire()
+        async with zklock.Semaphore(zk, theirs, 3, naming="kazoo") as lease:
+            assert len(await zk.get_children(theirs)) == 2
+            name = lease.node.rsplit("/", 1)[1]
+            assert len(name) == 32 and int(name, 16) >= 0  # kazoo's lease name: a bare uuid hex
+        await call(semaphore.release)
+        # zklock made the node with 2 leases: kazoo with 3 refuses
+        async with zklock.Semaphore(zk, ours, 2, naming="kazoo"):
+            with pytest.raises(ValueError, match="Inconsistent max leases"):
+                await call(kz.Semaphore(ours, "kazoo", max_leases=3).acquire, blocking=False)
+
+
+async def test_recipe_warns_once_about_nodes_a_default_peer_does_not_see(
+    zk_hosts: str, zk_path: str, kz: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = f"{zk_path}/lock"
+    caplog.set_level(logging.WARNING, logger="zklock")
+    _WARNED_PATHS.discard(path)
+    peer = kazoo_lock(kz, "Lock", path)
+    assert await call(peer.acquire, blocking=False)
+    try:
+        async with zkwire.open_client(zk_hosts) as zk:
+            mutex = zklock.Mutex(zk, path)
+            for _ in range(3):
+                assert await mutex.acquire(blocking=False) is False
+            warnings = [r.getMessage() for r in caplog.records if path in r.getMessage()]
+            assert len(warnings) == 1
+            assert "__lock__" in warnings[0] and "naming='kazoo'" in warnings[0]
+            # the kazoo naming has nothing to say about kazoo's own nodes
+            assert await zklock.Mutex(zk, f"{zk_path}/other", naming="kazoo").acquire(blocking=False)
+    finally:
+        await call(peer.release)
+        _WARNED_PATHS.discard(path)
+
+
+async def test_curator_layout_semaphore_warns_about_kazoo_leases_beside_it(
+    zk_hosts: str, zk_path: str, kz: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = f"{zk_path}/sem"
+    caplog.set_level(logging.WARNING, logger="zklock")
+    _WARNED_PATHS.discard(path)
+    theirs = kz.Semaphore(path, "kazoo", max_leases=2)
+    assert await call(theirs.acquire, blocking=False)
+    try:
+        async with zkwire.open_client(zk_hosts) as zk:
+            semaphore = zklock.Semaphore(zk, path, 2)
+            for _ in range(2):
+                async with semaphore:  # the layouts do not limit each other: nothing stops us
+                    pass
+            warnings = [r.getMessage() for r in caplog.records if f"lock {path} holds" in r.getMessage()]
+            assert len(warnings) == 1 and "naming='kazoo'" in warnings[0]
+    finally:
+        await call(theirs.release)
+        _WARNED_PATHS.discard(path)
