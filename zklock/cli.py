@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--server",
-            default=os.environ.get("ZKLOCK_SERVER", os.environ.get("ZKWIRE_SERVER", "localhost:2181")),
+            default=os.environ.get("ZKWIRE_SERVER") or os.environ.get("ZKLOCK_SERVER") or "localhost:2181",
             metavar="HOSTS",
             help="connect string host:port[,...][/chroot] (default: $ZKLOCK_SERVER or localhost:2181)",
         )

@@ -48,3 +48,33 @@ __all__ = [
     "digest_id",
     *_errors_all,
 ]
+
+# Helpers applications build on (each in its own module).
+from . import aio
+from .aio import NotInTrioError
+from .continuity import Sessions, SessionSource, sessions
+from .nodewatch import ChildrenWatch, DataWatch, NodeData, watch_children, watch_data
+from .retry import TRANSIENT_ERRORS, RetryPolicy, retry, retry_with
+from .treecache import TreeCache, TreeEvent, TreeEvents, TreeEventType, open_tree_cache
+
+__all__ += [
+    "aio",
+    "NotInTrioError",
+    "RetryPolicy",
+    "TRANSIENT_ERRORS",
+    "retry",
+    "retry_with",
+    "Sessions",
+    "SessionSource",
+    "sessions",
+    "NodeData",
+    "DataWatch",
+    "ChildrenWatch",
+    "watch_data",
+    "watch_children",
+    "TreeCache",
+    "TreeEvent",
+    "TreeEvents",
+    "TreeEventType",
+    "open_tree_cache",
+]

@@ -40,6 +40,8 @@ def digest_id(user: str, password: str) -> Id:
 
 
 def digest_acl(user: str, password: str, perms: int = Perm.ALL) -> ACL:
+    """An ACL entry granting ``perms`` to the digest identity ``user:password`` (see :func:`digest_id`).
+    The session then needs ``add_auth("digest", "user:password")``.  Raises nothing."""
     return ACL(perms, digest_id(user, password))
 
 

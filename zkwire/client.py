@@ -26,6 +26,7 @@ hide the loss of ephemeral nodes and watches) -- open a new client.
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import socket
@@ -36,7 +37,9 @@ from typing import Any, Literal, overload
 
 import trio
 
-from .constants import AddWatchMode, OpCode, WatcherType
+from .aio import require_trio
+from .connectlog import ConnectFailureLog
+from .constants import AddWatchMode, EventType, KeeperState, OpCode, WatcherType
 from .errors import (
     ClientClosedError,
     ConnectionLossError,
@@ -50,6 +53,7 @@ from .errors import (
 )
 from .hosts import parse_connect_string
 from .multi import MultiOp, MultiRequest, MultiResponse
+from .nodes import with_chroot_hint
 from .ops import (
     Check,
     Create,
@@ -164,7 +168,13 @@ async def open_client(
     naming the option): ``session_timeout`` a finite number of seconds from 0.001 to 2147483.647 (an
     int32 of milliseconds on the wire), ``max_frame`` from 1 KiB to 256 MiB.  Whatever goes wrong, the
     block raises one exception, never an exception group of zkwire's making.
+
+    Raises:
+        InvalidArgumentError: a malformed connect string or an option out of range (nothing is sent).
+        AuthFailedError: the server rejected a credential given with ``auth``.
+        NotInTrioError: called outside trio (from asyncio, say): see :mod:`zkwire.aio`.
     """
+    require_trio("zkwire.open_client")  # a clear error from asyncio, with the way in
     client = Client(
         hosts,
         session_timeout=session_timeout,
@@ -345,6 +355,7 @@ class Client:
         self._state_listeners.append(listener)
 
     def remove_state_listener(self, listener: Callable[[SessionState], None]) -> None:
+        """Stop calling ``listener`` (see :meth:`add_state_listener`); unknown listeners are ignored."""
         try:
             self._state_listeners.remove(listener)
         except ValueError:
@@ -354,6 +365,9 @@ class Client:
         """Run ``async_fn()`` in the client's own task group; it is cancelled when the client closes.
 
         Its exceptions are logged, never propagated (the client's tasks must not fail).
+
+        Raises:
+            ClientClosedError: the client is closing or not running.
         """
         if self._nursery is None or self._closing:
             raise ClientClosedError("client is not running")
@@ -391,7 +405,12 @@ class Client:
             scope.cancel()
 
     async def wait_for_state(self, *states: SessionState) -> SessionState:
-        """Wait until the session is in one of ``states``; return it.  Raises if it ends first."""
+        """Wait until the session is in one of ``states``; return it.
+
+        Raises:
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session ended first (unless that
+                terminal state is one of ``states``).
+        """
         while self._core.state not in states:
             if self._core.state.is_terminal:
                 raise self._core._terminal_error()
@@ -399,7 +418,11 @@ class Client:
         return self._core.state
 
     async def wait_connected(self) -> None:
-        """Wait until the session is connected (read-write, or read-only when allowed)."""
+        """Wait until the session is connected (read-write, or read-only when allowed).
+
+        Raises:
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session ended first.
+        """
         await self.wait_for_state(SessionState.CONNECTED, SessionState.READ_ONLY)
 
     # ------------------------------------------------------------------ connection management
@@ -450,7 +473,7 @@ class Client:
                 self._transport = tcp
                 return tls
         except (OSError, trio.BrokenResourceError, ssl.SSLError) as e:
-            log.info("cannot connect to %s: %s", host, e)
+            self._connect_log.failed(host, e, len(self._core.hosts))
         if tcp is not None:
             await trio.aclose_forcefully(tcp)
         return None
@@ -458,6 +481,7 @@ class Client:
     async def _run_connection(self, host: HostPort, stream: trio.abc.Stream) -> None:
         core = self._core
         self._connection_ended = trio.Event()
+        self._connect_log.succeeded(host)
         try:
             core.connection_made(host, trio.current_time())
         except ZKError as e:
@@ -516,7 +540,11 @@ class Client:
                     except BlockingIOError:
                         continue
                 if not data:
-                    log.info("server %s closed the connection", core.current_host)
+                    log.log(
+                        logging.DEBUG if self._closing else logging.INFO,
+                        "server %s closed the connection",
+                        core.current_host,
+                    )
                     break
                 self._dispatch(core.receive_data(data, trio.current_time()))
                 if core._out:
@@ -625,7 +653,7 @@ class Client:
                 call.done.set()
             elif isinstance(ev, WatchNotification):
                 if ev.watchers:
-                    watched = WatchedEvent(ev.type, ev.path, ev.state)
+                    watched = WatchedEvent(EventType(ev.type), ev.path, KeeperState(ev.state))
                     for w in ev.watchers:
                         w._deliver(watched)  # type: ignore[attr-defined]
             elif isinstance(ev, StateChanged):
@@ -684,7 +712,7 @@ class Client:
     # ------------------------------------------------------------------ closing
 
     async def close(self) -> None:
-        """Close the session (closeSession) and stop all tasks.  Idempotent."""
+        """Close the session (closeSession) and stop all tasks.  Idempotent; never raises."""
         if self._closing:
             return
         self._closing = True
@@ -739,7 +767,8 @@ class Client:
         reply = call.reply
         assert isinstance(reply, Reply)
         if reply.error is not None:
-            raise reply.error
+            # Under a chroot, a NoNode error says whether the chroot is missing (no extra round trip).
+            raise with_chroot_hint(reply.error, self._chroot, op) if self._chroot else reply.error
         return reply.body
 
     def _check_watch_path(self, server_path: str) -> None:
@@ -788,7 +817,11 @@ class Client:
                         self._drop_connection()
                         continue
                     if not data:
-                        log.info("server %s closed the connection", core.current_host)
+                        log.log(
+                            logging.DEBUG if self._closing else logging.INFO,
+                            "server %s closed the connection",
+                            core.current_host,
+                        )
                         self._drop_connection()
                         continue
                     self._dispatch(core.receive_data(data, trio.current_time()))
@@ -816,6 +849,19 @@ class Client:
 
         ``container`` creates a container node (removed by the server once its last child goes);
         ``ttl`` (milliseconds) a TTL node (the server needs extended types enabled).
+
+        Raises:
+            NodeExistsError: the node exists.
+            NoNodeError: the parent does not exist (under a chroot, the message says when the chroot
+                itself is missing).
+            NoChildrenForEphemeralsError: the parent is ephemeral.
+            NoAuthError: the parent's ACL forbids creating children.
+            InvalidPathError, InvalidArgumentError, DataTooLargeError: bad input (nothing is sent).
+            InvalidACLError: the server refused ``acl``.
+            UnimplementedError: ``ttl`` without extended types on the server.
+            ConnectionLossError: the connection broke before the reply came: the node may have been
+                created (see :doc:`/retries`).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         created, _ = await self._create(path, data, acl, ephemeral, sequential, container, ttl, want_stat=False)
         return created
@@ -831,7 +877,14 @@ class Client:
         container: bool = False,
         ttl: int | None = None,
     ) -> tuple[str, Stat]:
-        """Like :meth:`create` (op create2) and also return the new node's Stat."""
+        """Like :meth:`create` (op create2) and also return the new node's Stat.
+
+        Raises:
+            NodeExistsError, NoNodeError, NoAuthError, NoChildrenForEphemeralsError: as :meth:`create`.
+            InvalidPathError, InvalidArgumentError, DataTooLargeError: bad input (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: the node may exist.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         created, stat = await self._create(path, data, acl, ephemeral, sequential, container, ttl, want_stat=True)
         assert stat is not None
         return created, stat
@@ -868,6 +921,17 @@ class Client:
         return self._client_path(body.path), None
 
     async def delete(self, path: str, version: int = -1) -> None:
+        """Delete a node; with ``version`` only if its data version matches.
+
+        Raises:
+            NoNodeError: the node does not exist.
+            NotEmptyError: the node has children (see :meth:`delete_recursive`).
+            BadVersionError: ``version`` does not match.
+            NoAuthError: the parent's ACL forbids deleting children.
+            InvalidPathError, InvalidArgumentError: bad input (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: the node may be gone.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         await self._call(OpCode.DELETE, DeleteRequest(server_path, check_version(version)), server_path)
 
@@ -878,7 +942,14 @@ class Client:
 
     async def exists(self, path: str, *, watch: bool = False) -> Stat | tuple[Stat | None, Watch] | None:
         """The node's Stat, or None if it does not exist.  With ``watch=True`` also a :class:`Watch`
-        that fires when the node is created, changed or deleted."""
+        that fires when the node is created, changed or deleted.
+
+        Raises:
+            NoAuthError: an ACL forbids it.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         w = Watch(path) if watch else None
         wr = WatchRequest(WatchKind.DATA, server_path, w) if w is not None else None
@@ -900,7 +971,15 @@ class Client:
     async def get_data(self, path: str, *, watch: Literal[True]) -> tuple[bytes, Stat, Watch]: ...
 
     async def get_data(self, path: str, *, watch: bool = False) -> tuple[bytes, Stat] | tuple[bytes, Stat, Watch]:
-        """The node's data (``b""`` for null data) and Stat; with ``watch=True`` also a :class:`Watch`."""
+        """The node's data (``b""`` for null data) and Stat; with ``watch=True`` also a :class:`Watch`.
+
+        Raises:
+            NoNodeError: the node does not exist (no watch is set: use :meth:`exists` to wait for it).
+            NoAuthError: the node's ACL forbids reading it.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         if watch:
             w = Watch(path)
@@ -917,6 +996,17 @@ class Client:
         return body.data or b"", body.stat
 
     async def set_data(self, path: str, data: bytes, version: int = -1) -> Stat:
+        """Replace the node's data; with ``version`` only if its data version matches.  Returns the new Stat.
+
+        Raises:
+            NoNodeError: the node does not exist.
+            BadVersionError: ``version`` does not match.
+            NoAuthError: the node's ACL forbids writing it.
+            InvalidPathError, InvalidArgumentError, DataTooLargeError: bad input (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: the write may have been
+                applied.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         record = SetDataRequest(server_path, check_data(data), check_version(version))
         body = await self._call(OpCode.SET_DATA, record, server_path)
@@ -929,7 +1019,15 @@ class Client:
     async def get_children(self, path: str, *, watch: Literal[True]) -> tuple[list[str], Watch]: ...
 
     async def get_children(self, path: str, *, watch: bool = False) -> list[str] | tuple[list[str], Watch]:
-        """Child names, sorted.  With ``watch=True`` also a :class:`Watch` for child changes / deletion."""
+        """Child names, sorted.  With ``watch=True`` also a :class:`Watch` for child changes / deletion.
+
+        Raises:
+            NoNodeError: the node does not exist (no watch is set).
+            NoAuthError: the node's ACL forbids listing it.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         w = Watch(path) if watch else None
         wr = WatchRequest(WatchKind.CHILD, server_path, w) if w is not None else None
@@ -947,7 +1045,13 @@ class Client:
     async def get_children_with_stat(
         self, path: str, *, watch: bool = False
     ) -> tuple[list[str], Stat] | tuple[list[str], Stat, Watch]:
-        """Child names (sorted) and the node's Stat (op getChildren2)."""
+        """Child names (sorted) and the node's Stat (op getChildren2).
+
+        Raises:
+            NoNodeError, NoAuthError, InvalidPathError: as :meth:`get_children`.
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         w = Watch(path) if watch else None
         wr = WatchRequest(WatchKind.CHILD, server_path, w) if w is not None else None
@@ -958,13 +1062,31 @@ class Client:
         return (children, body.stat, w) if w is not None else (children, body.stat)
 
     async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
+        """The node's ACL and Stat.
+
+        Raises:
+            NoNodeError: the node does not exist.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         body = await self._call(OpCode.GET_ACL, GetACLRequest(server_path), server_path)
         assert isinstance(body, GetACLResponse)
         return list(body.acl or ()), body.stat
 
     async def set_acl(self, path: str, acl: Sequence[ACL], version: int = -1) -> Stat:
-        """Replace the node's ACL; ``version`` is compared with the node's ACL version (aversion)."""
+        """Replace the node's ACL; ``version`` is compared with the node's ACL version (aversion).
+
+        Raises:
+            NoNodeError: the node does not exist.
+            BadVersionError: ``version`` does not match the ACL version.
+            NoAuthError: the node's ACL forbids changing it (ADMIN permission).
+            InvalidACLError: the server refused ``acl``.
+            InvalidPathError, InvalidArgumentError: bad input (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: it may have been applied.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         record = SetACLRequest(server_path, check_acl(acl), check_version(version))
         body = await self._call(OpCode.SET_ACL, record, server_path)
@@ -972,21 +1094,43 @@ class Client:
         return body.stat
 
     async def sync(self, path: str = "/") -> str:
-        """Wait until the connected server has caught up with the leader (for ``path``)."""
+        """Wait until the connected server has caught up with the leader (for ``path``).
+
+        Raises:
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         body = await self._call(OpCode.SYNC, SyncRequest(server_path), server_path)
         assert isinstance(body, SyncResponse)
         return self._client_path(body.path)
 
     async def get_ephemerals(self, prefix: str = "/") -> list[str]:
-        """Paths of this session's ephemeral nodes under ``prefix`` (sorted)."""
+        """Paths of this session's ephemeral nodes under ``prefix`` (sorted).
+
+        Raises:
+            InvalidPathError: ``prefix`` is not a valid znode path (nothing is sent).
+            UnimplementedError: the server is older than 3.6.
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_prefix = self._path(prefix) if prefix != "/" or self._chroot else ""
         body = await self._call(OpCode.GET_EPHEMERALS, GetEphemeralsRequest(server_prefix), server_prefix)
         assert isinstance(body, GetEphemeralsResponse)
         return sorted(self._client_path(p) for p in body.ephemerals or ())
 
     async def get_all_children_number(self, path: str) -> int:
-        """Number of all descendants of ``path``."""
+        """Number of all descendants of ``path``.
+
+        Raises:
+            NoNodeError: the node does not exist.
+            NoAuthError: the node's ACL forbids reading it.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            UnimplementedError: the server is older than 3.6.
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         server_path = self._path(path)
         body = await self._call(OpCode.GET_ALL_CHILDREN_NUMBER, GetAllChildrenNumberRequest(server_path), server_path)
         assert isinstance(body, GetAllChildrenNumberResponse)
@@ -1017,6 +1161,11 @@ class Client:
         The credential is re-sent on every reconnect.  A rejected credential raises
         :class:`~zkwire.errors.AuthFailedError` (the server then drops the connection; the client
         reconnects without it).
+
+        Raises:
+            AuthFailedError: the server rejected the credential.
+            InvalidArgumentError: an empty scheme or a credential that cannot be sent.
+            SessionExpiredError, ClientClosedError: the session has ended.
         """
         call = self._queue_auth(scheme, credential)
         await self._flush()
@@ -1026,7 +1175,13 @@ class Client:
             raise call.reply.error
 
     async def check_watches(self, path: str, watcher_type: WatcherType = WatcherType.ANY) -> bool:
-        """Whether the server holds a watch of ``watcher_type`` on ``path`` for this session."""
+        """Whether the server holds a watch of ``watcher_type`` on ``path`` for this session.
+
+        Raises:
+            InvalidPathError, InvalidArgumentError: bad input (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         watcher_type = _check_watcher_type(watcher_type)
         server_path = self._path(path)
         try:
@@ -1039,7 +1194,13 @@ class Client:
         """Remove this session's watches of ``watcher_type`` on ``path``.
 
         Local watchers of the removed kinds are woken with a DATA_WATCH_REMOVED / CHILD_WATCH_REMOVED /
-        PERSISTENT_WATCH_REMOVED event.  Raises :class:`~zkwire.errors.NoWatcherError` if there was none.
+        PERSISTENT_WATCH_REMOVED event.
+
+        Raises:
+            NoWatcherError: the session had no such watch on ``path``.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         from .constants import EventType
 
@@ -1071,6 +1232,15 @@ class Client:
 
         Yields an async iterator of :class:`WatchedEvent`.  It survives reconnects.  Leaving the block
         removes it (on the server too, when no other watch of this client remains on the path).
+
+        Raises:
+            NoAuthError: an ACL forbids watching ``path``.
+            UnimplementedError: the server is older than 3.6.
+            InvalidPathError: ``path`` is not a valid znode path (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended (also from
+                the iterator, after the buffered events; :class:`~zkwire.errors.WatchOverflowError`
+                when the consumer fell ``max_buffered`` events behind).
         """
         if isinstance(max_buffered, bool) or not isinstance(max_buffered, int) or max_buffered < 1:
             raise InvalidArgumentError(f"max_buffered must be a positive int, not {max_buffered!r}")
@@ -1096,12 +1266,36 @@ class Client:
                     except ZKError as e:
                         log.debug("removing persistent watch on %s: %s", server_path, e)
 
-    async def pipeline(self, ops: Iterable[WriteOp | ReadOp]) -> list[object]:
+    @overload
+    async def pipeline(self, ops: Iterable[GetData]) -> list[tuple[bytes, Stat] | ZKError]: ...
+    @overload
+    async def pipeline(
+        self, ops: Iterable[GetChildren]
+    ) -> list[list[str] | tuple[list[str], Stat] | ZKError]: ...
+    @overload
+    async def pipeline(self, ops: Iterable[Create]) -> list[tuple[str, Stat] | ZKError]: ...
+    @overload
+    async def pipeline(self, ops: Iterable[SetData]) -> list[Stat | ZKError]: ...
+    @overload
+    async def pipeline(self, ops: Iterable[Delete]) -> list[ZKError | None]: ...
+    @overload
+    async def pipeline(self, ops: Iterable[WriteOp | ReadOp]) -> list[Any]: ...
+
+    async def pipeline(self, ops: Iterable[WriteOp | ReadOp]) -> list[Any]:
         """Send independent requests back to back, then wait for all replies.
 
         The server applies one session's requests in order, so e.g. a create followed by a getChildren
         sees the created node -- in one round trip.  Unlike :meth:`multi` nothing is atomic: each slot of
-        the result holds that op's result (as the single-op method would return it) or its exception.
+        the result holds that op's result or its exception (a :class:`~zkwire.errors.ZKError`, returned,
+        not raised): ``(data, stat)`` for GetData, the names for GetChildren (``(names, stat)`` with
+        ``with_stat``), ``(path, stat)`` for Create, the new Stat for SetData, None for Delete.  A list of
+        one kind of op is typed precisely (``list[tuple[bytes, Stat] | ZKError]`` for GetData...).  More
+        than ``max_in_flight`` requests go out in successive bursts.
+
+        Raises:
+            InvalidInputError: an op is malformed or not one of Create, Delete, SetData, GetData,
+                GetChildren (nothing is sent).
+            SessionExpiredError, ClientClosedError: the session has ended (per-op errors are returned).
         """
         calls: list[tuple[_Call, Callable[[Record | None], object]]] = []
         core = self._core
@@ -1191,7 +1385,10 @@ class Client:
         raise InvalidArgumentError(f"not an op for pipeline: {op!r}")
 
     def transaction(self) -> Transaction:
-        """Collect writes to apply atomically: ``txn.create(...); txn.delete(...); await txn.commit()``."""
+        """Collect writes to apply atomically: ``txn.create(...); txn.delete(...); await txn.commit()``.
+
+        Raises nothing itself; :meth:`Transaction.commit` raises as :meth:`multi`.
+        """
         return Transaction(self)
 
     async def multi(self, ops: Iterable[WriteOp]) -> list[str | Stat | None]:
@@ -1200,6 +1397,14 @@ class Client:
         Returns one result per op: the created path for Create, the new Stat for SetData, None for Delete
         and Check.  If any op fails, nothing is applied and the failing op's error is raised (e.g.
         :class:`~zkwire.errors.NodeExistsError`), with ``error.results`` holding each op's outcome.
+
+        Raises:
+            ServerError: the first failing op's error (``NodeExistsError``, ``NoNodeError``,
+                ``BadVersionError``...); nothing was applied.
+            InvalidInputError: an op is malformed or not a write op (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: the transaction may have
+                been applied (all of it, or none).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         sub: list[MultiOp] = []
         for op in ops:
@@ -1251,7 +1456,13 @@ class Client:
 
     async def multi_read(self, ops: Iterable[ReadOp]) -> list[tuple[bytes, Stat] | list[str] | ZKError]:
         """Several reads in one round trip (op multiRead).  Each op succeeds or fails on its own: a
-        failed one's slot holds its exception instead of raising."""
+        failed one's slot holds its exception instead of raising.
+
+        Raises:
+            InvalidInputError: an op is malformed or not a read op (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         sub: list[MultiOp] = []
         for op in ops:
             if isinstance(op, GetData):
@@ -1282,7 +1493,16 @@ class Client:
         members: str | None = None,
         from_config: int = -1,
     ) -> tuple[bytes, Stat]:
-        """Change the ensemble's membership (needs reconfigEnabled on the servers and admin rights)."""
+        """Change the ensemble's membership (needs reconfigEnabled on the servers and admin rights).
+
+        Raises:
+            InvalidArgumentError: an argument that cannot be sent (nothing is sent).
+            ReconfigDisabledError: the servers do not allow it.
+            NoAuthError: the session lacks the rights.
+            NewConfigNoQuorumError, ReconfigInProgressError, BadVersionError: the server refused the change.
+            ConnectionLossError: the connection broke before the reply came: it may have been applied.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         for name, value in (("joining", joining), ("leaving", leaving), ("members", members)):
             if value is not None and (not isinstance(value, str) or not _encodable(value)):
                 raise InvalidArgumentError(
@@ -1302,14 +1522,60 @@ class Client:
         """The server's view of this session's identities (op whoAmI, ZooKeeper 3.7+).
 
         Servers before 3.7 answer UnimplementedError and close the connection (the client reconnects).
+
+        Raises:
+            UnimplementedError: the server is older than 3.7.
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         body = await self._call(OpCode.WHO_AM_I, None)
         assert isinstance(body, WhoAmIResponse)
         return [(ci.auth_scheme, ci.user) for ci in body.client_info or ()]
 
+    # ------------------------------------------------------------------ helpers (zkwire.nodes)
+
+    @functools.cached_property
+    def _connect_log(self) -> ConnectFailureLog:
+        """Failed connection attempts at DEBUG, with a rate-limited WARNING (see zkwire.connectlog)."""
+        return ConnectFailureLog(log)
+
+    async def ensure_path(
+        self, path: str, *, container: bool = False, data: bytes = b"", acl: Sequence[ACL] | None = None
+    ) -> bool:
+        """Create ``path`` and its missing parents; True if ``path`` was created, False if it existed.
+
+        See :func:`zkwire.nodes.ensure_path` (``container=True`` makes the created nodes containers).
+
+        Raises:
+            InvalidPathError: ``path`` is not a valid znode path.
+            NoAuthError: an ACL forbids creating a missing node.
+            ConnectionLossError: the connection broke during a request (calling again is safe).
+            SessionExpiredError, ClientClosedError: the session has ended.
+        """
+        from .nodes import ensure_path
+
+        return await ensure_path(self, path, container=container, data=data, acl=acl)
+
+    async def delete_recursive(self, path: str, *, batch: int = 500) -> int:
+        """Delete ``path`` and all its descendants; returns the number of nodes deleted (0 if missing).
+
+        See :func:`zkwire.nodes.delete_recursive`.
+
+        Raises:
+            InvalidArgumentError: ``path`` is ``"/"`` on a client without a chroot.
+            NotEmptyError: children kept appearing (other writers) for many rounds.
+            NoAuthError: an ACL forbids listing or deleting a node.
+            ConnectionLossError: the connection broke during a request (calling again is safe).
+            SessionExpiredError, ClientClosedError: the session has ended.
+        """
+        from .nodes import delete_recursive
+
+        return await delete_recursive(self, path, batch=batch)
+
 
 class Transaction:
-    """Writes collected for one atomic :meth:`Client.multi`."""
+    """Writes collected for one atomic :meth:`Client.multi`.  The collecting methods return the
+    transaction (they chain) and raise nothing: ops are checked by :meth:`commit`."""
 
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -1326,22 +1592,34 @@ class Transaction:
         container: bool = False,
         ttl: int | None = None,
     ) -> Transaction:
+        """Add a create (options as :meth:`Client.create`)."""
         self.ops.append(Create(path, data, acl, ephemeral, sequential, container, ttl))
         return self
 
     def delete(self, path: str, version: int = -1) -> Transaction:
+        """Add a delete (with ``version``: only if the data version matches)."""
         self.ops.append(Delete(path, version))
         return self
 
     def set_data(self, path: str, data: bytes, version: int = -1) -> Transaction:
+        """Add a data write (with ``version``: only if the data version matches)."""
         self.ops.append(SetData(path, data, version))
         return self
 
     def check(self, path: str, version: int) -> Transaction:
+        """Add a check: the transaction applies only if the node's data version is ``version``."""
         self.ops.append(Check(path, version))
         return self
 
     async def commit(self) -> list[str | Stat | None]:
+        """Apply the collected writes atomically (:meth:`Client.multi`).
+
+        Raises:
+            ServerError: the first failing op's error; nothing was applied.
+            InvalidInputError: an op is malformed (nothing is sent).
+            ConnectionLossError: the connection broke before the reply came: it may have been applied.
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
         return await self._client.multi(self.ops)
 
 

@@ -77,7 +77,26 @@ class OpCode(IntEnum):
     ERROR = -1
 
 
+def _unknown_member(cls: type[IntEnum], value: object) -> IntEnum | None:
+    """A stand-in member for a number this version does not know (named ``UNKNOWN_<n>``), kept per value
+    so that it compares, hashes and prints like a member; it is not listed when iterating the enum."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    cache: dict[int, IntEnum] = cls.__dict__.get("_unknown_members_", {})
+    member = cache.get(value)
+    if member is None:
+        member = int.__new__(cls, value)
+        member._name_ = f"UNKNOWN_{value}"
+        member._value_ = value
+        cache[value] = member
+        type.__setattr__(cls, "_unknown_members_", cache)
+    return member
+
+
 class EventType(IntEnum):
+    """Watch event types.  A number the server sends that this version does not know becomes a stand-in
+    member named ``UNKNOWN_<n>`` (``EventType(99).name == "UNKNOWN_99"``), never an error."""
+
     NONE = -1
     NODE_CREATED = 1
     NODE_DELETED = 2
@@ -87,8 +106,14 @@ class EventType(IntEnum):
     CHILD_WATCH_REMOVED = 6
     PERSISTENT_WATCH_REMOVED = 7
 
+    @classmethod
+    def _missing_(cls, value: object) -> EventType | None:
+        return _unknown_member(cls, value)  # type: ignore[return-value]
+
 
 class KeeperState(IntEnum):
+    """Connection states carried by watch events; unknown numbers become ``UNKNOWN_<n>`` stand-ins."""
+
     UNKNOWN = -1
     DISCONNECTED = 0
     NO_SYNC_CONNECTED = 1
@@ -98,6 +123,10 @@ class KeeperState(IntEnum):
     SASL_AUTHENTICATED = 6
     CLOSED = 7
     EXPIRED = -112
+
+    @classmethod
+    def _missing_(cls, value: object) -> KeeperState | None:
+        return _unknown_member(cls, value)  # type: ignore[return-value]
 
 
 class CreateMode(IntEnum):

@@ -845,7 +845,13 @@ class SessionCore:
         if old is new or old.is_terminal:
             return
         self.state = new
-        log.info("session 0x%x: %s -> %s", self.session_id, old.value, new.value)
+        log.log(
+            logging.DEBUG if new is SessionState.CLOSED else logging.INFO,
+            "session 0x%x: %s -> %s",
+            self.session_id,
+            old.value,
+            new.value,
+        )
         if new.is_terminal:
             self._fail_auth_waiters(events, self._terminal_error())
         events.append(StateChanged(old, new, error))

@@ -22,11 +22,16 @@ __all__ = ["WatchedEvent", "Watch", "PersistentWatch", "StateStream"]
 
 @dataclass(frozen=True, slots=True)
 class WatchedEvent:
-    """A change notification.  ``path`` is relative to the client's chroot."""
+    """A change notification.  ``path`` is relative to the client's chroot.
 
-    type: EventType | int
+    ``type`` and ``state`` are always enum members: a number this version does not know becomes a
+    stand-in member (``EventType(99).name == "UNKNOWN_99"``), so ``event.type is EventType.X`` comparisons
+    and ``event.type.name`` work for every event.
+    """
+
+    type: EventType
     path: str
-    state: KeeperState | int = KeeperState.SYNC_CONNECTED
+    state: KeeperState = KeeperState.SYNC_CONNECTED
 
 
 class Watch:
@@ -60,6 +65,12 @@ class Watch:
             self._done.set()
 
     async def wait(self) -> WatchedEvent:
+        """The watch's event, once it has fired (at once if it already has).  A watch removed with
+        ``Client.remove_watches`` returns a ``DATA_WATCH_REMOVED`` / ``CHILD_WATCH_REMOVED`` event.
+
+        Raises:
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session ended before the event.
+        """
         await self._done.wait()
         if self._event is not None:
             return self._event
