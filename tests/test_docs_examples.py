@@ -142,13 +142,48 @@ async def test_example_runs(where: str, code: str, zk_hosts: str, zk_path: str, 
     async with zkwire.open_client(zk_hosts) as admin:
         await admin.ensure_path(zk_path)
     try:
-        if "trio.run(" in code or "asyncio.run(" in code:
+        if "def test_" in code:
+            await _run_test_module(code, tmp_path)
+        elif "trio.run(" in code or "asyncio.run(" in code:
             await _run_program(code.replace(PLACEHOLDER, hosts), tmp_path)
         else:
             await _run_fragment(code.replace(PLACEHOLDER, hosts), hosts)
     finally:
         async with zkwire.open_client(zk_hosts) as admin:
             await admin.delete_recursive(zk_path)
+
+
+async def _run_test_module(code: str, tmp_path: Path) -> None:
+    """A test module for an application's suite: run with pytest and the plugin, in the example project
+    (its configuration enables the plugin and puts the application on the path)."""
+    project = ROOT / "examples" / "worker-registry"
+    module = tmp_path / "test_from_the_docs.py"
+    module.write_text(code)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for name in ("ZKWIRE_TEST_HOSTS", "ZKWIRE_TEST_BACKEND"):
+        env.pop(name, None)
+    proc = await trio.run_process(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-c",
+            "pyproject.toml",
+            "--rootdir",
+            ".",
+            str(module),
+        ],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        env=env,
+        cwd=project,
+    )
+    out = (proc.stdout + proc.stderr).decode()
+    assert proc.returncode == 0 and " passed" in out, out
 
 
 async def _run_program(code: str, tmp_path: Path) -> None:
