@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.ensemble]
 
 
 @pytest.mark.parametrize("recipe", RECIPES)
-async def test_nemesis(recipe: str, ensemble, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+async def test_nemesis(recipe: str, ensemble, local_zookeeper: None, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     seed_env = os.environ.get("NEMESIS_SEED")
     cfg = RunConfig(
         recipe=recipe,
