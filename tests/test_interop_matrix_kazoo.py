@@ -101,6 +101,9 @@ async def test_matrix_cell(zk_hosts: str, zk_path: str, kz: Any, ours: str, nami
     make, _ = OURS[ours]
     with trio.fail_after(30):
         async with zkwire.open_client(zk_hosts) as zk:
+            # A persistent lock node: a container one (the curator naming's) can be reaped by the server
+            # between kazoo's own "ensure path" and its create, which kazoo reports as NoNodeError.
+            await zk.ensure_path(path)
             mine = make(zk, path, naming, "zklock")
             assert await mine.acquire(blocking=False)
             peer = kazoo_lock(kz, theirs, path)
