@@ -205,14 +205,15 @@ async def _handoff(hosts: str, path: str, p: Params) -> Result:
 async def _herd(hosts: str, path: str, p: Params) -> Result:
     """``waiters`` contenders in one session queue behind a holder in another; the holder releases and
     the queue drains (each waiter releases as soon as it holds).  Counts the watchers the server
-    triggered and, on the client, how often a waiting contender woke up to re-read the queue."""
+    triggered and, on the client, how many waiters were woken (watch events delivered) and how often a
+    woken waiter listed the queue again (zklock finds its next blocker without listing)."""
     lock_path = f"{path}/{unique('zklock-herd')}"
-    wakeups = 0
+    relists = 0
     original_list = zklock.recipe._Attempt._list
 
-    async def counting_list(self: Any) -> list[str]:
-        nonlocal wakeups
-        wakeups += 1
+    async def counting_list(self: Any) -> Any:
+        nonlocal relists
+        relists += 1
         return await original_list(self)
 
     zklock.recipe._Attempt._list = counting_list  # type: ignore[method-assign]
@@ -250,7 +251,7 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
                     await trio.sleep(0.01)
             await trio.sleep(0.2)
             before = server_watch_triggers(hosts)
-            wakeups = deliveries = 0
+            relists = deliveries = 0
             t = time.perf_counter()
             await holder.release()
             with trio.fail_after(p.timeout):
@@ -263,8 +264,8 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
     n = p.waiters
     return {
         "server_triggers_per_release": (after - before) / n,
-        "wakeups_per_release": wakeups / n,
-        "local_deliveries_per_release": deliveries / n,
+        "wakeups_per_release": deliveries / n,
+        "relists_per_release": relists / n,
         "drain_grants_per_s": n / drain,
         "waiters": n,
     }
