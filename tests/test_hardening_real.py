@@ -107,3 +107,21 @@ async def test_cli_with_a_refused_credential_exits_3(zk_hosts: str) -> None:
     assert "bogus" not in r.out
     r = await zkw(zk_hosts, "ls", "/", options=("--auth", "digest:u:pw"))
     assert r.code == 0 and "zookeeper" in r.out
+
+
+async def test_only_the_connection_wait_is_bounded(zk_hosts: str) -> None:
+    """The documented way to bound the connection wait alone: wait_connected under a scope of its own."""
+    from zkwire.testing import free_port
+
+    nowhere = f"127.0.0.1:{free_port()}"
+    started = trio.current_time()
+    with pytest.raises(trio.TooSlowError):
+        async with zkwire.open_client(nowhere, wait_connected=False) as zk:
+            with trio.fail_after(0.5):
+                await zk.wait_connected()
+    assert trio.current_time() - started < 3
+    async with zkwire.open_client(zk_hosts, wait_connected=False) as zk:
+        with trio.fail_after(5):
+            await zk.wait_connected()
+        await trio.sleep(0.6)  # longer than a bound of 0.5 s would allow: the work is not bounded
+        assert await zk.exists("/") is not None
