@@ -2,7 +2,7 @@
 
 Measures the per-message cost of the two commonest operations of a read-heavy client: decoding a
 getData reply (100 bytes of data and a Stat) and encoding a getData request.  Each is timed with
-the fast codec (zkwire.codec), construct interpreted, and construct compiled (zkwire.schema).
+the fast codec (zkwire.protocol.codec), construct interpreted, and construct compiled (zkwire.trace.schema).
 
     python bench/codec_bench.py [--repeat N] [--json PATH]
 
@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import construct
 
-from zkwire import schema
-from zkwire.codec import decode_reply, encode_request
 from zkwire.constants import OpCode
-from zkwire.records import GetDataRequest, GetDataResponse, ReplyHeader, Stat
+from zkwire.protocol.codec import decode_reply, encode_request
+from zkwire.protocol.records import GetDataRequest, GetDataResponse, ReplyHeader, Stat
+from zkwire.trace import schema
 
 #: The fast path's budget for decoding a getData reply, in microseconds.
 GET_DATA_DECODE_BUDGET_US = 3.0

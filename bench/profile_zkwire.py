@@ -104,8 +104,8 @@ def _frames(buf: bytearray) -> int:
 
 async def floor(hosts: str, path: str, ops: int, rounds: int = 5) -> None:
     """p50 of sequential getData: blocking socket, one trio task, reader task + Event, zkwire."""
-    from zkwire.codec import encode_connect_request, encode_request
-    from zkwire.records import ConnectRequest, GetDataRequest
+    from zkwire.protocol.codec import encode_connect_request, encode_request
+    from zkwire.protocol.records import ConnectRequest, GetDataRequest
 
     host, port = hosts.split(",")[0].rsplit(":", 1)
     hello = encode_connect_request(ConnectRequest(0, 0, 10000, 0, bytes(16), False))
@@ -337,7 +337,7 @@ def main() -> int:
     if args.hosts:
         trio.run(profile, args.hosts, scenarios, args.ops, args.top)
         return 0
-    from zkwire.embedded import EmbeddedZooKeeper
+    from zkwire.testing.embedded import EmbeddedZooKeeper
 
     with EmbeddedZooKeeper(tick_time_ms=2000, jvm_flags=["-XX:TieredStopAtLevel=4", "-Xms256m", "-Xmx1g"]) as server:
         trio.run(profile, server.hosts, scenarios, args.ops, args.top)

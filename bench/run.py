@@ -130,7 +130,7 @@ ROWS = [
 
 
 class Server:
-    """A fresh standalone ZooKeeper: zkwire.embedded when it is there, else a plain subprocess."""
+    """A fresh standalone ZooKeeper: zkwire.testing.embedded when it is there, else a plain subprocess."""
 
     SETTINGS = {"tickTime": "2000", "forceSync": "no", "admin.enableServer": "false", "4lw.commands.whitelist": "*"}
 
@@ -141,7 +141,7 @@ class Server:
 
     def start(self) -> None:
         try:
-            from zkwire.embedded import EmbeddedZooKeeper
+            from zkwire.testing.embedded import EmbeddedZooKeeper
         except ImportError:
             self._start_subprocess()
             return
@@ -152,7 +152,7 @@ class Server:
         )
         zk.start()
         self.hosts = zk.hosts
-        self.how = "zkwire.embedded.EmbeddedZooKeeper (C2 JIT, -Xmx1g, serial GC)"
+        self.how = "zkwire.testing.embedded.EmbeddedZooKeeper (C2 JIT, -Xmx1g, serial GC)"
         self._stop = zk.stop
 
     def _start_subprocess(self) -> None:
@@ -615,7 +615,7 @@ def _prepare(hosts: str) -> str:
     from peers.raw_peer import CREATE, RawConnection
 
     from zkwire.acl import OPEN_ACL_UNSAFE
-    from zkwire.records import CreateRequest
+    from zkwire.protocol.records import CreateRequest
 
     path = f"/zkbench-{os.getpid()}-{int(time.time())}"
     conn = RawConnection(hosts)

@@ -34,10 +34,10 @@ from rawwire import RawConn
 
 import zkwire
 from zkwire.acl import digest_id
+from zkwire.client.fourletter import four_letter_word
 from zkwire.constants import EventType, OpCode, Perm, WatcherType
-from zkwire.fourletter import four_letter_word
-from zkwire.ops import Check, Create, Delete, GetChildren, GetData, SetData
-from zkwire.records import ACL, CheckVersionRequest, GetSASLRequest, SetWatches
+from zkwire.protocol.records import ACL, CheckVersionRequest, GetSASLRequest, SetWatches
+from zkwire.sansio.ops import Check, Create, Delete, GetChildren, GetData, SetData
 
 CORPUS = Path(__file__).parent / "corpus" / "conversations.json"
 BASE = "/fuzz-corpus"
@@ -255,7 +255,7 @@ def main() -> int:
         upstream = (host, int(port))
         version = "as found at " + args.server
     else:
-        from zkwire.embedded import EmbeddedZooKeeper
+        from zkwire.testing.embedded import EmbeddedZooKeeper
 
         server = EmbeddedZooKeeper(extended_types=True, four_letter_words="*")
         server.start()

@@ -1,4 +1,4 @@
-"""A small sans-I/O fake ZooKeeper server for deterministic tests of :class:`zkwire.session.SessionCore`.
+"""A small sans-I/O fake ZooKeeper server for deterministic tests of :class:`zkwire.sansio.session.SessionCore`.
 
 Nothing here opens a socket, starts a task or reads a clock.  A :class:`FakeServer` is the server end of
 one connection: :meth:`FakeServer.receive` decodes what the client wrote (the ConnectRequest first, then
@@ -23,11 +23,11 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from zkwire.codec import decode_connect_request, decode_request, op_name
 from zkwire.constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, KeeperState, OpCode
-from zkwire.framing import FrameDecoder
-from zkwire.records import ConnectRequest, ConnectResponse, Record, ReplyHeader, Stat, WatcherEvent
-from zkwire.session import Event, HostPort, SessionCore
+from zkwire.protocol.codec import decode_connect_request, decode_request, op_name
+from zkwire.protocol.framing import FrameDecoder
+from zkwire.protocol.records import ConnectRequest, ConnectResponse, Record, ReplyHeader, Stat, WatcherEvent
+from zkwire.sansio.session import Event, HostPort, SessionCore
 
 __all__ = [
     "STAT",

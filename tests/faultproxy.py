@@ -15,7 +15,7 @@
         proxy.retarget(host, port)               # upstream of NEW connections
 
 Each direction of each connection is split into frames (4-byte big-endian length, then the payload)
-with :class:`~zkwire.framing.FrameDecoder` and forwarded frame by frame, byte for byte as received. The
+with :class:`~zkwire.protocol.framing.FrameDecoder` and forwarded frame by frame, byte for byte as received. The
 first frame each way is the handshake (ConnectRequest, ConnectResponse); after it, client frames start
 with a RequestHeader ``(xid, type)`` and server frames with a ReplyHeader ``(xid, zxid, err)``, which is
 what the request rules match on (the path is the request's own path, as sent on the wire, so it includes
@@ -43,12 +43,12 @@ from typing import Literal
 
 import trio
 
-from zkwire.codec import decode_connect_response, decode_reply, decode_reply_header, decode_request
 from zkwire.constants import OpCode
 from zkwire.errors import ProtocolError
-from zkwire.framing import FrameDecoder
-from zkwire.multi import MultiRequest
-from zkwire.records import Create2Response, CreateResponse, ReplyHeader
+from zkwire.protocol.codec import decode_connect_response, decode_reply, decode_reply_header, decode_request
+from zkwire.protocol.framing import FrameDecoder
+from zkwire.protocol.multi import MultiRequest
+from zkwire.protocol.records import Create2Response, CreateResponse, ReplyHeader
 
 __all__ = [
     "BUFFER_LIMIT",

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zkwire import schema as S
-from zkwire.codec import (
+from zkwire.constants import DEFAULT_MAX_FRAME
+from zkwire.errors import ProtocolError
+from zkwire.protocol.codec import (
     REQUEST_RECORDS,
     RESPONSE_RECORDS,
     decode_connect_request,
@@ -41,10 +42,9 @@ from zkwire.codec import (
     decode_request,
     decode_watcher_event,
 )
-from zkwire.constants import DEFAULT_MAX_FRAME
-from zkwire.errors import ProtocolError
-from zkwire.framing import FrameDecoder
-from zkwire.stream_decoder import (
+from zkwire.protocol.framing import FrameDecoder
+from zkwire.trace import schema as S
+from zkwire.trace.decoder import (
     CLIENT,
     SERVER,
     ConversationDecoder,
@@ -52,7 +52,7 @@ from zkwire.stream_decoder import (
     decode_conversation,
     secret_spans,
 )
-from zkwire.tracer import TraceOptions, _Boundaries
+from zkwire.trace.tracer import TraceOptions, _Boundaries
 
 CORPUS_FILE = Path(__file__).parent / "corpus" / "conversations.json"
 

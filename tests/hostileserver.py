@@ -26,8 +26,8 @@ import trio
 from fakeserver import STAT, ClientRequest, FakeServer
 
 from zkwire.constants import OpCode
-from zkwire.multi import MultiRequest, MultiResponse, MultiResult
-from zkwire.records import (
+from zkwire.protocol.multi import MultiRequest, MultiResponse, MultiResult
+from zkwire.protocol.records import (
     ConnectRequest,
     Create2Response,
     CreateRequest,

@@ -14,7 +14,8 @@ import socket
 import struct
 from dataclasses import dataclass
 
-from zkwire.codec import (
+from zkwire.constants import PING_XID, WATCH_XID, OpCode
+from zkwire.protocol.codec import (
     decode_connect_response,
     decode_reply_header,
     decode_response_body,
@@ -22,8 +23,7 @@ from zkwire.codec import (
     encode_connect_request,
     encode_request,
 )
-from zkwire.constants import PING_XID, WATCH_XID, OpCode
-from zkwire.records import ConnectRequest, ConnectResponse, Record, ReplyHeader, WatcherEvent
+from zkwire.protocol.records import ConnectRequest, ConnectResponse, Record, ReplyHeader, WatcherEvent
 
 __all__ = ["RawConn", "Frame", "host_port", "open_session"]
 

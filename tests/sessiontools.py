@@ -7,9 +7,9 @@ import socket
 import trio
 
 import zkwire
-from zkwire.codec import encode_connect_request, encode_request
 from zkwire.constants import OpCode
-from zkwire.records import ConnectRequest
+from zkwire.protocol.codec import encode_connect_request, encode_request
+from zkwire.protocol.records import ConnectRequest
 
 
 def upstream(hosts: str) -> tuple[str, int]:

@@ -1,4 +1,4 @@
-"""zkwire.capture: pcap/pcapng reading and TCP reassembly, on synthetic captures (every container and
+"""zkwire.trace.capture: pcap/pcapng reading and TCP reassembly, on synthetic captures (every container and
 link layer, reordering, retransmission, loss, a capture that starts mid-connection, hostile files) and on
 a real capture of zkwire's traffic to the real server made with tcpdump."""
 
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import zkwire
-from zkwire.capture import (
+from zkwire.trace.capture import (
     ACK,
     FIN,
     RST,
@@ -31,7 +31,7 @@ from zkwire.capture import (
     is_capture,
     read_packets,
 )
-from zkwire.stream_decoder import ConversationDecoder
+from zkwire.trace.decoder import ConversationDecoder
 
 CLIENT = ("10.0.0.1", 40000)
 SERVER = ("10.0.0.2", 2181)
@@ -380,7 +380,7 @@ async def test_a_real_capture_of_zkwire_traffic_decodes(zk_hosts: str, zk_path: 
 def test_sniffing_without_the_capability_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket as socket_module
 
-    from zkwire import sniff
+    from zkwire.trace import sniff
 
     def refuse(*args: object) -> None:
         raise PermissionError(1, "Operation not permitted")
@@ -392,7 +392,7 @@ def test_sniffing_without_the_capability_names_it(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root")
 def test_sniffing_an_unknown_interface_is_a_clear_error() -> None:
-    from zkwire.sniff import open_sniffer
+    from zkwire.trace.sniff import open_sniffer
 
     with pytest.raises(CaptureError, match="no-such-if0"):
         open_sniffer("no-such-if0")
@@ -400,7 +400,7 @@ def test_sniffing_an_unknown_interface_is_a_clear_error() -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="live capture needs root")
 async def test_live_sniffing_on_loopback_sees_each_request_once(zk_hosts: str, zk_path: str) -> None:
-    from zkwire.sniff import open_sniffer
+    from zkwire.trace.sniff import open_sniffer
 
     port = int(zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)[1])
     reasm = TcpReassembler(server_ports={port})

@@ -20,8 +20,7 @@ from fakeserver import STAT, ClientRequest, FakeServer
 
 import zkwire
 from zkwire.constants import EventType, OpCode
-from zkwire.ops import Create
-from zkwire.records import (
+from zkwire.protocol.records import (
     ACL,
     ClientInfo,
     ConnectRequest,
@@ -37,6 +36,7 @@ from zkwire.records import (
     Id,
     WhoAmIResponse,
 )
+from zkwire.sansio.ops import Create
 
 EVIL = "/\x1b]0;pwned\x07\x1b[2J"
 EVIL_NAME = "a\x1b[31mred\u202eexe.txt"
@@ -378,9 +378,9 @@ async def test_a_closed_pipe_ends_quietly(zk_hosts: str, zk_path: str, tmp_path:
     assert err == b"", err.decode()
     assert code == 141
     # zkwire decode of a long capture
-    from zkwire.codec import encode_connect_request, encode_request
-    from zkwire.records import ConnectRequest as CR
-    from zkwire.records import GetDataRequest
+    from zkwire.protocol.codec import encode_connect_request, encode_request
+    from zkwire.protocol.records import ConnectRequest as CR
+    from zkwire.protocol.records import GetDataRequest
 
     capture = bytearray(encode_connect_request(CR(0, 0, 10000, 0, bytes(16), False)))
     for xid in range(1, 5000):

@@ -16,8 +16,8 @@ import trio
 
 import zkwire
 from zkwire.acl import digest_id
-from zkwire.cli_commands import format_limits, parse_quota
-from zkwire.cli_format import format_data, format_stat, format_zxid
+from zkwire.shell.commands import format_limits, parse_quota
+from zkwire.shell.format import format_data, format_stat, format_zxid
 from zkwire.testing.handles import ServerHandle
 
 STAT_FIELDS = [
@@ -554,7 +554,7 @@ async def test_one_shot_add_watch_streams_events_until_the_timeout(zk_hosts: str
 
 
 async def _server_has_persistent_watch(hosts: str, path: str) -> bool:
-    from zkwire.fourletter import four_letter_word
+    from zkwire.client.fourletter import four_letter_word
 
     host, port = first_host(hosts)
     return path in await four_letter_word(host, port, "wchp")

@@ -16,7 +16,16 @@ from hypothesis import strategies as st
 
 from zkwire import errors
 from zkwire.acl import OPEN_ACL_UNSAFE
-from zkwire.codec import (
+from zkwire.constants import DEFAULT_MAX_FRAME, EventType, KeeperState, OpCode
+from zkwire.errors import (
+    DataTooLargeError,
+    InvalidPathError,
+    ProtocolError,
+    UnknownServerError,
+    error_for_code,
+    error_name,
+)
+from zkwire.protocol.codec import (
     REQUEST_RECORDS,
     RESPONSE_RECORDS,
     decode_connect_request,
@@ -30,20 +39,10 @@ from zkwire.codec import (
     encode_request,
     op_name,
 )
-from zkwire.constants import DEFAULT_MAX_FRAME, EventType, KeeperState, OpCode
-from zkwire.errors import (
-    DataTooLargeError,
-    InvalidPathError,
-    ProtocolError,
-    UnknownServerError,
-    error_for_code,
-    error_name,
-)
-from zkwire.framing import FrameDecoder, frame
-from zkwire.jute import Reader, write_buffer, write_string_vector, write_ustring
-from zkwire.multi import MultiOp, MultiRequest, MultiResponse, MultiResult
-from zkwire.paths import validate_path
-from zkwire.records import (
+from zkwire.protocol.framing import FrameDecoder, frame
+from zkwire.protocol.jute import Reader, write_buffer, write_string_vector, write_ustring
+from zkwire.protocol.multi import MultiOp, MultiRequest, MultiResponse, MultiResult
+from zkwire.protocol.records import (
     ACL,
     AuthPacket,
     CheckVersionRequest,
@@ -64,6 +63,7 @@ from zkwire.records import (
     Stat,
     WatcherEvent,
 )
+from zkwire.sansio.paths import validate_path
 
 
 def h(text: str) -> bytes:

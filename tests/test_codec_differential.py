@@ -1,4 +1,4 @@
-"""Differential tests: the fast codec against the declarative construct schemas of zkwire.schema.
+"""Differential tests: the fast codec against the declarative construct schemas of zkwire.trace.schema.
 
 For every record, random values (nulls, empties, unicode, integer limits) must encode to the same
 bytes both ways, and each side must decode the other's bytes back to the same value.  The construct
@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from zkwire import multi, records
-from zkwire import schema as S
-from zkwire.codec import (
+from zkwire.constants import OpCode
+from zkwire.errors import ProtocolError
+from zkwire.protocol import multi, records
+from zkwire.protocol.codec import (
     REQUEST_RECORDS,
     RESPONSE_RECORDS,
     decode_connect_request,
@@ -30,11 +31,10 @@ from zkwire.codec import (
     encode_request,
     op_name,
 )
-from zkwire.constants import OpCode
-from zkwire.errors import ProtocolError
-from zkwire.framing import frame
-from zkwire.jute import Reader
-from zkwire.stream_decoder import ConversationDecoder, DecodedFrame, decode_stream, format_frame, frame_to_json
+from zkwire.protocol.framing import frame
+from zkwire.protocol.jute import Reader
+from zkwire.trace import schema as S
+from zkwire.trace.decoder import ConversationDecoder, DecodedFrame, decode_stream, format_frame, frame_to_json
 
 MODES = (False, True)  # interpreted, compiled
 SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])

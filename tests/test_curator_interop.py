@@ -135,9 +135,7 @@ async def test_exclusion_under_contention(
     with trio.fail_after(240):
         async with zkwire.open_client(zk_hosts) as a, zkwire.open_client(zk_hosts) as b:
             # Both zklock sessions connected before the Curator worker says READY, so all start together.
-            worker = await CuratorWorker.start(
-                curator_classes, zk_hosts, lock_path, counter, str(2 * ROUNDS), theirs
-            )
+            worker = await CuratorWorker.start(curator_classes, zk_hosts, lock_path, counter, str(2 * ROUNDS), theirs)
             try:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(zklock_worker, a)

@@ -32,13 +32,13 @@ import zkwire
 ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER = "127.0.0.1:2181"
 DOCSTRING_MODULES = [
-    "zkwire.nodes",
-    "zkwire.retry",
-    "zkwire.continuity",
-    "zkwire.nodewatch",
-    "zkwire.treecache",
-    "zkwire.aio",
-    "zkwire.client",
+    "zkwire.client.nodes",
+    "zkwire.client.retry",
+    "zkwire.client.continuity",
+    "zkwire.client.nodewatch",
+    "zkwire.client.treecache",
+    "zkwire.client.aio",
+    "zkwire.client.api",
     "zklock.recipe",
     "zklock.lease",
 ]

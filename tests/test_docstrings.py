@@ -22,7 +22,7 @@ def _public_callables() -> Iterator[tuple[str, object]]:
             for attr, member in vars(obj).items():
                 if attr.startswith("_") or isinstance(member, property) or not callable(member):
                     continue
-                if obj.__module__ == "zkwire.records" and attr in _CODEC_METHODS:
+                if obj.__module__ == "zkwire.protocol.records" and attr in _CODEC_METHODS:
                     continue
                 yield f"zkwire.{name}.{attr}", member
         elif callable(obj):

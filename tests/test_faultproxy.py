@@ -12,11 +12,11 @@ import trio
 from faultproxy import FaultProxy, open_fault_proxy
 
 from zkwire.acl import OPEN_ACL_UNSAFE
-from zkwire.codec import decode_connect_response, decode_reply_header, encode_connect_request, encode_request
 from zkwire.constants import PING_XID, WATCH_XID, CreateMode, EventType, OpCode
-from zkwire.framing import FrameDecoder
-from zkwire.multi import MultiOp, MultiRequest
-from zkwire.records import (
+from zkwire.protocol.codec import decode_connect_response, decode_reply_header, encode_connect_request, encode_request
+from zkwire.protocol.framing import FrameDecoder
+from zkwire.protocol.multi import MultiOp, MultiRequest
+from zkwire.protocol.records import (
     ConnectRequest,
     ConnectResponse,
     CreateRequest,

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from zkwire.codec import RESPONSE_RECORDS
 from zkwire.constants import DEFAULT_MAX_FRAME
 from zkwire.errors import ProtocolError
-from zkwire.framing import FrameDecoder
-from zkwire.stream_decoder import CLIENT, SERVER, ConversationDecoder
+from zkwire.protocol.codec import RESPONSE_RECORDS
+from zkwire.protocol.framing import FrameDecoder
+from zkwire.trace.decoder import CLIENT, SERVER, ConversationDecoder
 
 CONVERSATIONS = F.load_conversations()
 SEEDS = F.frame_seeds(CONVERSATIONS)

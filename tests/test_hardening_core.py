@@ -17,9 +17,9 @@ from fakeserver import STAT, ConnectionPair, FakeServer
 from zkwire.acl import OPEN_ACL_UNSAFE
 from zkwire.constants import DEFAULT_MAX_FRAME, OpCode
 from zkwire.errors import AuthFailedError, ConnectionLossError, DataTooLargeError, InvalidArgumentError, ProtocolError
-from zkwire.framing import FrameDecoder, frame
-from zkwire.multi import MultiOp, MultiRequest, MultiResponse, MultiResult
-from zkwire.records import (
+from zkwire.protocol.framing import FrameDecoder, frame
+from zkwire.protocol.multi import MultiOp, MultiRequest, MultiResponse, MultiResult
+from zkwire.protocol.records import (
     Create2Response,
     CreateRequest,
     CreateResponse,
@@ -31,7 +31,16 @@ from zkwire.records import (
     GetDataResponse,
     SetDataResponse,
 )
-from zkwire.session import AuthResult, DropConnection, Event, HostPort, Reply, SessionCore, SessionState, StateChanged
+from zkwire.sansio.session import (
+    AuthResult,
+    DropConnection,
+    Event,
+    HostPort,
+    Reply,
+    SessionCore,
+    SessionState,
+    StateChanged,
+)
 
 T = TypeVar("T")
 H1 = HostPort("zk1", 2181)

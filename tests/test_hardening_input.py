@@ -15,11 +15,11 @@ from hostileserver import HostileServer, honest, open_hostile_server
 import zkwire
 from zkwire import ACL, Id, WatcherType
 from zkwire.acl import ANYONE_ID
+from zkwire.client.fourletter import FourLetterWordError, four_letter_word
 from zkwire.constants import OpCode
 from zkwire.errors import InvalidArgumentError, ZKError
-from zkwire.fourletter import FourLetterWordError, four_letter_word
-from zkwire.hosts import parse_connect_string
-from zkwire.session import HostPort
+from zkwire.sansio.hosts import parse_connect_string
+from zkwire.sansio.session import HostPort
 
 LIMIT = 10
 
@@ -84,7 +84,7 @@ def test_session_timeouts_in_range_are_accepted(timeout: float) -> None:
 
 
 def test_session_core_checks_its_options_too() -> None:
-    from zkwire.session import SessionCore
+    from zkwire.sansio.session import SessionCore
 
     for kwargs in ({"session_timeout": -1}, {"session_timeout": math.nan}, {"max_frame": 0}):
         with pytest.raises(InvalidArgumentError):
@@ -263,9 +263,9 @@ async def test_four_letter_word_errors_are_zkerrors() -> None:
 
 
 def test_stream_decoder_and_tracer_argument_errors_are_zkerrors() -> None:
-    from zkwire.schema import record_to_plain
-    from zkwire.stream_decoder import ConversationDecoder, decode_stream
-    from zkwire.tracer import _parse_hostport
+    from zkwire.trace.decoder import ConversationDecoder, decode_stream
+    from zkwire.trace.schema import record_to_plain
+    from zkwire.trace.tracer import _parse_hostport
 
     with pytest.raises(InvalidArgumentError):
         ConversationDecoder().feed("sideways", b"")
@@ -281,7 +281,7 @@ def test_stream_decoder_and_tracer_argument_errors_are_zkerrors() -> None:
 
 
 def test_embedded_errors_are_zkerrors() -> None:
-    from zkwire.embedded import EmbeddedZooKeeperError
+    from zkwire.testing.embedded import EmbeddedZooKeeperError
 
     assert issubclass(EmbeddedZooKeeperError, ZKError)
     assert issubclass(EmbeddedZooKeeperError, RuntimeError)
@@ -293,7 +293,7 @@ def test_embedded_errors_are_zkerrors() -> None:
 async def test_open_client_never_raises_an_exception_group(monkeypatch: pytest.MonkeyPatch) -> None:
     """A background task fails (a stand-in for any bug) while the body is cancelled and its clean-up
     raises: the caller gets one exception, not a group."""
-    from zkwire.session import SessionCore
+    from zkwire.sansio.session import SessionCore
 
     real = SessionCore.receive_data
     armed = False

@@ -22,11 +22,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zkwire.acl import OPEN_ACL_UNSAFE
-from zkwire.codec import RESPONSE_RECORDS
 from zkwire.constants import AUTH_XID, PING_XID, WATCH_XID, OpCode
 from zkwire.errors import ConnectionLossError, ServerError
-from zkwire.multi import MultiOp, MultiRequest, MultiResponse, MultiResult
-from zkwire.records import (
+from zkwire.protocol.codec import RESPONSE_RECORDS
+from zkwire.protocol.multi import MultiOp, MultiRequest, MultiResponse, MultiResult
+from zkwire.protocol.records import (
     ConnectResponse,
     CreateRequest,
     CreateResponse,
@@ -40,7 +40,7 @@ from zkwire.records import (
     Record,
     WatcherEvent,
 )
-from zkwire.session import (
+from zkwire.sansio.session import (
     MAX_PASSWORD,
     AuthResult,
     DropConnection,

@@ -1,4 +1,4 @@
-"""The test harness itself: real ZooKeeper servers started by zkwire.embedded."""
+"""The test harness itself: real ZooKeeper servers started by zkwire.testing.embedded."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from zkwire.embedded import (
+from zkwire.testing import embedded
+from zkwire.testing.embedded import (
     EmbeddedEnsemble,
     EmbeddedZooKeeper,
     ZooKeeperNotInstalledError,
@@ -21,7 +22,6 @@ from zkwire.embedded import (
     four_letter_word,
     free_port,
 )
-from zkwire.testing import embedded
 
 TICK_TIME_MS = 200  # as in conftest.py
 TEST_ROOT = "/zkwire-tests"
@@ -271,7 +271,7 @@ def test_free_port_is_bindable() -> None:
 @local
 def test_module_runs_a_server_in_the_foreground() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "zkwire.embedded", "--tick", "200"],
+        [sys.executable, "-m", "zkwire.testing.embedded", "--tick", "200"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -364,7 +364,7 @@ def test_read_only_mode_when_the_quorum_is_lost() -> None:
 def test_server_dies_with_its_python_process(tmp_path: Path) -> None:
     script = (
         "import os, signal\n"
-        "from zkwire.embedded import EmbeddedZooKeeper\n"
+        "from zkwire.testing.embedded import EmbeddedZooKeeper\n"
         "zk = EmbeddedZooKeeper(); zk.start()\n"
         "print(zk.port, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"

@@ -20,9 +20,9 @@ import zkwire
 from zkwire import SessionState
 from zkwire.constants import OpCode
 from zkwire.errors import ProtocolError
-from zkwire.multi import MultiResponse, MultiResult
-from zkwire.records import CreateResponse
-from zkwire.session import SessionCore
+from zkwire.protocol.multi import MultiResponse, MultiResult
+from zkwire.protocol.records import CreateResponse
+from zkwire.sansio.session import SessionCore
 
 SID = 0x1_0000_0001
 INT32_MAX = (1 << 31) - 1

@@ -11,7 +11,7 @@ import trio
 
 import zklock
 import zkwire
-from zkwire.tracer import TraceOptions, serve_trace
+from zkwire.trace.tracer import TraceOptions, serve_trace
 
 
 def _upstream(zk_hosts: str) -> tuple[str, int]:

@@ -8,8 +8,8 @@ import pytest
 import trio
 
 import zkwire
-from zkwire.connectlog import FIRST_SUMMARY_AFTER, SUMMARY_INTERVAL, ConnectFailureLog
-from zkwire.embedded import free_port
+from zkwire.client.connectlog import FIRST_SUMMARY_AFTER, SUMMARY_INTERVAL, ConnectFailureLog
+from zkwire.testing.embedded import free_port
 
 
 def test_connect_failures_summarised(caplog: pytest.LogCaptureFixture) -> None:
@@ -41,7 +41,7 @@ def test_connect_failures_summarised(caplog: pytest.LogCaptureFixture) -> None:
 async def test_a_down_server_logs_attempts_at_debug(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("zkwire.connectlog.FIRST_SUMMARY_AFTER", 0.5)
+    monkeypatch.setattr("zkwire.client.connectlog.FIRST_SUMMARY_AFTER", 0.5)
     hosts = f"127.0.0.1:{free_port()}"
     with caplog.at_level(logging.DEBUG, logger="zkwire"):
         with trio.move_on_after(1.5):

@@ -6,7 +6,7 @@ import pytest
 import trio
 
 import zkwire
-from zkwire.nodes import chroot_hint
+from zkwire.client.nodes import chroot_hint
 
 
 async def test_ensure_path_creates_parents_and_is_idempotent(zk_hosts: str, zk_path: str) -> None:

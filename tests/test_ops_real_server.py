@@ -269,7 +269,7 @@ async def test_get_data_null_and_empty(zk_hosts: str, zk_path: str) -> None:
             await zk.create(f"{zk_path}/empty", b"")
 
             def create_null() -> None:
-                from zkwire.records import CreateRequest
+                from zkwire.protocol.records import CreateRequest
 
                 with open_session(zk_hosts) as raw:
                     reply = raw.call(1, OpCode.CREATE, CreateRequest(f"{zk_path}/null", None, OPEN_ACL_UNSAFE, 0))

@@ -1,4 +1,4 @@
-"""zkwire.retry: transient errors retried with back-off and jitter, within the caller's cancel scope."""
+"""zkwire.client.retry: transient errors retried with back-off and jitter, within the caller's cancel scope."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import trio
 
 import zkwire
+from zkwire.client.retry import RetryPolicy, retry, retry_with
 from zkwire.constants import OpCode
-from zkwire.retry import RetryPolicy, retry, retry_with
 
 
 @pytest.fixture

@@ -22,10 +22,10 @@ import trio
 from rawwire import Frame, RawConn, host_port, open_session
 
 from zkwire.acl import OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, digest_acl
-from zkwire.codec import encode_connect_request, encode_request
 from zkwire.constants import EventType, KeeperState, OpCode
-from zkwire.multi import MultiOp, MultiRequest, MultiResponse
-from zkwire.records import (
+from zkwire.protocol.codec import encode_connect_request, encode_request
+from zkwire.protocol.multi import MultiOp, MultiRequest, MultiResponse
+from zkwire.protocol.records import (
     ACL,
     AddWatchRequest,
     AuthPacket,

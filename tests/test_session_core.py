@@ -18,7 +18,6 @@ from fakeserver import DEFAULT_PASSWD, STAT, ClientRequest, ConnectionPair, Fake
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkwire.codec import decode_connect_response
 from zkwire.constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, AddWatchMode, EventType, KeeperState, OpCode
 from zkwire.errors import (
     AuthFailedError,
@@ -28,8 +27,9 @@ from zkwire.errors import (
     NoNodeError,
     SessionExpiredError,
 )
-from zkwire.jute import Reader
-from zkwire.records import (
+from zkwire.protocol.codec import decode_connect_response
+from zkwire.protocol.jute import Reader
+from zkwire.protocol.records import (
     AddWatchRequest,
     AuthPacket,
     ConnectRequest,
@@ -48,7 +48,7 @@ from zkwire.records import (
     SetWatches2,
     WatcherEvent,
 )
-from zkwire.session import (
+from zkwire.sansio.session import (
     AuthResult,
     DropConnection,
     Event,
@@ -60,7 +60,7 @@ from zkwire.session import (
     WatchNotification,
     WatchRequest,
 )
-from zkwire.watches import WatchKind
+from zkwire.sansio.watches import WatchKind
 
 H1, H2, H3 = HostPort("zk1", 2181), HostPort("zk2", 2181), HostPort("zk3", 2181)
 SID = 0x1_0000_0001

@@ -156,9 +156,9 @@ async def test_expired_session_reported_by_server(zk_hosts: str, zk_path: str, f
     """Another connection takes over our session and closes it; our reconnect hears 'expired'."""
     import socket
 
-    from zkwire.codec import decode_connect_response, encode_connect_request, encode_request
     from zkwire.constants import OpCode
-    from zkwire.records import ConnectRequest
+    from zkwire.protocol.codec import decode_connect_response, encode_connect_request, encode_request
+    from zkwire.protocol.records import ConnectRequest
 
     def close_session_elsewhere(session_id: int, passwd: bytes) -> None:
         host, port = _upstream(zk_hosts)

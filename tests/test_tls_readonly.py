@@ -13,7 +13,7 @@ import trio
 
 import zkwire
 from zkwire import SessionState
-from zkwire.embedded import EmbeddedEnsemble, EmbeddedZooKeeper
+from zkwire.testing.embedded import EmbeddedEnsemble, EmbeddedZooKeeper
 
 PASSWORD = "zkwire-test-pass"
 

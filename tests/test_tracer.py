@@ -11,7 +11,7 @@ from pathlib import Path
 import trio
 
 import zkwire
-from zkwire.tracer import TraceOptions, serve_trace
+from zkwire.trace.tracer import TraceOptions, serve_trace
 
 
 def _server(zk_hosts: str) -> tuple[str, int]:
@@ -107,9 +107,9 @@ async def test_zkwire_through_tracer_text_output(zk_hosts: str, zk_path: str) ->
 
 
 def test_decode_file_cli(tmp_path: Path) -> None:
-    from zkwire.codec import encode_connect_request, encode_request
     from zkwire.constants import OpCode
-    from zkwire.records import ConnectRequest, GetDataRequest
+    from zkwire.protocol.codec import encode_connect_request, encode_request
+    from zkwire.protocol.records import ConnectRequest, GetDataRequest
 
     capture = tmp_path / "client.bin"
     capture.write_bytes(
@@ -120,7 +120,7 @@ def test_decode_file_cli(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys; from zkwire.tracer import main; sys.exit(main(sys.argv[1:]))",
+            "import sys; from zkwire.trace.tracer import main; sys.exit(main(sys.argv[1:]))",
             "decode",
             str(capture),
         ],
@@ -136,7 +136,7 @@ def test_decode_file_cli(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "import sys; from zkwire.tracer import main; sys.exit(main(sys.argv[1:]))",
+            "import sys; from zkwire.trace.tracer import main; sys.exit(main(sys.argv[1:]))",
             "decode",
             "--side",
             "client",

@@ -21,13 +21,11 @@ import trio
 from rawwire import RawConn
 
 import zkwire
-from zkwire.cli import main as zkwire_main
-from zkwire.codec import encode_connect_request, encode_request
 from zkwire.constants import OpCode
-from zkwire.framing import frame
-from zkwire.multi import MultiOp, MultiRequest
-from zkwire.ops import GetData
-from zkwire.records import (
+from zkwire.protocol.codec import encode_connect_request, encode_request
+from zkwire.protocol.framing import frame
+from zkwire.protocol.multi import MultiOp, MultiRequest
+from zkwire.protocol.records import (
     AuthPacket,
     CheckVersionRequest,
     ConnectRequest,
@@ -40,8 +38,10 @@ from zkwire.records import (
     Stat,
     WatcherEvent,
 )
-from zkwire.stream_decoder import ConversationDecoder, DecodedFrame, decode_stream
-from zkwire.tracer import TraceOptions, serve_trace
+from zkwire.sansio.ops import GetData
+from zkwire.shell.main import main as zkwire_main
+from zkwire.trace.decoder import ConversationDecoder, DecodedFrame, decode_stream
+from zkwire.trace.tracer import TraceOptions, serve_trace
 
 #: A path that clears the screen and sets the terminal's title, if printed raw.
 EVIL = "/\x1b]0;pwned\x07\x1b[2J"
@@ -401,7 +401,7 @@ async def _pings_during(hosts: str, work: Callable[[], Awaitable[object]], path:
 
 _BIG_MULTI_READS = """
 import sys, trio, zkwire
-from zkwire.ops import GetData
+from zkwire.sansio.ops import GetData
 
 async def one(hosts: str, path: str) -> None:
     async with zkwire.open_client(hosts) as zk:

@@ -11,7 +11,7 @@ from sessiontools import expire, upstream
 
 import zkwire
 from zkwire import TreeEventType
-from zkwire.nodes import _list_tree
+from zkwire.client.nodes import _list_tree
 
 
 @pytest.fixture

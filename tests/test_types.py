@@ -60,8 +60,8 @@ def test_unknown_event_numbers_become_members() -> None:
 
 
 def test_a_notification_with_an_unknown_type_is_delivered() -> None:
-    from zkwire.client import Client
-    from zkwire.session import WatchNotification
+    from zkwire.client.api import Client
+    from zkwire.sansio.session import WatchNotification
 
     client = Client("127.0.0.1:1")
     watch = zkwire.Watch("/a")

@@ -56,10 +56,10 @@ from dataclasses import dataclass
 import trio
 
 from zkwire import Client, open_client
-from zkwire.cli_format import format_zxid
-from zkwire.cli_runtime import OneLineArgumentParser, is_utf8, run_cli, seconds, session_timeout
 from zkwire.errors import InvalidInputError, ZKError
-from zkwire.paths import validate_path
+from zkwire.sansio.paths import validate_path
+from zkwire.shell.format import format_zxid
+from zkwire.shell.runtime import OneLineArgumentParser, is_utf8, run_cli, seconds, session_timeout
 from zkwire.terminal import escape_controls
 
 from .errors import LockError

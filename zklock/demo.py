@@ -21,7 +21,7 @@ from typing import TypeVar
 import trio
 
 import zkwire
-from zkwire.embedded import EmbeddedZooKeeper
+from zkwire.testing.embedded import EmbeddedZooKeeper
 
 from .mutex import Mutex
 

@@ -45,7 +45,7 @@ import trio
 
 from zkwire import Client, Create, EventType, GetChildren, SessionState, Stat
 from zkwire.errors import ConnectionLossError, NodeExistsError, NoNodeError, ZKError
-from zkwire.paths import validate_path
+from zkwire.sansio.paths import validate_path
 
 from .errors import NotHeldError
 from .lease import REVOKE_DATA, Lease

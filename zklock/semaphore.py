@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from zkwire import Client
 from zkwire.errors import ConnectionLossError, InvalidArgumentError, NoNodeError
-from zkwire.paths import validate_path
+from zkwire.sansio.paths import validate_path
 
 from .errors import MaxLeasesMismatchError
 from .lease import Lease

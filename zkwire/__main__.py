@@ -1,7 +1,7 @@
-"""``python -m zkwire``: the zkwire command line (see :mod:`zkwire.cli`)."""
+"""``python -m zkwire``: the zkwire command line (see :mod:`zkwire.shell.main`)."""
 
 from __future__ import annotations
 
-from .cli import main
+from .shell.main import main
 
 raise SystemExit(main())

@@ -7,7 +7,7 @@ import hashlib
 
 from .constants import Perm
 from .errors import InvalidArgumentError
-from .records import ACL, Id
+from .protocol.records import ACL, Id
 
 __all__ = [
     "OPEN_ACL_UNSAFE",

@@ -1,4 +1,4 @@
-"""A minimal raw-socket client: a blocking socket, struct, and zkwire.codec to encode requests.
+"""A minimal raw-socket client: a blocking socket, struct, and zkwire.protocol.codec to encode requests.
 
 No session management, no pings, no watches, no error handling beyond checking ``err``: the floor of
 what a Python client can cost, not a client to use.
@@ -11,8 +11,8 @@ import struct
 import time
 
 from zkwire.acl import OPEN_ACL_UNSAFE
-from zkwire.codec import encode_connect_request, encode_request
-from zkwire.records import ConnectRequest, CreateRequest, DeleteRequest, GetDataRequest
+from zkwire.protocol.codec import encode_connect_request, encode_request
+from zkwire.protocol.records import ConnectRequest, CreateRequest, DeleteRequest, GetDataRequest
 
 from . import Params, Result, percentiles, unique
 

@@ -13,7 +13,7 @@ import trio
 import zklock
 import zklock.recipe
 import zkwire
-import zkwire.watchers
+import zkwire.client.watchers
 
 from . import Params, Result, percentiles, rss_bytes, server_watch_count, server_watch_triggers, unique
 
@@ -218,14 +218,14 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
 
     zklock.recipe._Attempt._list = counting_list  # type: ignore[method-assign]
     deliveries = 0
-    original_deliver = zkwire.watchers.Watch._deliver
+    original_deliver = zkwire.client.watchers.Watch._deliver
 
     def counting_deliver(self: Any, event: Any) -> None:
         nonlocal deliveries
         deliveries += 1
         original_deliver(self, event)
 
-    zkwire.watchers.Watch._deliver = counting_deliver  # type: ignore[method-assign]
+    zkwire.client.watchers.Watch._deliver = counting_deliver  # type: ignore[method-assign]
     async with zkwire.open_client(hosts) as holder_zk, zkwire.open_client(hosts) as zk:
         holder = zklock.Mutex(holder_zk, lock_path)
         await holder.acquire()
@@ -260,7 +260,7 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
             await trio.sleep(0.2)
             after = server_watch_triggers(hosts)
     zklock.recipe._Attempt._list = original_list  # type: ignore[method-assign]
-    zkwire.watchers.Watch._deliver = original_deliver  # type: ignore[method-assign]
+    zkwire.client.watchers.Watch._deliver = original_deliver  # type: ignore[method-assign]
     n = p.waiters
     return {
         "server_triggers_per_release": (after - before) / n,

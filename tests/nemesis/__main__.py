@@ -16,7 +16,7 @@ from pathlib import Path
 
 import trio
 
-from zkwire.embedded import EmbeddedEnsemble
+from zkwire.testing.embedded import EmbeddedEnsemble
 
 from .faults import DEFAULT_WEIGHTS, FAULTS
 from .harness import RECIPES, RunConfig, RunResult, run_nemesis

@@ -29,7 +29,7 @@ import trio
 
 import zkwire
 from zklock.naming import LOCK_MARKERS
-from zkwire.embedded import EmbeddedEnsemble
+from zkwire.testing.embedded import EmbeddedEnsemble
 
 from .checker import CheckConfig, FinalState, Verdict, check
 from .faults import DEFAULT_WEIGHTS, FaultContext

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import trio
 
-from zkwire.embedded import EmbeddedEnsemble, four_letter_word
+from zkwire.testing.embedded import EmbeddedEnsemble, four_letter_word
 
 __all__ = ["Members"]
 

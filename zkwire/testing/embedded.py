@@ -20,7 +20,7 @@ the log4j binding explicitly, with a log4j config written into the server's dire
 
 This module uses the standard library only. Servers are stopped at interpreter exit, and on Linux a
 server started from the main thread is also killed by the kernel if the Python process dies.
-``python -m zkwire.testing.embedded`` (or ``python -m zkwire.embedded``) runs one in the foreground.
+``python -m zkwire.testing.embedded`` runs one in the foreground.
 """
 
 from __future__ import annotations
@@ -847,7 +847,7 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m zkwire.embedded", description="Run ZooKeeper in the foreground until Ctrl-C."
+        prog="python -m zkwire.testing.embedded", description="Run ZooKeeper in the foreground until Ctrl-C."
     )
     parser.add_argument("--port", type=int, default=None, help="client port (default: a free one)")
     parser.add_argument("--ensemble", type=int, default=0, metavar="N", help="run an N-member ensemble")

@@ -1,0 +1,278 @@
+"""Requests to bytes and bytes to replies: the op tables and the hot-path encode/decode functions.
+
+Everything here is pure: no I/O, no clock.  The session core calls :func:`encode_request` for each
+outgoing request and :func:`decode_reply` for each incoming frame; the tracer and tests use
+:func:`decode_request` and :func:`decode_connect_request` to read the client's side of a stream.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..constants import DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, OpCode
+from ..errors import DataTooLargeError, InvalidArgumentError, ProtocolError
+from .jute import Reader
+from .multi import MultiRequest, MultiResponse
+from .records import (
+    AddWatchRequest,
+    AuthPacket,
+    CheckVersionRequest,
+    CheckWatchesRequest,
+    ConnectRequest,
+    ConnectResponse,
+    Create2Response,
+    CreateRequest,
+    CreateResponse,
+    CreateTTLRequest,
+    DeleteRequest,
+    ErrorResponse,
+    ExistsRequest,
+    ExistsResponse,
+    GetACLRequest,
+    GetACLResponse,
+    GetAllChildrenNumberRequest,
+    GetAllChildrenNumberResponse,
+    GetChildren2Request,
+    GetChildren2Response,
+    GetChildrenRequest,
+    GetChildrenResponse,
+    GetDataRequest,
+    GetDataResponse,
+    GetEphemeralsRequest,
+    GetEphemeralsResponse,
+    GetSASLRequest,
+    ReconfigRequest,
+    Record,
+    RemoveWatchesRequest,
+    ReplyHeader,
+    RequestHeader,
+    SetACLRequest,
+    SetACLResponse,
+    SetDataRequest,
+    SetDataResponse,
+    SetSASLResponse,
+    SetWatches,
+    SetWatches2,
+    Stat,
+    SyncRequest,
+    SyncResponse,
+    WatcherEvent,
+    WhoAmIResponse,
+)
+
+__all__ = [
+    "REQUEST_RECORDS",
+    "RESPONSE_RECORDS",
+    "encode_request",
+    "encode_connect_request",
+    "decode_connect_request",
+    "decode_connect_response",
+    "decode_request",
+    "decode_reply_header",
+    "decode_reply",
+    "decode_response_body",
+    "decode_watcher_event",
+    "op_name",
+]
+
+#: The request record of each op a 3.8 server accepts from a client (None: the op has no body).
+REQUEST_RECORDS: dict[int, type[Record] | None] = {
+    OpCode.CREATE: CreateRequest,
+    OpCode.DELETE: DeleteRequest,
+    OpCode.EXISTS: ExistsRequest,
+    OpCode.GET_DATA: GetDataRequest,
+    OpCode.SET_DATA: SetDataRequest,
+    OpCode.GET_ACL: GetACLRequest,
+    OpCode.SET_ACL: SetACLRequest,
+    OpCode.GET_CHILDREN: GetChildrenRequest,
+    OpCode.SYNC: SyncRequest,
+    OpCode.PING: None,
+    OpCode.GET_CHILDREN2: GetChildren2Request,
+    OpCode.CHECK: CheckVersionRequest,
+    OpCode.MULTI: MultiRequest,
+    OpCode.CREATE2: CreateRequest,
+    OpCode.RECONFIG: ReconfigRequest,
+    OpCode.CHECK_WATCHES: CheckWatchesRequest,
+    OpCode.REMOVE_WATCHES: RemoveWatchesRequest,
+    OpCode.CREATE_CONTAINER: CreateRequest,
+    OpCode.CREATE_TTL: CreateTTLRequest,
+    OpCode.MULTI_READ: MultiRequest,
+    OpCode.AUTH: AuthPacket,
+    OpCode.SET_WATCHES: SetWatches,
+    OpCode.SASL: GetSASLRequest,
+    OpCode.GET_EPHEMERALS: GetEphemeralsRequest,
+    OpCode.GET_ALL_CHILDREN_NUMBER: GetAllChildrenNumberRequest,
+    OpCode.SET_WATCHES2: SetWatches2,
+    OpCode.ADD_WATCH: AddWatchRequest,
+    OpCode.WHO_AM_I: None,
+    OpCode.CLOSE_SESSION: None,
+}
+
+#: The body of each op's successful reply (None: the reply is a bare header).
+RESPONSE_RECORDS: dict[int, type[Record] | None] = {
+    OpCode.CREATE: CreateResponse,
+    OpCode.DELETE: None,
+    OpCode.EXISTS: ExistsResponse,
+    OpCode.GET_DATA: GetDataResponse,
+    OpCode.SET_DATA: SetDataResponse,
+    OpCode.GET_ACL: GetACLResponse,
+    OpCode.SET_ACL: SetACLResponse,
+    OpCode.GET_CHILDREN: GetChildrenResponse,
+    OpCode.SYNC: SyncResponse,
+    OpCode.PING: None,
+    OpCode.GET_CHILDREN2: GetChildren2Response,
+    OpCode.CHECK: None,
+    OpCode.MULTI: MultiResponse,
+    OpCode.CREATE2: Create2Response,
+    OpCode.RECONFIG: GetDataResponse,
+    OpCode.CHECK_WATCHES: None,
+    OpCode.REMOVE_WATCHES: None,
+    OpCode.CREATE_CONTAINER: Create2Response,
+    OpCode.CREATE_TTL: Create2Response,
+    OpCode.MULTI_READ: MultiResponse,
+    OpCode.AUTH: None,
+    OpCode.SET_WATCHES: None,
+    OpCode.SASL: SetSASLResponse,
+    OpCode.GET_EPHEMERALS: GetEphemeralsResponse,
+    OpCode.GET_ALL_CHILDREN_NUMBER: GetAllChildrenNumberResponse,
+    OpCode.SET_WATCHES2: None,
+    OpCode.ADD_WATCH: ErrorResponse,
+    OpCode.WHO_AM_I: WhoAmIResponse,
+    OpCode.CLOSE_SESSION: None,
+}
+
+_LEN = struct.Struct(">i")
+_FRAME_HEAD = struct.Struct(">iii")  # length, xid, type
+_REPLY_HEADER = struct.Struct(">iqi")
+_STAT = struct.Struct(">qqqqiiiqiiq")
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+
+
+def op_name(op: int) -> str:
+    """``getData`` style name of an op code, or ``op<N>`` for unknown ones."""
+    try:
+        name = OpCode(op).name
+    except ValueError:
+        return f"op{op}"
+    head, *rest = name.lower().split("_")
+    return head + "".join(p.capitalize() for p in rest)
+
+
+def encode_request(xid: int, op: int, request: Record | None = None, max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:
+    """One complete frame: length, RequestHeader(xid, op), then the request record (if any)."""
+    if not (_INT_MIN <= xid <= _INT_MAX and _INT_MIN <= op <= _INT_MAX):
+        raise InvalidArgumentError(f"xid {xid} or op {op} out of int32 range")
+    out = bytearray(12)
+    if request is not None:
+        request.write(out)
+    n = len(out) - 4
+    if n > max_frame:
+        raise DataTooLargeError(f"request of {n} bytes exceeds the maximum frame size of {max_frame}")
+    _FRAME_HEAD.pack_into(out, 0, n, xid, op)
+    return out
+
+
+def encode_connect_request(request: ConnectRequest, max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:
+    out = bytearray(4)
+    request.write(out)
+    n = len(out) - 4
+    if n > max_frame:
+        raise DataTooLargeError(f"connect request of {n} bytes exceeds {max_frame}")
+    _LEN.pack_into(out, 0, n)
+    return out
+
+
+def decode_connect_request(payload: bytes) -> ConnectRequest:
+    r = Reader(payload)
+    req = ConnectRequest.read(r)
+    r.expect_end("ConnectRequest")
+    return req
+
+
+def decode_connect_response(payload: bytes) -> ConnectResponse:
+    r = Reader(payload)
+    resp = ConnectResponse.read(r)
+    r.expect_end("ConnectResponse")
+    return resp
+
+
+def decode_request(payload: bytes) -> tuple[RequestHeader, Record | None]:
+    """A client frame (after the handshake): its header and decoded record.
+
+    Unknown op codes raise :class:`ProtocolError`; the header alone can still be read with
+    ``RequestHeader.read(Reader(payload))``.
+    """
+    r = Reader(payload)
+    header = RequestHeader.read(r)
+    if header.type not in REQUEST_RECORDS:
+        raise ProtocolError(f"unknown op code {header.type}")
+    cls = REQUEST_RECORDS[header.type]
+    record = None if cls is None else cls.read(r)
+    r.expect_end(f"{op_name(header.type)} request")
+    return header, record
+
+
+def decode_reply_header(payload: bytes) -> ReplyHeader:
+    if len(payload) < 16:
+        raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
+    return ReplyHeader._make(_REPLY_HEADER.unpack_from(payload, 0))
+
+
+def decode_response_body(op: int, payload: bytes, offset: int = 16) -> Record | None:
+    """The body of a successful reply to ``op``, starting at ``offset``.
+
+    An error reply (err != 0) has no body; callers should not call this for one.
+    """
+    try:
+        cls = RESPONSE_RECORDS[op]
+    except KeyError:
+        raise ProtocolError(f"no reply format for op code {op}") from None
+    if cls is None:
+        if len(payload) != offset:
+            raise ProtocolError(f"{len(payload) - offset} unexpected bytes in {op_name(op)} reply")
+        return None
+    if cls is GetDataResponse:
+        return _decode_get_data(payload, offset)
+    r = Reader(payload, offset)
+    record = cls.read(r)
+    r.expect_end(f"{op_name(op)} reply")
+    return record
+
+
+def _decode_get_data(payload: bytes, offset: int) -> GetDataResponse:
+    # Hot path: getData replies dominate read-heavy traffic.
+    end = len(payload)
+    if end - offset < 72:
+        raise ProtocolError("truncated getData reply")
+    n = _LEN.unpack_from(payload, offset)[0]
+    if n == -1:
+        data = None
+        p = offset + 4
+    elif n < 0:
+        raise ProtocolError(f"negative length {n} for buffer")
+    else:
+        p = offset + 4 + n
+        data = payload[offset + 4 : p]
+    if p + 68 != end:
+        raise ProtocolError(f"getData reply of {end - offset} bytes does not match data length {n}")
+    return GetDataResponse(data, Stat._make(_STAT.unpack_from(payload, p)))
+
+
+def decode_reply(op: int, payload: bytes) -> tuple[ReplyHeader, Record | None]:
+    """A server frame answering ``op``: header, and body when err == 0 (else None)."""
+    header = decode_reply_header(payload)
+    if header.err != 0:
+        if len(payload) != 16:
+            raise ProtocolError(f"error reply carries {len(payload) - 16} unexpected body bytes")
+        return header, None
+    return header, decode_response_body(op, payload)
+
+
+def decode_watcher_event(payload: bytes, offset: int = 16) -> WatcherEvent:
+    r = Reader(payload, offset)
+    event = WatcherEvent.read(r)
+    r.expect_end("WatcherEvent")
+    return event
+
+
+__all__ += ["WATCH_XID", "PING_XID"]

@@ -1,0 +1,198 @@
+"""Jute primitives: the fast, struct-based reader and writer every record is built from.
+
+Encoding (big-endian throughout): ``int`` 4 bytes, ``long`` 8, ``bool`` 1 (any non-zero byte reads as
+true), ``ustring`` and ``buffer`` an int length then that many bytes, ``vector`` an int count then the
+items.  A length or count of -1 means *null*, which is distinct from empty; any other negative length is
+rejected with :class:`~zkwire.errors.ProtocolError`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from ..errors import InvalidArgumentError, ProtocolError
+
+__all__ = [
+    "Reader",
+    "INT",
+    "LONG",
+    "write_int",
+    "write_long",
+    "write_bool",
+    "write_ustring",
+    "write_buffer",
+    "write_string_vector",
+    "NULL_LENGTH",
+]
+
+T = TypeVar("T")
+
+INT = struct.Struct(">i")
+LONG = struct.Struct(">q")
+_BOOL = struct.Struct(">?")
+NULL_LENGTH = b"\xff\xff\xff\xff"
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class Reader:
+    """Reads jute values from ``buf[pos:end]``; every read checks bounds first.
+
+    Running past ``end`` or meeting a negative length other than -1 raises
+    :class:`~zkwire.errors.ProtocolError`, never ``IndexError`` or ``struct.error``.
+    """
+
+    __slots__ = ("buf", "end", "pos")
+
+    def __init__(self, buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None) -> None:
+        self.buf = buf
+        self.pos = pos
+        self.end = len(buf) if end is None else end
+
+    @property
+    def remaining(self) -> int:
+        return self.end - self.pos
+
+    def _need(self, n: int, what: str) -> int:
+        p = self.pos
+        if p + n > self.end:
+            raise ProtocolError(f"truncated record: need {n} bytes for {what} at offset {p}, have {self.end - p}")
+        self.pos = p + n
+        return p
+
+    def int32(self) -> int:
+        return INT.unpack_from(self.buf, self._need(4, "int"))[0]  # type: ignore[no-any-return]
+
+    def int64(self) -> int:
+        return LONG.unpack_from(self.buf, self._need(8, "long"))[0]  # type: ignore[no-any-return]
+
+    def boolean(self) -> bool:
+        return self.buf[self._need(1, "bool")] != 0
+
+    def _length(self, what: str) -> int:
+        n = self.int32()
+        if n < -1:
+            raise ProtocolError(f"negative length {n} for {what}")
+        return n
+
+    def buffer(self) -> bytes | None:
+        n = self._length("buffer")
+        if n == -1:
+            return None
+        p = self._need(n, "buffer")
+        return bytes(self.buf[p : p + n])
+
+    def ustring(self) -> str | None:
+        n = self._length("ustring")
+        if n == -1:
+            return None
+        p = self._need(n, "ustring")
+        try:
+            return str(self.buf[p : p + n], "utf-8")
+        except UnicodeDecodeError:
+            return _decode_surrogate_pairs(bytes(self.buf[p : p + n]))
+
+    def vector(self, item: Callable[[Reader], T]) -> list[T] | None:
+        n = self._length("vector")
+        if n == -1:
+            return None
+        return [item(self) for _ in range(n)]
+
+    def string_vector(self) -> list[str | None] | None:
+        """A vector of ustrings (children lists can hold thousands): :meth:`ustring` in one tight loop."""
+        n = self._length("vector")
+        if n == -1:
+            return None
+        buf, pos, end = self.buf, self.pos, self.end
+        unpack = INT.unpack_from
+        out: list[str | None] = []
+        append = out.append
+        for _ in range(n):
+            if pos + 4 > end:
+                self.pos = pos
+                self._need(4, "int")  # raises with the usual message
+            (k,) = unpack(buf, pos)
+            pos += 4
+            if k < 0:
+                if k != -1:
+                    raise ProtocolError(f"negative length {k} for ustring")
+                append(None)
+                continue
+            stop = pos + k
+            if stop > end:
+                self.pos = pos
+                self._need(k, "ustring")
+            try:
+                append(str(buf[pos:stop], "utf-8"))
+            except UnicodeDecodeError:
+                append(_decode_surrogate_pairs(bytes(buf[pos:stop])))
+            pos = stop
+        self.pos = pos
+        return out
+
+    def expect_end(self, what: str) -> None:
+        if self.pos != self.end:
+            raise ProtocolError(f"{self.end - self.pos} unexpected trailing bytes after {what}")
+
+
+def _decode_surrogate_pairs(raw: bytes) -> str:
+    """Decode a string from a Java server, which encodes each UTF-16 unit on its own.
+
+    A character outside the BMP arrives as two 3-byte surrogate encodings instead of one 4-byte
+    sequence.  Paired surrogates are joined; anything else that is not UTF-8 raises ProtocolError.
+    """
+    try:
+        return raw.decode("utf-8", "surrogatepass").encode("utf-16-be", "surrogatepass").decode("utf-16-be")
+    except UnicodeError as e:
+        raise ProtocolError(f"ustring is not valid UTF-8: {e}") from None
+
+
+def _range_error(what: str, value: object) -> InvalidArgumentError:
+    return InvalidArgumentError(f"{what} out of range: {value!r}")
+
+
+def write_int(out: bytearray, value: int) -> None:
+    if not _INT_MIN <= value <= _INT_MAX:
+        raise _range_error("int32", value)
+    out += INT.pack(value)
+
+
+def write_long(out: bytearray, value: int) -> None:
+    if not _LONG_MIN <= value <= _LONG_MAX:
+        raise _range_error("int64", value)
+    out += LONG.pack(value)
+
+
+def write_bool(out: bytearray, value: bool) -> None:
+    out += _BOOL.pack(bool(value))
+
+
+def write_buffer(out: bytearray, value: bytes | bytearray | memoryview | None) -> None:
+    if value is None:
+        out += NULL_LENGTH
+        return
+    out += INT.pack(len(value))
+    out += value
+
+
+def write_ustring(out: bytearray, value: str | None) -> None:
+    if value is None:
+        out += NULL_LENGTH
+        return
+    try:
+        b = value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidArgumentError(f"string is not encodable as UTF-8: {e}") from None
+    out += INT.pack(len(b))
+    out += b
+
+
+def write_string_vector(out: bytearray, values: Sequence[str | None] | None) -> None:
+    if values is None:
+        out += NULL_LENGTH
+        return
+    out += INT.pack(len(values))
+    for v in values:
+        write_ustring(out, v)

@@ -1,0 +1,74 @@
+"""Znode path rules, checked before anything is encoded, and chroot prefixing.
+
+The rules are the server's: a path starts with "/", has no empty component, does not end with "/"
+(except "/" itself, or a sequential create's parent prefix), has no "." or ".." component, and
+contains none of NUL, U+0001-U+001F, U+007F-U+009F, U+D800-U+F8FF, U+FFF0-U+FFFF.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import InvalidPathError
+
+__all__ = ["validate_path", "join_chroot", "strip_chroot", "validate_chroot"]
+
+# The server checks UTF-16 units, so characters outside the BMP (sent as surrogate pairs) are rejected too.
+_FORBIDDEN = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff\U00010000-\U0010ffff]")
+
+
+def validate_path(path: object, *, sequential: bool = False) -> str:
+    """Return ``path`` if it is a valid znode path, else raise :class:`InvalidPathError`.
+
+    With ``sequential=True`` a trailing "/" is allowed, since the server appends the sequence number.
+    """
+    if not isinstance(path, str):
+        raise InvalidPathError(path, f"must be a str, not {type(path).__name__}")
+    if not path:
+        raise InvalidPathError(path, "must not be empty")
+    if path[0] != "/":
+        raise InvalidPathError(path, 'must start with "/"')
+    if path == "/":
+        if sequential:
+            return path
+        return path
+    # The server validates a sequential path after appending the counter, so "/a/" and "/a/." are fine.
+    check = path + "0" if sequential else path
+    if check.endswith("/"):
+        raise InvalidPathError(path, 'must not end with "/"')
+    m = _FORBIDDEN.search(check)
+    if m is not None:
+        raise InvalidPathError(path, f"contains forbidden character U+{ord(m.group()):04X}")
+    for part in check[1:].split("/"):
+        if part == "":
+            raise InvalidPathError(path, "has an empty component")
+        if part in (".", ".."):
+            raise InvalidPathError(path, f'has a "{part}" component')
+    return path
+
+
+def validate_chroot(chroot: str) -> str:
+    """A chroot is a valid path other than "/"; "/" (or empty) means no chroot and gives ""."""
+    if chroot in ("", "/"):
+        return ""
+    return validate_path(chroot)
+
+
+def join_chroot(chroot: str, path: str) -> str:
+    """The server-side path for a client path under ``chroot`` ("" for none)."""
+    if not chroot:
+        return path
+    if path == "/":
+        return chroot
+    return chroot + path
+
+
+def strip_chroot(chroot: str, server_path: str) -> str:
+    """The client-side path for a server path; paths outside the chroot are returned unchanged."""
+    if not chroot:
+        return server_path
+    if server_path == chroot:
+        return "/"
+    if server_path.startswith(chroot) and server_path[len(chroot)] == "/":
+        return server_path[len(chroot) :]
+    return server_path

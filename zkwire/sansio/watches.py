@@ -1,0 +1,137 @@
+"""Client-side watch bookkeeping, pure: which watchers wait on which server path, and who an event wakes.
+
+The server keeps at most one watch per (connection, path, table) and sends one notification per event, so
+the client fans each notification out to every local watcher it registered for that path.  The tables
+mirror the server's:
+
+* ``data``: set by getData, and by exists on a node that exists; fired by created, deleted, data changed.
+* ``exist``: set by exists on a node that does not exist; fired by created (or deleted/changed after a race).
+* ``child``: set by getChildren; fired by children changed, and by the node's own deletion.
+* ``persistent``: addWatch mode 0; all four event types for the path itself; not removed by firing.
+* ``recursive``: addWatch mode 1; created, deleted, data changed for the path and every descendant.
+
+Watchers are opaque objects to this module; the I/O layer decides how to wake them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from enum import Enum
+
+from ..constants import EventType
+
+__all__ = ["WatchKind", "WatchRegistry"]
+
+
+class WatchKind(Enum):
+    DATA = "data"
+    EXIST = "exist"
+    CHILD = "child"
+    PERSISTENT = "persistent"
+    RECURSIVE = "recursive"
+
+
+_ONE_SHOT_FIRED_BY: dict[int, tuple[WatchKind, ...]] = {
+    EventType.NODE_CREATED: (WatchKind.DATA, WatchKind.EXIST),
+    EventType.NODE_DATA_CHANGED: (WatchKind.DATA, WatchKind.EXIST),
+    EventType.NODE_DELETED: (WatchKind.DATA, WatchKind.EXIST, WatchKind.CHILD),
+    EventType.NODE_CHILDREN_CHANGED: (WatchKind.CHILD,),
+}
+
+
+def _ancestors(path: str) -> Iterator[str]:
+    """``path`` itself, then each ancestor up to "/"."""
+    yield path
+    while path != "/":
+        parent = path.rsplit("/", 1)[0] or "/"
+        if parent == path:  # not an absolute path (a malformed notification): no ancestors
+            return
+        path = parent
+        yield path
+
+
+class WatchRegistry:
+    """Server path -> watchers, per table."""
+
+    def __init__(self) -> None:
+        self._tables: dict[WatchKind, dict[str, list[object]]] = {kind: {} for kind in WatchKind}
+
+    def add(self, kind: WatchKind, path: str, watcher: object) -> None:
+        self._tables[kind].setdefault(path, []).append(watcher)
+
+    def discard(self, kind: WatchKind, path: str, watcher: object) -> bool:
+        """Forget one watcher; True if no watcher of this kind is left on the path."""
+        table = self._tables[kind]
+        watchers = table.get(path)
+        if watchers is None:
+            return True
+        try:
+            watchers.remove(watcher)
+        except ValueError:
+            pass
+        if not watchers:
+            del table[path]
+            return True
+        return False
+
+    def has(self, kind: WatchKind, path: str) -> bool:
+        return path in self._tables[kind]
+
+    def covered(self, kind: WatchKind, path: str) -> bool:
+        """Whether a persistent watch on ``path`` already brings every event a one-shot ``kind`` watch
+        would get.  Then the one-shot watch is kept locally only: on 3.8 servers a second watch on the
+        same path would turn the persistent one into a one-shot one."""
+        if path in self._tables[WatchKind.PERSISTENT]:
+            return True
+        return kind in (WatchKind.DATA, WatchKind.EXIST) and path in self._tables[WatchKind.RECURSIVE]
+
+    def has_any(self, path: str) -> bool:
+        return any(path in table for table in self._tables.values())
+
+    def pop_path(self, path: str, kinds: tuple[WatchKind, ...]) -> list[tuple[WatchKind, object]]:
+        """Remove and return every watcher of ``kinds`` on ``path``."""
+        out: list[tuple[WatchKind, object]] = []
+        for kind in kinds:
+            for w in self._tables[kind].pop(path, ()):
+                out.append((kind, w))
+        return out
+
+    def fire(self, event_type: int, path: str) -> list[object]:
+        """Watchers an event wakes; one-shot ones are removed.  Each watcher appears once."""
+        woken: list[object] = []
+        seen: set[int] = set()
+
+        def take(ws: list[object]) -> None:
+            for w in ws:
+                if id(w) not in seen:
+                    seen.add(id(w))
+                    woken.append(w)
+
+        for kind in _ONE_SHOT_FIRED_BY.get(event_type, ()):
+            take(self._tables[kind].pop(path, []))
+        if event_type in _ONE_SHOT_FIRED_BY:
+            take(self._tables[WatchKind.PERSISTENT].get(path, []))
+        if event_type != EventType.NODE_CHILDREN_CHANGED:
+            recursive = self._tables[WatchKind.RECURSIVE]
+            if recursive:
+                for p in _ancestors(path):
+                    take(recursive.get(p, []))
+        return woken
+
+    def paths(self, kind: WatchKind) -> list[str]:
+        return list(self._tables[kind])
+
+    def all_watchers(self) -> list[object]:
+        seen: dict[int, object] = {}
+        for table in self._tables.values():
+            for ws in table.values():
+                for w in ws:
+                    seen.setdefault(id(w), w)
+        return list(seen.values())
+
+    def clear(self) -> None:
+        for table in self._tables.values():
+            table.clear()
+
+    def __bool__(self) -> bool:
+        return any(self._tables.values())

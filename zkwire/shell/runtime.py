@@ -1,0 +1,122 @@
+"""What the ``zkwire`` and ``zklock`` command lines share: one-line usage errors, checked numbers and text,
+and an ending without a traceback.
+
+* :class:`OneLineArgumentParser`: a bad option is one line on stderr (``zkwire: argument --timeout: ...``)
+  and exit 2, not argparse's usage block.
+* :func:`seconds`: argparse types for durations: finite numbers within a range (``inf``, ``nan``, ``1e12``
+  seconds of session timeout are usage errors, not overflows deep inside the client).
+* :func:`is_utf8`: text from the command line that is not valid UTF-8 (Python keeps such bytes as lone
+  surrogates) cannot be sent to ZooKeeper and is refused up front.
+* :func:`run_cli`: Ctrl-C ends the program with exit 130 and nothing on stderr, also when trio wrapped the
+  ``KeyboardInterrupt`` in exception groups; output to a pipe whose reader went away (``| head``) ends it
+  quietly with exit 141 (128 + SIGPIPE, what a shell reports for a program killed by that signal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+from ..terminal import escape_controls
+
+__all__ = [
+    "EXIT_USAGE",
+    "EXIT_INTERRUPTED",
+    "EXIT_PIPE_CLOSED",
+    "MAX_SESSION_TIMEOUT",
+    "OneLineArgumentParser",
+    "seconds",
+    "session_timeout",
+    "is_utf8",
+    "run_cli",
+]
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_PIPE_CLOSED = 141
+
+#: The longest session timeout the protocol can carry: an int32 of milliseconds.
+MAX_SESSION_TIMEOUT = ((1 << 31) - 1) / 1000
+
+
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (``PROG: MESSAGE (see PROG --help)``) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, escape_controls(f"{self.prog}: {message} (see {self.prog} --help)") + "\n")
+
+
+def seconds(
+    *, minimum: float = 0.0, allow_minimum: bool = False, maximum: float | None = None
+) -> Callable[[str], float]:
+    """An argparse type: a finite number of seconds above ``minimum`` (or equal to it, if allowed), at most
+    ``maximum``."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number of seconds, not {text!r}")
+        too_small = value < minimum or (value == minimum and not allow_minimum)
+        if too_small or (maximum is not None and value > maximum):
+            if maximum is None:
+                bounds = f"at least {minimum:g}" if allow_minimum else f"more than {minimum:g}"
+            elif allow_minimum:
+                bounds = f"from {minimum:g} to {maximum:.3f}"
+            else:
+                bounds = f"more than {minimum:g} and at most {maximum:.3f}"
+            raise argparse.ArgumentTypeError(f"must be {bounds} seconds, not {text!r}")
+        return value
+
+    return parse
+
+
+#: argparse type of a session timeout: 1 ms up to what an int32 of milliseconds holds.
+session_timeout = seconds(minimum=0.001, allow_minimum=True, maximum=MAX_SESSION_TIMEOUT)
+
+
+def is_utf8(text: str) -> bool:
+    """False when ``text`` holds bytes that were not valid UTF-8 on the command line (or stdin)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for sub in error.exceptions for leaf in _leaves(sub)]
+    return [error]
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not complain about the pipe."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def run_cli(body: Callable[[], int]) -> int:
+    """Run a command line's ``body``; Ctrl-C gives 130 and a closed output pipe 141, both without a word."""
+    try:
+        return body()
+    except (KeyboardInterrupt, BrokenPipeError, BaseExceptionGroup) as e:
+        leaves = _leaves(e)
+        if not all(isinstance(leaf, KeyboardInterrupt | BrokenPipeError) for leaf in leaves):
+            raise
+        if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+            return EXIT_INTERRUPTED
+        _silence_stdout()
+        return EXIT_PIPE_CLOSED

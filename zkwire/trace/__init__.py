@@ -1,0 +1,9 @@
+"""The tracer: decodes ZooKeeper traffic with a second, independent description of every record.
+
+* :mod:`~zkwire.trace.schema` -- construct schemas of every record layout (also the differential tests'
+  reference);
+* :mod:`~zkwire.trace.decoder` -- a conversation decoder: client and server byte streams -> decoded frames;
+* :mod:`~zkwire.trace.capture` -- pcap/pcapng files and TCP reassembly;
+* :mod:`~zkwire.trace.sniff` -- live capture from an interface;
+* :mod:`~zkwire.trace.tracer` -- ``zkwire trace`` (a proxy) and ``zkwire decode``.
+"""

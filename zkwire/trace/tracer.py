@@ -1,0 +1,544 @@
+"""``zkwire trace`` and ``zkwire decode``: see ZooKeeper traffic decoded, both ways.
+
+``zkwire trace --listen HOST:PORT --server HOST:PORT`` is a transparent TCP proxy for any client
+(kazoo, zkCli, Curator, zkwire).  Bytes are forwarded unchanged as they arrive; a copy goes through the
+construct-based :class:`~zkwire.trace.decoder.ConversationDecoder` of that connection, and one line per
+frame is printed (time, connection, direction, xid, op, path, error, zxid, size, reply latency).
+
+Decoding never delays or alters forwarding: it runs in a worker thread fed through a queue bounded in
+bytes.  When it falls behind, the bytes it cannot take are skipped (a ``skipped`` line says how many) and
+it picks up again at the next frame, whose start the forwarding path follows by reading the length
+prefixes alone.  A stalled output stalls only the worker; a closed one stops the tracer.  A malformed
+frame is shown as such and still forwarded; secrets are masked by position (see
+:func:`zkwire.trace.decoder.secret_spans`), control characters escaped, lines capped (``--max-line``).
+
+``zkwire decode FILE`` decodes a raw captured byte stream (one direction, or both with
+``--server-file``) the same way; pcap and pcapng files are refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import queue
+import signal
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TextIO
+
+import trio
+
+from ..errors import InvalidArgumentError
+from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
+from ..terminal import escape_controls
+from .decoder import (
+    CLIENT,
+    SERVER,
+    ConversationDecoder,
+    DecodedFrame,
+    capped,
+    detect_side,
+    format_frame,
+    frame_to_json,
+)
+
+__all__ = ["TraceOptions", "serve_trace", "main", "packet_capture_kind", "DEFAULT_MAX_LINE", "DEFAULT_MAX_QUEUED"]
+
+
+#: How much of a side is read (and then forwarded) at once.
+_CHUNK = 65536
+#: Bytes waiting for the decoder, all connections together, before it skips (see :class:`TraceOptions`).
+DEFAULT_MAX_QUEUED = 16 << 20
+#: Longest line printed for one frame (the JSON object of one frame, with ``--json``).
+DEFAULT_MAX_LINE = 4096
+
+_LEN = struct.Struct(">i")
+
+
+class TraceOptions:
+    """What the tracer prints, and where.
+
+    ``max_line`` caps every printed line (0: no cap): long values are cut, saying how much was left out,
+    and the hex dump of ``verbose`` stops after ``max_line // 8`` bytes.  ``max_queued_bytes`` bounds
+    the bytes waiting to be decoded: past it, the tracer says that decoding fell behind, skips the bytes
+    (they are forwarded all the same) and picks up again at the first frame that starts once the backlog
+    is down to half.  When the tracer stops, decoding of what is queued may take ``drain_seconds`` more.
+    """
+
+    def __init__(
+        self,
+        *,
+        verbose: bool = False,
+        json_lines: bool = False,
+        hide_pings: bool = False,
+        reveal_secrets: bool = False,
+        out: TextIO | None = None,
+        max_line: int = DEFAULT_MAX_LINE,
+        max_queued_bytes: int = DEFAULT_MAX_QUEUED,
+        drain_seconds: float = 2.0,
+    ) -> None:
+        self.verbose = verbose
+        self.json_lines = json_lines
+        self.hide_pings = hide_pings
+        self.reveal_secrets = reveal_secrets
+        self.out = out if out is not None else sys.stdout
+        self.max_line = max_line
+        self.max_queued_bytes = max_queued_bytes
+        self.drain_seconds = drain_seconds
+
+    def emit(self, conn: int | None, frame: DecodedFrame, wall: float) -> None:
+        if self.hide_pings and frame.kind == "ping":
+            return
+        max_line = self.max_line or None
+        if self.json_lines:
+            text = self._json_line(conn, frame, wall, max_line)
+        else:
+            line = format_frame(frame, self.verbose, reveal_secrets=self.reveal_secrets, max_line=max_line)
+            first, newline, more = line.partition("\n")
+            _, _, rest = first.partition(" ")  # the decoder's own time column gives way to ours
+            stamp = time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall % 1 * 1e6):06d}"
+            first = (f"{stamp} #{conn} " if conn is not None else "") + rest
+            text = capped(first, max_line) + newline + more
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _json_line(self, conn: int | None, frame: DecodedFrame, wall: float, max_line: int | None) -> str:
+        budget = max_line
+        while True:
+            obj = frame_to_json(frame, reveal_secrets=self.reveal_secrets, max_line=budget)
+            obj["conn"] = conn
+            obj["wall_time"] = wall
+            text = json.dumps(obj)
+            if max_line is None or budget is None or len(text) <= max_line or budget <= 256:
+                return text
+            budget //= 2  # JSON escapes made it longer than planned: shorten the values further
+
+    def note(self, conn: int, text: str, wall: float | None = None) -> None:
+        wall = time.time() if wall is None else wall
+        if self.json_lines:
+            obj = {"conn": conn, "kind": "connection", "note": text, "wall_time": wall}
+            self.out.write(json.dumps(obj) + "\n")
+        else:
+            stamp = time.strftime("%H:%M:%S", time.localtime(wall))
+            self.out.write(f"{stamp} #{conn} -- {escape_controls(text)}\n")
+        self.out.flush()
+
+
+class _FdWriter:
+    """Lines written straight to a file descriptor: a write blocked on a full pipe holds no Python lock,
+    so the program can still end while the decoder's thread waits on it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, text: str) -> int:
+        data = memoryview(text.encode("utf-8", "backslashreplace"))
+        while data:
+            data = data[os.write(self.fd, data) :]
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _parse_hostport(text: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = default_host, text
+    host = host.strip("[]") or default_host
+    try:
+        number = int(port)
+    except ValueError:
+        raise InvalidArgumentError(f"not HOST:PORT: {text!r}") from None
+    if not 0 <= number < 65536:
+        raise InvalidArgumentError(f"port out of range in {text!r}")
+    return host, number
+
+
+class _Boundaries:
+    """Where frames start in one direction of a connection, followed on the forwarding path by reading
+    only the length prefixes (a few operations per frame), so that decoding can pick up again at a frame
+    boundary after bytes were skipped.  A stream that is not length-framed (a four-letter word) is
+    followed no further."""
+
+    __slots__ = ("framed", "head", "max_frame", "need")
+
+    def __init__(self, max_frame: int) -> None:
+        self.framed = True
+        self.head = b""  # the first bytes of a length prefix split between chunks
+        self.need = 0  # payload bytes of the current frame still to come
+        self.max_frame = max_frame
+
+    def feed(self, data: bytes) -> int | None:
+        """The offset in ``data`` of the first frame that starts in it (None: none does, or not framed)."""
+        first: int | None = None
+        pos, end = 0, len(data)
+        need, head = self.need, self.head
+        while self.framed and pos < end:
+            if need:
+                step = min(need, end - pos)
+                need -= step
+                pos += step
+                continue
+            if not head and first is None:
+                first = pos
+            if not head and end - pos >= 4:
+                n = _LEN.unpack_from(data, pos)[0]
+                pos += 4
+            else:
+                take = 4 - len(head)
+                head += data[pos : pos + take]
+                pos += min(take, end - pos)
+                if len(head) < 4:
+                    break
+                n = _LEN.unpack(head)[0]
+                head = b""
+            if not 0 <= n <= self.max_frame:
+                self.framed = False
+                break
+            need = n
+        self.need, self.head = need, head
+        return first if self.framed else None
+
+
+class _Direction:
+    __slots__ = ("bounds", "skipped", "skipping")
+
+    def __init__(self, max_frame: int) -> None:
+        self.bounds = _Boundaries(max_frame)
+        self.skipping = False
+        self.skipped = 0
+
+
+class _Connection:
+    __slots__ = ("broken", "decoder", "id", "sides")
+
+    def __init__(self, conn_id: int) -> None:
+        self.id = conn_id
+        self.decoder = ConversationDecoder()
+        self.sides = {CLIENT: _Direction(self.decoder.max_frame), SERVER: _Direction(self.decoder.max_frame)}
+        self.broken = False  # the decoder failed (a bug): the rest of the connection is not decoded
+
+
+_Job = tuple[str, _Connection | int, str, bytes | int | str, float, float, int]
+
+
+class _Decoding:
+    """Decoding and printing, off the forwarding path: one worker thread takes the bytes each pump has
+    already forwarded from a queue bounded in bytes (:attr:`TraceOptions.max_queued_bytes`).  Nothing
+    here blocks the caller: when the queue is full the bytes are skipped (and said to be), so a slow
+    decoder or a stalled output never slows the traffic.  A failed output (a closed pipe) stops the tracer
+    (:attr:`failed`)."""
+
+    def __init__(self, options: TraceOptions) -> None:
+        self.options = options
+        self.limit = max(options.max_queued_bytes, 1)
+        self.failure: BaseException | None = None
+        self.failed = trio.Event()
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._queued = 0
+        self._discard = False
+        self._token = trio.lowlevel.current_trio_token()
+        self._thread = threading.Thread(target=self._run, name="zkwire trace decoder", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------------ forwarding side (trio)
+
+    def note(self, conn: int, text: str) -> None:
+        self._jobs.put(("note", conn, "", text, 0.0, time.time(), 0))
+
+    def data(self, conn: _Connection, direction: str, data: bytes, now: float) -> None:
+        side = conn.sides[direction]
+        first = side.bounds.feed(data)
+        size = len(data)
+        wall = time.time()
+        if side.skipping:
+            if first is not None and self._reserve(size - first, resume=True):
+                self._jobs.put(("skip", conn, direction, side.skipped + first, now, wall, 0))
+                self._jobs.put(("data", conn, direction, data[first:], now, wall, size - first))
+                side.skipping, side.skipped = False, 0
+            else:
+                side.skipped += size
+        elif self._reserve(size):
+            self._jobs.put(("data", conn, direction, data, now, wall, size))
+        else:
+            side.skipping, side.skipped = True, size
+
+    def finish(self, conn: _Connection, now: float) -> None:
+        wall = time.time()
+        for direction, side in conn.sides.items():
+            if side.skipping:
+                self._jobs.put(("skip", conn, direction, side.skipped, now, wall, 0))
+        self._jobs.put(("finish", conn, "", "", now, wall, 0))
+
+    def _reserve(self, size: int, *, resume: bool = False) -> bool:
+        with self._lock:
+            if self._queued + size > (self.limit // 2 if resume else self.limit):
+                return False
+            self._queued += size
+            return True
+
+    async def aclose(self) -> None:
+        """Let the worker print what is queued (for up to ``drain_seconds``), then stop it."""
+        self._jobs.put(None)
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(self.options.drain_seconds):
+                await trio.to_thread.run_sync(self._thread.join, abandon_on_cancel=True)
+            self._discard = True
+            with trio.move_on_after(1.0):
+                await trio.to_thread.run_sync(self._thread.join, abandon_on_cancel=True)
+
+    # ------------------------------------------------------------------ worker thread
+
+    def _run(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                if not self._discard:
+                    self._do(job)
+            except BaseException as e:  # the output failed: stop the tracer
+                self._fail(e)
+            finally:
+                if job[6]:
+                    with self._lock:
+                        self._queued -= job[6]
+
+    def _do(self, job: _Job) -> None:
+        kind, conn, direction, value, now, wall, _ = job
+        options = self.options
+        if kind == "note":
+            assert isinstance(conn, int) and isinstance(value, str)
+            options.note(conn, value, wall)
+            return
+        assert isinstance(conn, _Connection)
+        if not conn.broken:
+            try:
+                if kind == "data":
+                    assert isinstance(value, bytes)
+                    frames = conn.decoder.feed(direction, value, now)
+                elif kind == "skip":
+                    assert isinstance(value, int)
+                    frames = conn.decoder.skip(direction, value, now, reason="not decoded: decoding fell behind")
+                else:
+                    frames = conn.decoder.finish(now)
+            except Exception as e:  # a decoder bug must not stop the tracer
+                conn.broken = True
+                options.note(conn.id, f"decoder error: {e!r}; the rest of this connection is not decoded", wall)
+                frames = []
+            for frame in frames:
+                options.emit(conn.id, frame, wall)
+        if kind == "finish":
+            options.note(conn.id, "closed", wall)
+
+    def _fail(self, error: BaseException) -> None:
+        if self.failure is None:
+            self.failure = error
+            self._discard = True
+            try:
+                self._token.run_sync_soon(self.failed.set)
+            except trio.RunFinishedError:
+                pass
+
+
+async def serve_trace(
+    listen: tuple[str, int],
+    server: tuple[str, int],
+    options: TraceOptions,
+    *,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the tracing proxy until cancelled; ``task_status.started`` receives the listening port.
+
+    Each connection's bytes are forwarded as they arrive; decoding and printing happen in a worker thread
+    (see :class:`_Decoding`) and never hold up the traffic.  If writing the output fails (a closed pipe),
+    the proxy stops with that error.
+    """
+    listeners = await trio.open_tcp_listeners(listen[1], host=listen[0])
+    port = listeners[0].socket.getsockname()[1]
+    ids = itertools.count(1)
+    decoding = _Decoding(options)
+
+    async def handle(client: trio.SocketStream) -> None:
+        conn_id = next(ids)
+        try:
+            peer = client.socket.getpeername()
+        except OSError:
+            peer = "?"
+        try:
+            upstream = await trio.open_tcp_stream(*server)
+        except OSError as e:
+            decoding.note(conn_id, f"client {peer}: cannot reach server {server[0]}:{server[1]}: {e}")
+            await trio.aclose_forcefully(client)
+            return
+        conn = _Connection(conn_id)
+        decoding.note(conn_id, f"open: client {peer} -> server {server[0]}:{server[1]}")
+        start = trio.current_time()
+
+        async def pump(src: trio.SocketStream, dst: trio.SocketStream, direction: str) -> None:
+            try:
+                while True:
+                    data = await src.receive_some(_CHUNK)
+                    if not data:
+                        break
+                    await dst.send_all(data)  # forwarded first; decoding gets a copy afterwards
+                    decoding.data(conn, direction, data, trio.current_time() - start)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+            finally:
+                pumps.cancel_scope.cancel()
+
+        try:
+            async with client, upstream, trio.open_nursery() as pumps:
+                pumps.start_soon(pump, client, upstream, CLIENT)
+                pumps.start_soon(pump, upstream, client, SERVER)
+        finally:
+            decoding.finish(conn, trio.current_time() - start)
+
+    async def stop_when_output_fails() -> None:
+        await decoding.failed.wait()
+        assert decoding.failure is not None
+        raise decoding.failure
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(stop_when_output_fails)
+            task_status.started(port)
+            await trio.serve_listeners(handle, listeners, handler_nursery=nursery)
+    finally:
+        await decoding.aclose()
+
+
+#: Leading bytes of capture files that hold packets rather than a TCP stream's bytes.
+_PACKET_CAPTURES = {
+    b"\xd4\xc3\xb2\xa1": "a pcap capture",
+    b"\xa1\xb2\xc3\xd4": "a pcap capture",
+    b"\x4d\x3c\xb2\xa1": "a pcap capture (nanosecond)",
+    b"\xa1\xb2\x3c\x4d": "a pcap capture (nanosecond)",
+    b"\x0a\x0d\x0d\x0a": "a pcapng capture",
+}
+
+
+def packet_capture_kind(head: bytes) -> str | None:
+    """ "a pcap capture" (or pcapng) when ``head`` starts like one, else None."""
+    return _PACKET_CAPTURES.get(bytes(head[:4]))
+
+
+def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
+    try:
+        data = Path(args.file).read_bytes()
+        server_data = Path(args.server_file).read_bytes() if args.server_file else None
+    except OSError as e:
+        print(escape_controls(f"zkwire decode: {e}"), file=sys.stderr)
+        return 1
+    for name, content in ((args.file, data), (args.server_file, server_data)):
+        kind = packet_capture_kind(content[:4]) if content is not None else None
+        if kind is not None:
+            print(
+                escape_controls(
+                    f"zkwire decode: {name} is {kind}, which is not supported yet: give the bytes of one TCP "
+                    "stream (e.g. Wireshark's Follow TCP Stream, saved as Raw, one file per direction)"
+                ),
+                file=sys.stderr,
+            )
+            return 2
+    # Fed in chunks and printed as it goes: a long capture piped into `head` stops early.
+    decoder = ConversationDecoder()
+    side = args.side if args.side != "auto" else detect_side(data)
+    streams = [(CLIENT, data), (SERVER, server_data)] if server_data is not None else [(side, data)]
+    malformed = False
+    for direction, content in streams:
+        for start in range(0, len(content), _CHUNK):
+            for frame in decoder.feed(direction, content[start : start + _CHUNK]):
+                malformed |= frame.kind == "malformed"
+                options.emit(None, frame, time.time())
+    for frame in decoder.finish() if server_data is not None else decoder.eof(side):
+        malformed |= frame.kind == "malformed"
+        options.emit(None, frame, time.time())
+    return 1 if malformed else 0
+
+
+def main(argv: list[str]) -> int:
+    """Entry point for ``zkwire trace ...`` and ``zkwire decode ...`` (``argv[0]`` names the command).
+
+    Exit codes: 0 done (``trace``: stopped by SIGTERM), 1 a frame did not decode (``decode``) or the proxy
+    could not listen, 2 usage error (one line), 130 Ctrl-C, 141 the output pipe was closed.
+    """
+    return run_cli(lambda: _main(argv))
+
+
+async def _trace_until_interrupted(listen: tuple[str, int], server: tuple[str, int], options: TraceOptions) -> int:
+    code = EXIT_INTERRUPTED
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            try:
+                await nursery.start(serve_trace, listen, server, options)
+            except OSError as e:
+                print(escape_controls(f"zkwire trace: cannot listen on {listen[0]}:{listen[1]}: {e}"), file=sys.stderr)
+                code = 1
+            else:
+                async for _ in signals:
+                    break
+            nursery.cancel_scope.cancel()
+    return code
+
+
+def _main(argv: list[str]) -> int:
+    parser = OneLineArgumentParser(prog="zkwire", description="Decode ZooKeeper traffic.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    trace = sub.add_parser("trace", help="a transparent proxy that prints every frame, both ways")
+    trace.add_argument("--listen", required=True, metavar="HOST:PORT", help="where clients connect")
+    trace.add_argument("--server", required=True, metavar="HOST:PORT", help="the ZooKeeper server")
+    decode = sub.add_parser("decode", help="decode a raw captured byte stream")
+    decode.add_argument("file", help="the captured bytes (client side, server side, or auto-detected)")
+    decode.add_argument("--side", choices=["auto", "client", "server"], default="auto")
+    decode.add_argument("--server-file", help="the server's side of the same connection, to pair replies")
+    for p in (trace, decode):
+        p.add_argument("--verbose", "-v", action="store_true", help="the full decoded record and a hex dump")
+        p.add_argument("--json", action="store_true", help="one JSON object per frame")
+        p.add_argument("--hide-pings", action="store_true", help="do not show pings and their replies")
+        p.add_argument(
+            "--reveal-secrets", action="store_true", help="show session passwords and auth data (hidden by default)"
+        )
+        p.add_argument(
+            "--max-line",
+            type=_line_length,
+            default=DEFAULT_MAX_LINE,
+            metavar="CHARS",
+            help="cut longer lines, saying how much was left out; 0: no limit (default: %(default)s)",
+        )
+    args = parser.parse_args(argv)
+    options = TraceOptions(
+        verbose=args.verbose,
+        json_lines=args.json,
+        hide_pings=args.hide_pings,
+        reveal_secrets=args.reveal_secrets,
+        max_line=args.max_line,
+    )
+    if args.command == "decode":
+        return _decode_file(args, options)
+    try:
+        listen = _parse_hostport(args.listen)
+        server = _parse_hostport(args.server)
+    except ValueError as e:
+        parser.error(str(e))
+    sys.stdout.flush()
+    options.out = _FdWriter(sys.stdout.fileno())
+    return trio.run(_trace_until_interrupted, listen, server, options)
+
+
+def _line_length(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of characters: {text!r}") from None
+    if value != 0 and value < 80:
+        raise argparse.ArgumentTypeError(f"must be 0 (no limit) or at least 80, not {value}")
+    return value
