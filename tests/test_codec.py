@@ -782,3 +782,36 @@ def test_fuzz_frame_decoder(data: bytes, chunk: int) -> None:
                 assert len(payload) <= 1000
     except ProtocolError:
         pass
+
+
+@pytest.mark.parametrize("as_view", [False, True])
+def test_long_string_vectors_decode_alike_on_the_one_decode_path(as_view: bool) -> None:
+    """Vectors long enough for the one-decode path: ASCII, non-ASCII (decoded again name by name), nulls,
+    a binary Stat right after the vector (bytes above 0x7f that are not part of the names), bad input."""
+    stat = bytes(range(0x80, 0x80 + 68))
+    ascii_names: list[str | None] = [f"_c_{i:04x}-lock-{i:010d}" for i in range(200)]
+    mixed = [*ascii_names[:100], "é✓", None, "", "\U0001f600", *ascii_names[100:]]
+    java = "\U0001f600".encode("utf-16-be").decode("utf-16-be", "surrogatepass").encode("utf-8", "surrogatepass")
+    for names in (ascii_names, mixed, [None] * 40, [""] * 40):
+        out = bytearray()
+        write_string_vector(out, names)
+        blob = bytes(out) + stat
+        r = Reader(memoryview(bytearray(blob)) if as_view else blob)
+        got = r.string_vector()
+        assert got == names
+        assert r.pos == len(out)
+        assert all(type(x) is str for x in got if x is not None)
+    surrogates = h("00000028") + b"".join(struct.pack(">i", len(java)) + java for _ in range(40))
+    assert Reader(surrogates).string_vector() == ["\U0001f600"] * 40
+    head = bytearray()
+    write_string_vector(head, ascii_names[:39])
+    body = bytes(head[4:])
+    for bad, message in [
+        (h("00000028") + body, "truncated record"),  # count says 40, 39 present
+        (h("00000028") + body + h("00000005 6162"), "truncated record"),
+        (h("00000028") + body + h("000000"), "truncated record"),
+        (h("00000028") + body + h("fffffffe"), "negative length -2"),
+        (h("00000028") + body + h("00000002 c328"), "not valid UTF-8"),
+    ]:
+        with pytest.raises(ProtocolError, match=message):
+            Reader(memoryview(bytearray(bad)) if as_view else bad).string_vector()

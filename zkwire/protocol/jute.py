@@ -32,6 +32,8 @@ T = TypeVar("T")
 INT = struct.Struct(">i")
 LONG = struct.Struct(">q")
 _BOOL = struct.Struct(">?")
+#: Vectors of at least this many strings take the one-decode path of :meth:`Reader.string_vector`.
+_FAST_VECTOR = 32
 NULL_LENGTH = b"\xff\xff\xff\xff"
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -101,10 +103,52 @@ class Reader:
         return [item(self) for _ in range(n)]
 
     def string_vector(self) -> list[str | None] | None:
-        """A vector of ustrings (children lists can hold thousands): :meth:`ustring` in one tight loop."""
+        """A vector of ustrings (children lists can hold 100,000 names) in one tight loop.
+
+        The bytes after the count are decoded as Latin-1 once and the names sliced out of that text; if the
+        vector turns out not to be ASCII (where Latin-1 and UTF-8 differ), it is decoded again name by name.
+        """
         n = self._length("vector")
         if n == -1:
             return None
+        start = self.pos
+        if n >= _FAST_VECTOR:
+            out = self._ascii_string_vector(n)
+            if out is not None:
+                return out
+            self.pos = start
+        return self._utf8_string_vector(n)
+
+    def _ascii_string_vector(self, n: int) -> list[str | None] | None:
+        buf, pos, end = self.buf, self.pos, self.end
+        raw = bytes(buf[pos:end])
+        text = raw.decode("latin-1")
+        unpack = INT.unpack_from
+        out: list[str | None] = []
+        append = out.append
+        limit = end - pos
+        at = 0
+        for _ in range(n):
+            if at + 4 > limit:
+                return None  # the careful loop raises with the usual message
+            (k,) = unpack(raw, at)
+            at += 4
+            if k < 0:
+                if k != -1:
+                    return None
+                append(None)
+                continue
+            stop = at + k
+            if stop > limit:
+                return None
+            append(text[at:stop])
+            at = stop
+        if not raw[:at].isascii():
+            return None
+        self.pos = pos + at
+        return out
+
+    def _utf8_string_vector(self, n: int) -> list[str | None]:
         buf, pos, end = self.buf, self.pos, self.end
         unpack = INT.unpack_from
         out: list[str | None] = []
