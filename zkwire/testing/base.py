@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from ..errors import InvalidArgumentError, ZKError
+from ..sansio.hosts import parse_host_port
 
 __all__ = [
     "EmbeddedZooKeeperError",
@@ -208,8 +209,8 @@ def split_address(address: str | tuple[str, int]) -> tuple[str, int]:
     if isinstance(address, tuple):
         return address
     first = address.split(",")[0].split("/")[0]
-    host, _, port = first.rpartition(":")
-    return host.strip("[]") or "127.0.0.1", int(port)
+    host, port = parse_host_port(first, default_port=None, default_host="127.0.0.1")
+    return host, port
 
 
 def four_letter_word(address: str | tuple[str, int], command: str, timeout: float = 5.0) -> str:
