@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from ..errors import InvalidArgumentError, ZKError
+from ..protocol.fourletter import FourLetterExchange, FourLetterWordError
 from ..sansio.hosts import parse_host_port
 
 __all__ = [
@@ -217,24 +218,35 @@ def four_letter_word(address: str | tuple[str, int], command: str, timeout: floa
     """Send a four-letter-word command (``ruok``, ``srvr``, ``mntr``...) and return the whole reply.
 
     ``address`` is ``"host:port"`` (the first server of a connect string is used) or ``(host, port)``.
-    A command that is not whitelisted gets the server's "is not executed" message back.
+    A command that is not whitelisted gets the server's "is not executed" message back.  The blocking
+    front of :class:`~zkwire.protocol.fourletter.FourLetterExchange`: a malformed word raises
+    InvalidArgumentError; no connection, or no complete reply within ``timeout`` s, raises
+    :class:`~zkwire.protocol.fourletter.FourLetterWordError` (an OSError).
     """
-    if len(command) != 4 or not command.isascii():
-        raise InvalidArgumentError(f"a four-letter word has four ASCII letters, not {command!r}")
+    host, port = split_address(address)
+    exchange = FourLetterExchange(host, port, command)
     deadline = time.monotonic() + timeout
-    chunks: list[bytes] = []
-    with socket.create_connection(split_address(address), timeout=timeout) as sock:
-        sock.sendall(command.encode("ascii"))
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"no complete reply to {command!r} within {timeout} s")
-            sock.settimeout(remaining)
-            data = sock.recv(65536)
-            if not data:
-                break
-            chunks.append(data)
-    return b"".join(chunks).decode("utf-8", "replace")
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(exchange.request)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                sock.settimeout(remaining)
+                data = sock.recv(65536)
+                if not data:
+                    break
+                exchange.received(data)
+    except FourLetterWordError:
+        raise
+    except TimeoutError:
+        # An answer cut short by the deadline is not an answer (a starting 3.8 server can answer
+        # without ever closing the connection).
+        raise exchange.error(f"no complete reply to {command!r} within {timeout} s") from None
+    except OSError as e:
+        return exchange.failed(e)
+    return exchange.answer()
 
 
 def srvr_mode(address: str | tuple[str, int], timeout: float = 2.0) -> str | None:
