@@ -120,4 +120,5 @@ class FourLetterExchange:
         raise self.error(connect_error_reason(error)) from None
 
     def error(self, reason: str) -> FourLetterWordError:
+        """A FourLetterWordError naming the server and ``reason``."""
         return FourLetterWordError(f"{self.host}:{self.port}: {reason}")
