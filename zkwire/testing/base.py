@@ -24,7 +24,7 @@ import socket
 import struct
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -259,6 +259,35 @@ def srvr_mode(address: str | tuple[str, int], timeout: float = 2.0) -> str | Non
         if line.startswith("Mode:"):
             return line.partition(":")[2].strip()
     return None
+
+
+def serving(
+    address: tuple[str, int], modes: Sequence[str], is_ours: Callable[[], bool], read_only: bool = False
+) -> bool:
+    """The server at ``address`` answers ``ruok``, reports one of ``modes``, is ours (``is_ours()``: not
+    a stranger on the port), and accepts a session (a read-only one if ``read_only``)."""
+    try:
+        if four_letter_word(address, "ruok", PROBE_TIMEOUT) != "imok":
+            return False
+        if srvr_mode(address, PROBE_TIMEOUT) not in modes:
+            return False
+        if not is_ours():
+            return False
+        probe_session(address, 2.0, read_only=read_only)
+    except (OSError, ValueError, struct.error):
+        return False
+    return True
+
+
+def pid_alive(pid: int) -> bool:
+    """A process ``pid`` exists on this machine (perhaps another user's)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes:
@@ -722,19 +751,12 @@ class ZooKeeperEnsemble(ABC):
 
     def _member_ready(self, index: int, has_quorum: bool) -> bool:
         address = self._admin_address(index)
+        if has_quorum or self.options.read_only_mode:
+            modes = ("leader", "follower") if has_quorum else ("read-only",)
+            return serving(address, modes, lambda: self._member_is_ours(index), read_only=not has_quorum)
         try:
-            if has_quorum or self.options.read_only_mode:
-                modes = ("leader", "follower") if has_quorum else ("read-only",)
-                if four_letter_word(address, "ruok", PROBE_TIMEOUT) != "imok":
-                    return False
-                if srvr_mode(address, PROBE_TIMEOUT) not in modes:
-                    return False
-                if not self._member_is_ours(index):
-                    return False
-                probe_session(address, 2.0, read_only=not has_quorum)
-                return True
             return four_letter_word(address, "ruok", PROBE_TIMEOUT) == "imok"
-        except (OSError, struct.error):
+        except OSError:
             return False
 
     def leader_index(self, timeout: float = 30.0) -> int:
