@@ -10,7 +10,7 @@ appear, and their records, is in :mod:`zkwire.protocol.optable`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from ..errors import InvalidArgumentError, ProtocolError
 from .jute import Reader
@@ -89,6 +89,21 @@ class MultiResponse:
                 raise ProtocolError(f"result type {h.type} cannot appear in a multi response")
             record = table[h.type]
             results.append(MultiResult(h.type, h.err, None if record is None else record.read(r)))
+
+
+#: Names this module used to define, now derived in the op table.
+_MOVED_TO_OPTABLE = {
+    "WRITE_OPS": "MULTI_WRITE_OPS",
+    "READ_OPS": "MULTI_READ_OPS",
+    "MULTI_REQUEST_RECORDS": "MULTI_REQUEST_RECORDS",
+    "MULTI_RESULT_RECORDS": "MULTI_RESULT_RECORDS",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_OPTABLE:
+        return getattr(optable, _MOVED_TO_OPTABLE[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # Which ops may be sub-operations, and their records, is in the op table, which in turn names the two
