@@ -32,6 +32,7 @@ from typing import Any, Self
 
 from ..errors import InvalidArgumentError, ZKError
 from ..protocol.fourletter import FourLetterExchange, FourLetterWordError
+from ..protocol.framing import LENGTH, REPLY_HEADER, REQUEST_FRAME_HEAD, REQUEST_HEADER
 from ..sansio.hosts import parse_host_port
 
 __all__ = [
@@ -301,8 +302,8 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
 
 
 def _call(sock: socket.socket, body: bytes) -> bytes:
-    sock.sendall(struct.pack(">i", len(body)) + body)
-    (length,) = struct.unpack(">i", _recv_exactly(sock, 4))
+    sock.sendall(LENGTH.pack(len(body)) + body)
+    (length,) = LENGTH.unpack(_recv_exactly(sock, 4))
     return _recv_exactly(sock, length)
 
 
@@ -323,9 +324,9 @@ def probe_session(address: tuple[str, int], timeout: float, read_only: bool = Fa
         if negotiated <= 0:
             raise ConnectionError("the server refused the session")
         # closeSession (xid 1, type -11); the reply is a header, then the server closes the connection.
-        sock.sendall(struct.pack(">iii", 8, 1, -11))
+        sock.sendall(REQUEST_FRAME_HEAD.pack(8, 1, -11))
         with contextlib.suppress(OSError):
-            (length,) = struct.unpack(">i", _recv_exactly(sock, 4))
+            (length,) = LENGTH.unpack(_recv_exactly(sock, 4))
             _recv_exactly(sock, length)
         return int(negotiated)
 
@@ -348,8 +349,8 @@ def client_address_seen_by(address: str | tuple[str, int], timeout: float = 10.0
         if len(_call(sock, _connect_request(False))) < 36:
             raise ConnectionError(f"{address} refused a session")
         try:
-            reply = _call(sock, struct.pack(">ii", 1, 107))
-            _xid, _zxid, err = struct.unpack_from(">iqi", reply)
+            reply = _call(sock, REQUEST_HEADER.pack(1, 107))
+            _xid, _zxid, err = REPLY_HEADER.unpack_from(reply)
             if err != 0:
                 raise EmbeddedZooKeeperError(f"whoAmI failed on {address}: ZooKeeper error {err}")
             (count,) = struct.unpack_from(">i", reply, 16)
@@ -361,13 +362,13 @@ def client_address_seen_by(address: str | tuple[str, int], timeout: float = 10.0
                     return user
         finally:
             with contextlib.suppress(OSError, struct.error):
-                _call(sock, struct.pack(">ii", 2, -11))  # closeSession
+                _call(sock, REQUEST_HEADER.pack(2, -11))  # closeSession
     raise EmbeddedZooKeeperError(f"{address} did not name the client's address")
 
 
 def _ustring(text: str) -> bytes:
     data = text.encode()
-    return struct.pack(">i", len(data)) + data
+    return LENGTH.pack(len(data)) + data
 
 
 def ensure_path(hosts: str, path: str, timeout: float = 10.0) -> None:
@@ -389,13 +390,13 @@ def ensure_path(hosts: str, path: str, timeout: float = 10.0) -> None:
             for depth in range(1, len(parts) + 1):
                 node = "/" + "/".join(parts[:depth])
                 # create (type 1): path, empty data, open ACL, persistent
-                create = struct.pack(">ii", depth + 1, 1) + _ustring(node) + struct.pack(">i", 0) + world_anyone
-                _xid, _zxid, err = struct.unpack_from(">iqi", _call(sock, create + bytes(4)))
+                create = REQUEST_HEADER.pack(depth + 1, 1) + _ustring(node) + struct.pack(">i", 0) + world_anyone
+                _xid, _zxid, err = REPLY_HEADER.unpack_from(_call(sock, create + bytes(4)))
                 if err not in (0, -110):  # ok, NODEEXISTS
                     raise EmbeddedZooKeeperError(f"cannot create {node} on {server}: ZooKeeper error {err}")
         finally:
             with contextlib.suppress(OSError, struct.error):
-                _call(sock, struct.pack(">ii", 1_000_000, -11))  # closeSession
+                _call(sock, REQUEST_HEADER.pack(1_000_000, -11))  # closeSession
 
 
 class _RawSession:
@@ -416,8 +417,8 @@ class _RawSession:
 
     def request(self, op: int, body: bytes) -> tuple[int, bytes]:
         self.xid += 1
-        reply = _call(self.sock, struct.pack(">ii", self.xid, op) + body)
-        _xid, _zxid, err = struct.unpack_from(">iqi", reply)
+        reply = _call(self.sock, REQUEST_HEADER.pack(self.xid, op) + body)
+        _xid, _zxid, err = REPLY_HEADER.unpack_from(reply)
         return err, reply[16:]
 
     def children(self, path: str) -> list[str]:
