@@ -25,6 +25,7 @@ from zkwire.errors import (
     error_for_code,
     error_name,
 )
+from zkwire.protocol import multi, optable
 from zkwire.protocol.codec import (
     REQUEST_RECORDS,
     RESPONSE_RECORDS,
@@ -224,6 +225,27 @@ def test_op_names() -> None:
     assert op_name(OpCode.GET_DATA) == "getData"
     assert op_name(OpCode.CLOSE_SESSION) == "closeSession"
     assert op_name(10) == "op10"
+    assert op_name(OpCode.CREATE_SESSION) == "createSession"  # known to OpCode, not sent by a client
+
+
+def test_one_op_table() -> None:
+    """Every op-to-record mapping is derived from the rows of the op table."""
+    assert REQUEST_RECORDS is optable.REQUEST_RECORDS and RESPONSE_RECORDS is optable.RESPONSE_RECORDS
+    for op, spec in optable.OPS.items():
+        assert spec.code == op and spec.name == op_name(op)
+        assert (REQUEST_RECORDS[op], RESPONSE_RECORDS[op]) == (spec.request, spec.reply)
+    write_ops = {OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER, OpCode.CREATE_TTL}
+    write_ops |= {OpCode.DELETE, OpCode.SET_DATA, OpCode.CHECK}
+    assert set(optable.MULTI_WRITE_OPS) == write_ops
+    assert set(optable.MULTI_READ_OPS) == {OpCode.GET_DATA, OpCode.GET_CHILDREN}
+    for op, request in optable.MULTI_REQUEST_RECORDS.items():
+        assert request is REQUEST_RECORDS[op]
+        assert optable.MULTI_RESULT_RECORDS[op] is RESPONSE_RECORDS[op]
+    assert optable.MULTI_RESULT_RECORDS[OpCode.ERROR] is ErrorResponse
+    assert set(optable.MULTI_RESULT_RECORDS) == {*optable.MULTI_REQUEST_RECORDS, OpCode.ERROR}
+    # the names multi used to define still work
+    assert multi.WRITE_OPS is optable.MULTI_WRITE_OPS and multi.READ_OPS is optable.MULTI_READ_OPS
+    assert multi.MULTI_REQUEST_RECORDS is optable.MULTI_REQUEST_RECORDS
 
 
 # ------------------------------------------------------------------------------------------ framing

@@ -13,12 +13,14 @@ import itertools
 from typing import Any
 
 import pytest
+from construct import Pass
+from helpers.schemas import build_reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zkwire.constants import OpCode
 from zkwire.errors import ProtocolError
-from zkwire.protocol import multi, records
+from zkwire.protocol import multi, optable, records
 from zkwire.protocol.codec import (
     REQUEST_RECORDS,
     RESPONSE_RECORDS,
@@ -118,19 +120,19 @@ RECORDS: dict[type[Any], st.SearchStrategy[Any]] = {
 
 
 def _multi_op(op: int) -> st.SearchStrategy[multi.MultiOp]:
-    return RECORDS[multi.MULTI_REQUEST_RECORDS[op]].map(lambda request: multi.MultiOp(op, request))
+    return RECORDS[optable.MULTI_REQUEST_RECORDS[op]].map(lambda request: multi.MultiOp(op, request))
 
 
 def _multi_result(op: int) -> st.SearchStrategy[multi.MultiResult]:
     if op == OpCode.ERROR:
         return st.builds(lambda err, body: multi.MultiResult(op, err, R.ErrorResponse(body)), i32, i32)
-    body = multi.MULTI_RESULT_RECORDS[op]
+    body = optable.MULTI_RESULT_RECORDS[op]
     bodies = st.none() if body is None else RECORDS[body]
     return st.builds(lambda err, b: multi.MultiResult(op, err, b), i32, bodies)
 
 
-multi_ops = st.one_of(*(_multi_op(op) for op in multi.MULTI_REQUEST_RECORDS))
-multi_results = st.one_of(*(_multi_result(op) for op in multi.MULTI_RESULT_RECORDS))
+multi_ops = st.one_of(*(_multi_op(op) for op in optable.MULTI_REQUEST_RECORDS))
+multi_results = st.one_of(*(_multi_result(op) for op in optable.MULTI_RESULT_RECORDS))
 RECORDS[multi.MultiRequest] = st.lists(multi_ops, max_size=5).map(lambda ops: multi.MultiRequest(tuple(ops)))
 RECORDS[multi.MultiResponse] = st.lists(multi_results, max_size=5).map(lambda rs: multi.MultiResponse(tuple(rs)))
 
@@ -158,8 +160,11 @@ def test_op_tables_mirror_the_codec() -> None:
     for op, cls in RESPONSE_RECORDS.items():
         sc = S.RESPONSE_SCHEMAS[op]
         assert (sc is None) == (cls is None) and (cls is None or S.RECORD_SCHEMAS[cls.__name__] is sc)
-    assert set(S.MULTI_REQUEST_SCHEMAS) == set(multi.MULTI_REQUEST_RECORDS)
-    assert set(S.MULTI_RESULT_SCHEMAS) == set(multi.MULTI_RESULT_RECORDS)
+    assert set(S.MULTI_REQUEST_SCHEMAS) == set(optable.MULTI_REQUEST_RECORDS)
+    assert set(S.MULTI_RESULT_SCHEMAS) == set(optable.MULTI_RESULT_RECORDS)
+    for op, cls in optable.MULTI_RESULT_RECORDS.items():
+        sc = S.MULTI_RESULT_SCHEMAS[op]
+        assert sc is Pass if cls is None else sc is S.RECORD_SCHEMAS[cls.__name__]
 
 
 def test_every_schema_compiles() -> None:
@@ -235,7 +240,7 @@ def test_reply_frame(op: int, data: st.DataObject) -> None:
     encoded = fast_bytes(header) + (b"" if body is None else fast_bytes(body))
     plain = S.record_to_plain(body)
     for mode in MODES:
-        assert S.build_reply(op, xid, zxid, err, plain, compiled=mode) == encoded
+        assert build_reply(op, xid, zxid, err, plain, compiled=mode) == encoded
         assert decode_reply(op, encoded) == (header, body)
         parsed = S.to_plain(S.parse_reply(op, encoded, compiled=mode))
         assert parsed == {"header": {"xid": xid, "zxid": zxid, "err": err}, "body": plain}
@@ -246,7 +251,7 @@ def test_reply_frame(op: int, data: st.DataObject) -> None:
 def test_event_frame(zxid: int, event: R.WatcherEvent) -> None:
     encoded = fast_bytes(R.ReplyHeader(-1, zxid, 0)) + fast_bytes(event)
     for mode in MODES:
-        assert S.build_reply(None, -1, zxid, 0, S.record_to_plain(event), compiled=mode) == encoded
+        assert build_reply(None, -1, zxid, 0, S.record_to_plain(event), compiled=mode) == encoded
         assert decode_watcher_event(encoded) == event
         parsed = S.to_plain(S.parse_event(encoded, compiled=mode))
         assert parsed["body"] == S.record_to_plain(event)

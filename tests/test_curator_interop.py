@@ -17,6 +17,19 @@ from pathlib import Path
 import pytest
 import trio
 from curator import CuratorPeer, CuratorWorker, compile_worker
+from helpers.interop import DOES_NOT_EXCLUDE as NO
+from helpers.interop import EXCLUDES as X
+from helpers.interop import (
+    OUR_KIND,
+    Matrix,
+    cell_ids,
+    cells,
+    excluding,
+    hold_counter,
+    make_recipe,
+    verdict,
+)
+from helpers.interop import SHARES as SHARE
 from holds import Holds, now_us
 
 import zklock
@@ -24,33 +37,21 @@ import zkwire
 
 ROUNDS = 10
 
-X, NO, SHARE_ = "excludes", "does not exclude", "shares"
 #: The Curator half of the README's matrix for the lock-queue recipes (peer modes of the worker:
 #: mutex = InterProcessMutex, read / write = InterProcessReadWriteLock's sides, latch = LeaderLatch).
-MATRIX: dict[tuple[str, str], dict[str, str]] = {
+MATRIX: Matrix = {
     ("Mutex", "curator"): {"mutex": X, "read": NO, "write": NO, "latch": NO},
     ("Mutex", "kazoo"): {"mutex": NO, "read": NO, "write": NO, "latch": NO},
-    ("ReadLock", "curator"): {"mutex": NO, "read": SHARE_, "write": X, "latch": NO},
-    ("ReadLock", "kazoo"): {"mutex": NO, "read": SHARE_, "write": NO, "latch": NO},
+    ("ReadLock", "curator"): {"mutex": NO, "read": SHARE, "write": X, "latch": NO},
+    ("ReadLock", "kazoo"): {"mutex": NO, "read": SHARE, "write": NO, "latch": NO},
     ("WriteLock", "curator"): {"mutex": NO, "read": X, "write": X, "latch": NO},
     ("WriteLock", "kazoo"): {"mutex": NO, "read": NO, "write": NO, "latch": NO},
     ("Election", "curator"): {"mutex": NO, "read": NO, "write": NO, "latch": X},
     ("Election", "kazoo"): {"mutex": NO, "read": NO, "write": NO, "latch": NO},
 }
-CELLS = [(ours, naming, theirs) for (ours, naming), row in MATRIX.items() for theirs in row]
-EXCLUDING = [cell for cell in CELLS if MATRIX[cell[0], cell[1]][cell[2]] == X]
-OUR_KIND = {"Mutex": "x", "ReadLock": "s", "WriteLock": "x", "Election": "x"}
+CELLS = cells(MATRIX)
+EXCLUDING = excluding(MATRIX)
 THEIR_KIND = {"mutex": "x", "read": "s", "write": "x", "latch": "x"}
-
-
-def make(zk: zkwire.Client, ours: str, path: str, naming: str) -> zklock.recipe.LockRecipe:
-    n: zklock.Naming = "kazoo" if naming == "kazoo" else "curator"
-    if ours == "Mutex":
-        return zklock.Mutex(zk, path, naming=n, identifier="zklock")
-    if ours == "Election":
-        return zklock.Election(zk, path, naming=n, identifier="zklock")
-    rw = zklock.ReadWriteLock(zk, path, naming=n, identifier="zklock")
-    return rw.read_lock if ours == "ReadLock" else rw.write_lock
 
 
 @pytest.fixture(scope="session")
@@ -67,7 +68,7 @@ def curator_peer(curator_classes: Path, zk_hosts: str) -> Iterator[CuratorPeer]:
         peer.close()
 
 
-@pytest.mark.parametrize(("ours", "naming", "theirs"), CELLS, ids=[f"{o}-{n}-vs-curator-{t}" for o, n, t in CELLS])
+@pytest.mark.parametrize(("ours", "naming", "theirs"), CELLS, ids=cell_ids(CELLS, "curator"))
 async def test_matrix_cell(
     zk_hosts: str, zk_path: str, curator_peer: CuratorPeer, ours: str, naming: str, theirs: str
 ) -> None:
@@ -75,14 +76,14 @@ async def test_matrix_cell(
     with trio.fail_after(60):
         async with zkwire.open_client(zk_hosts) as zk:
             try:
-                mine = make(zk, ours, path, naming)
+                mine = make_recipe(zk, ours, path, naming)
                 assert await mine.acquire(blocking=False)
                 they_got_in = await curator_peer.try_(theirs, path, 300)
                 await curator_peer.release()
                 await mine.release()
 
                 assert await curator_peer.try_(theirs, path, 10_000)
-                mine = make(zk, ours, path, naming)
+                mine = make_recipe(zk, ours, path, naming)
                 we_got_in = await mine.acquire(blocking=False)
                 if we_got_in:
                     await mine.release()
@@ -90,8 +91,7 @@ async def test_matrix_cell(
                 with trio.CancelScope(shield=True):
                     await curator_peer.release()
     both_shared = OUR_KIND[ours] == THEIR_KIND[theirs] == "s"
-    found = X if not (they_got_in or we_got_in) else SHARE_ if both_shared and they_got_in and we_got_in else NO
-    assert found == MATRIX[ours, naming][theirs], (they_got_in, we_got_in)
+    assert verdict(they_got_in, we_got_in, both_shared) == MATRIX[ours, naming][theirs], (they_got_in, we_got_in)
 
 
 async def _setup(zk_hosts: str, zk_path: str, counter: str) -> None:
@@ -104,9 +104,7 @@ async def _setup(zk_hosts: str, zk_path: str, counter: str) -> None:
         await setup.create(counter, b"0")
 
 
-@pytest.mark.parametrize(
-    ("ours", "naming", "theirs"), EXCLUDING, ids=[f"{o}-{n}-vs-curator-{t}" for o, n, t in EXCLUDING]
-)
+@pytest.mark.parametrize(("ours", "naming", "theirs"), EXCLUDING, ids=cell_ids(EXCLUDING, "curator"))
 async def test_exclusion_under_contention(
     curator_classes: Path, zk_hosts: str, zk_path: str, ours: str, naming: str, theirs: str
 ) -> None:
@@ -117,20 +115,10 @@ async def test_exclusion_under_contention(
     await _setup(zk_hosts, zk_path, counter)
 
     async def zklock_worker(zk: zkwire.Client) -> None:
-        recipe = make(zk, ours, lock_path, naming)
+        recipe = make_recipe(zk, ours, lock_path, naming)
         for _ in range(ROUNDS):
             async with recipe:
-                start = now_us()
-                data, stat = await zk.get_data(counter)
-                await trio.sleep(0.003)
-                if kind == "x":
-                    try:
-                        await zk.set_data(counter, str(int(data) + 1).encode(), version=stat.version)
-                    except zkwire.BadVersionError:
-                        conflicts.append(1)
-                elif (await zk.get_data(counter))[0] != data:
-                    conflicts.append(1)
-                holds.add("zklock", kind, start, now_us())
+                await hold_counter(zk, counter, kind, holds, "zklock", conflicts)
 
     with trio.fail_after(240):
         async with zkwire.open_client(zk_hosts) as a, zkwire.open_client(zk_hosts) as b:

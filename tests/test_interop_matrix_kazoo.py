@@ -20,6 +20,19 @@ from typing import Any
 
 import pytest
 import trio
+from helpers.interop import DOES_NOT_EXCLUDE as NO
+from helpers.interop import EXCLUDES as X
+from helpers.interop import (
+    OUR_KIND,
+    Matrix,
+    cell_ids,
+    cells,
+    excluding,
+    hold_counter,
+    make_recipe,
+    verdict,
+)
+from helpers.interop import SHARES as SHARE
 from holds import Holds, now_us
 
 import zklock
@@ -32,25 +45,11 @@ kazoo_exceptions = pytest.importorskip("kazoo.exceptions")
 Naming = str
 ROUNDS = 8
 
-#: zklock's lock-queue recipes: how to make one, and the kind of hold it takes.
-OURS: dict[str, tuple[Callable[..., zklock.recipe.LockRecipe], str]] = {
-    "Mutex": (lambda zk, path, naming, ident: zklock.Mutex(zk, path, naming=naming, identifier=ident), "x"),
-    "ReadLock": (
-        lambda zk, path, naming, ident: zklock.ReadWriteLock(zk, path, naming=naming, identifier=ident).read_lock,
-        "s",
-    ),
-    "WriteLock": (
-        lambda zk, path, naming, ident: zklock.ReadWriteLock(zk, path, naming=naming, identifier=ident).write_lock,
-        "x",
-    ),
-    "Election": (lambda zk, path, naming, ident: zklock.Election(zk, path, naming=naming, identifier=ident), "x"),
-}
 #: kazoo's default recipes on a path, and the kind of hold each takes (a kazoo Election is a kazoo Lock).
 THEIRS: dict[str, str] = {"Lock": "x", "ReadLock": "s", "WriteLock": "x", "Election": "x"}
 
-X, NO, SHARE = "excludes", "does not exclude", "shares"
 #: The kazoo half of the README's matrix, for the lock-queue recipes.
-MATRIX: dict[tuple[str, Naming], dict[str, str]] = {
+MATRIX: Matrix = {
     ("Mutex", "curator"): {"Lock": NO, "ReadLock": NO, "WriteLock": NO, "Election": NO},
     ("Mutex", "kazoo"): {"Lock": X, "ReadLock": X, "WriteLock": X, "Election": X},
     ("ReadLock", "curator"): {"Lock": NO, "ReadLock": SHARE, "WriteLock": NO, "Election": NO},
@@ -60,8 +59,8 @@ MATRIX: dict[tuple[str, Naming], dict[str, str]] = {
     ("Election", "curator"): {"Lock": NO, "ReadLock": NO, "WriteLock": NO, "Election": NO},
     ("Election", "kazoo"): {"Lock": X, "ReadLock": NO, "WriteLock": X, "Election": X},
 }
-CELLS = [(ours, naming, theirs) for (ours, naming), row in MATRIX.items() for theirs in row]
-EXCLUDING = [cell for cell in CELLS if MATRIX[cell[0], cell[1]][cell[2]] == X]
+CELLS = cells(MATRIX)
+EXCLUDING = excluding(MATRIX)
 
 
 def kazoo_lock(kz: Any, kind: str, path: str, ident: str = "kazoo") -> Any:
@@ -95,16 +94,15 @@ async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     return await trio.to_thread.run_sync(lambda: fn(*args, **kwargs))
 
 
-@pytest.mark.parametrize(("ours", "naming", "theirs"), CELLS, ids=[f"{o}-{n}-vs-kazoo-{t}" for o, n, t in CELLS])
+@pytest.mark.parametrize(("ours", "naming", "theirs"), CELLS, ids=cell_ids(CELLS, "kazoo"))
 async def test_matrix_cell(zk_hosts: str, zk_path: str, kz: Any, ours: str, naming: Naming, theirs: str) -> None:
     path = f"{zk_path}/lock"
-    make, _ = OURS[ours]
     with trio.fail_after(30):
         async with zkwire.open_client(zk_hosts) as zk:
             # A persistent lock node: a container one (the curator naming's) can be reaped by the server
             # between kazoo's own "ensure path" and its create, which kazoo reports as NoNodeError.
             await zk.ensure_path(path)
-            mine = make(zk, path, naming, "zklock")
+            mine = make_recipe(zk, ours, path, naming)
             assert await mine.acquire(blocking=False)
             peer = kazoo_lock(kz, theirs, path)
             they_got_in = await call(peer.acquire, blocking=False)
@@ -114,14 +112,13 @@ async def test_matrix_cell(zk_hosts: str, zk_path: str, kz: Any, ours: str, nami
 
             peer = kazoo_lock(kz, theirs, path)
             assert await call(peer.acquire, blocking=False)
-            mine = make(zk, path, naming, "zklock")
+            mine = make_recipe(zk, ours, path, naming)
             we_got_in = await mine.acquire(blocking=False)
             if we_got_in:
                 await mine.release()
             await call(peer.release)
-    both_shared = OURS[ours][1] == THEIRS[theirs] == "s"
-    found = X if not (they_got_in or we_got_in) else SHARE if both_shared and they_got_in and we_got_in else NO
-    assert found == MATRIX[ours, naming][theirs], (they_got_in, we_got_in)
+    both_shared = OUR_KIND[ours] == THEIRS[theirs] == "s"
+    assert verdict(they_got_in, we_got_in, both_shared) == MATRIX[ours, naming][theirs], (they_got_in, we_got_in)
 
 
 def hold_body_sync(kz: Any, counter: str, kind: str, holds: Holds, side: str, conflicts: list[int]) -> None:
@@ -138,26 +135,10 @@ def hold_body_sync(kz: Any, counter: str, kind: str, holds: Holds, side: str, co
     holds.add(side, kind, start, now_us())
 
 
-async def hold_body(zk: zkwire.Client, counter: str, kind: str, holds: Holds, side: str, conflicts: list[int]) -> None:
-    start = now_us()
-    data, stat = await zk.get_data(counter)
-    await trio.sleep(0.003)
-    if kind == "x":
-        try:
-            await zk.set_data(counter, str(int(data) + 1).encode(), version=stat.version)
-        except zkwire.BadVersionError:
-            conflicts.append(1)
-    elif (await zk.get_data(counter))[0] != data:
-        conflicts.append(1)
-    holds.add(side, kind, start, now_us())
-
-
-@pytest.mark.parametrize(
-    ("ours", "naming", "theirs"), EXCLUDING, ids=[f"{o}-{n}-vs-kazoo-{t}" for o, n, t in EXCLUDING]
-)
+@pytest.mark.parametrize(("ours", "naming", "theirs"), EXCLUDING, ids=cell_ids(EXCLUDING, "kazoo"))
 async def test_exclusion_under_contention(zk_hosts: str, zk_path: str, ours: str, naming: Naming, theirs: str) -> None:
     path, counter = f"{zk_path}/lock", f"{zk_path}/counter"
-    make, our_kind = OURS[ours]
+    our_kind = OUR_KIND[ours]
     their_kind = THEIRS[theirs]
     holds = Holds()
     conflicts: list[int] = []
@@ -174,10 +155,10 @@ async def test_exclusion_under_contention(zk_hosts: str, zk_path: str, ours: str
                 hold_body_sync(kz, counter, their_kind, holds, "kazoo", conflicts)
 
     async def zklock_worker(zk: zkwire.Client) -> None:
-        recipe = make(zk, path, naming, "zklock")
+        recipe = make_recipe(zk, ours, path, naming)
         for _ in range(ROUNDS):
             async with recipe:
-                await hold_body(zk, counter, our_kind, holds, "zklock", conflicts)
+                await hold_counter(zk, counter, our_kind, holds, "zklock", conflicts)
 
     async with zkwire.open_client(zk_hosts) as a, zkwire.open_client(zk_hosts) as b:
         await a.create(zk_path)

@@ -5,7 +5,8 @@
 * :mod:`~zkwire.protocol.multi` -- the records of ``multi`` and ``multiRead``;
 * :mod:`~zkwire.protocol.optable` -- the one op table: op code -> request record, reply record, name;
 * :mod:`~zkwire.protocol.framing` -- the length prefix and the request/reply headers;
-* :mod:`~zkwire.protocol.codec` -- whole frames: encode a request, decode a reply or a notification.
+* :mod:`~zkwire.protocol.codec` -- whole frames: encode a request, decode a reply or a notification;
+* :mod:`~zkwire.protocol.fourletter` -- the four-letter-word exchange (``ruok``, ``srvr``...) without the socket.
 
-Nothing here knows about sessions, time or sockets.
+Nothing here knows about sessions or time, and nothing here does I/O.
 """

@@ -1,63 +1,31 @@
-"""Requests to bytes and bytes to replies: the op tables and the hot-path encode/decode functions.
+"""Requests to bytes and bytes to replies: the hot-path encode/decode functions.
 
 Everything here is pure: no I/O, no clock.  The session core calls :func:`encode_request` for each
 outgoing request and :func:`decode_reply` for each incoming frame; the tracer and tests use
 :func:`decode_request` and :func:`decode_connect_request` to read the client's side of a stream.
+Which record each op carries is looked up in :mod:`zkwire.protocol.optable` (its tables and
+:func:`op_name` are re-exported here).
 """
 
 from __future__ import annotations
 
-import struct
-
-from ..constants import DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, OpCode
+from ..constants import DEFAULT_MAX_FRAME, PING_XID, WATCH_XID
 from ..errors import DataTooLargeError, InvalidArgumentError, ProtocolError
+from .framing import LENGTH as _LEN
+from .framing import REPLY_HEADER as _REPLY_HEADER
+from .framing import REQUEST_FRAME_HEAD as _FRAME_HEAD
 from .jute import Reader
-from .multi import MultiRequest, MultiResponse
+from .optable import REQUEST_RECORDS, RESPONSE_RECORDS, op_name
+from .records import STAT_STRUCT as _STAT
 from .records import (
-    AddWatchRequest,
-    AuthPacket,
-    CheckVersionRequest,
-    CheckWatchesRequest,
     ConnectRequest,
     ConnectResponse,
-    Create2Response,
-    CreateRequest,
-    CreateResponse,
-    CreateTTLRequest,
-    DeleteRequest,
-    ErrorResponse,
-    ExistsRequest,
-    ExistsResponse,
-    GetACLRequest,
-    GetACLResponse,
-    GetAllChildrenNumberRequest,
-    GetAllChildrenNumberResponse,
-    GetChildren2Request,
-    GetChildren2Response,
-    GetChildrenRequest,
-    GetChildrenResponse,
-    GetDataRequest,
     GetDataResponse,
-    GetEphemeralsRequest,
-    GetEphemeralsResponse,
-    GetSASLRequest,
-    ReconfigRequest,
     Record,
-    RemoveWatchesRequest,
     ReplyHeader,
     RequestHeader,
-    SetACLRequest,
-    SetACLResponse,
-    SetDataRequest,
-    SetDataResponse,
-    SetSASLResponse,
-    SetWatches,
-    SetWatches2,
     Stat,
-    SyncRequest,
-    SyncResponse,
     WatcherEvent,
-    WhoAmIResponse,
 )
 
 __all__ = [
@@ -75,87 +43,7 @@ __all__ = [
     "op_name",
 ]
 
-#: The request record of each op a 3.8 server accepts from a client (None: the op has no body).
-REQUEST_RECORDS: dict[int, type[Record] | None] = {
-    OpCode.CREATE: CreateRequest,
-    OpCode.DELETE: DeleteRequest,
-    OpCode.EXISTS: ExistsRequest,
-    OpCode.GET_DATA: GetDataRequest,
-    OpCode.SET_DATA: SetDataRequest,
-    OpCode.GET_ACL: GetACLRequest,
-    OpCode.SET_ACL: SetACLRequest,
-    OpCode.GET_CHILDREN: GetChildrenRequest,
-    OpCode.SYNC: SyncRequest,
-    OpCode.PING: None,
-    OpCode.GET_CHILDREN2: GetChildren2Request,
-    OpCode.CHECK: CheckVersionRequest,
-    OpCode.MULTI: MultiRequest,
-    OpCode.CREATE2: CreateRequest,
-    OpCode.RECONFIG: ReconfigRequest,
-    OpCode.CHECK_WATCHES: CheckWatchesRequest,
-    OpCode.REMOVE_WATCHES: RemoveWatchesRequest,
-    OpCode.CREATE_CONTAINER: CreateRequest,
-    OpCode.CREATE_TTL: CreateTTLRequest,
-    OpCode.MULTI_READ: MultiRequest,
-    OpCode.AUTH: AuthPacket,
-    OpCode.SET_WATCHES: SetWatches,
-    OpCode.SASL: GetSASLRequest,
-    OpCode.GET_EPHEMERALS: GetEphemeralsRequest,
-    OpCode.GET_ALL_CHILDREN_NUMBER: GetAllChildrenNumberRequest,
-    OpCode.SET_WATCHES2: SetWatches2,
-    OpCode.ADD_WATCH: AddWatchRequest,
-    OpCode.WHO_AM_I: None,
-    OpCode.CLOSE_SESSION: None,
-}
-
-#: The body of each op's successful reply (None: the reply is a bare header).
-RESPONSE_RECORDS: dict[int, type[Record] | None] = {
-    OpCode.CREATE: CreateResponse,
-    OpCode.DELETE: None,
-    OpCode.EXISTS: ExistsResponse,
-    OpCode.GET_DATA: GetDataResponse,
-    OpCode.SET_DATA: SetDataResponse,
-    OpCode.GET_ACL: GetACLResponse,
-    OpCode.SET_ACL: SetACLResponse,
-    OpCode.GET_CHILDREN: GetChildrenResponse,
-    OpCode.SYNC: SyncResponse,
-    OpCode.PING: None,
-    OpCode.GET_CHILDREN2: GetChildren2Response,
-    OpCode.CHECK: None,
-    OpCode.MULTI: MultiResponse,
-    OpCode.CREATE2: Create2Response,
-    OpCode.RECONFIG: GetDataResponse,
-    OpCode.CHECK_WATCHES: None,
-    OpCode.REMOVE_WATCHES: None,
-    OpCode.CREATE_CONTAINER: Create2Response,
-    OpCode.CREATE_TTL: Create2Response,
-    OpCode.MULTI_READ: MultiResponse,
-    OpCode.AUTH: None,
-    OpCode.SET_WATCHES: None,
-    OpCode.SASL: SetSASLResponse,
-    OpCode.GET_EPHEMERALS: GetEphemeralsResponse,
-    OpCode.GET_ALL_CHILDREN_NUMBER: GetAllChildrenNumberResponse,
-    OpCode.SET_WATCHES2: None,
-    OpCode.ADD_WATCH: ErrorResponse,
-    OpCode.WHO_AM_I: WhoAmIResponse,
-    OpCode.CLOSE_SESSION: None,
-}
-
-_LEN = struct.Struct(">i")
-_FRAME_HEAD = struct.Struct(">iii")  # length, xid, type
-_REPLY_HEADER = struct.Struct(">iqi")
-_STAT = struct.Struct(">qqqqiiiqiiq")
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
-
-
-def op_name(op: int) -> str:
-    """``getData`` style name of an op code, or ``op<N>`` for unknown ones."""
-    try:
-        name = OpCode(op).name
-    except ValueError:
-        return f"op{op}"
-    head, *rest = name.lower().split("_")
-    return head + "".join(p.capitalize() for p in rest)
 
 
 def encode_request(xid: int, op: int, request: Record | None = None, max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:

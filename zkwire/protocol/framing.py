@@ -1,4 +1,5 @@
-"""Length-prefixed framing: a 4-byte big-endian payload length, then the payload.
+"""Length-prefixed framing: a 4-byte big-endian payload length, then the payload; and the structs of
+the length prefix and of the request and reply headers, which everything else imports from here.
 
 :class:`FrameDecoder` accepts bytes in chunks of any size (one byte at a time works) and hands back
 complete payloads.  A length below zero or above the maximum is a
@@ -12,10 +13,28 @@ import struct
 
 from ..constants import DEFAULT_MAX_FRAME
 from ..errors import DataTooLargeError, ProtocolError
+from .jute import INT
 
-__all__ = ["FrameDecoder", "frame", "DEFAULT_MAX_FRAME"]
+__all__ = [
+    "FrameDecoder",
+    "frame",
+    "DEFAULT_MAX_FRAME",
+    "LENGTH",
+    "REQUEST_HEADER",
+    "REQUEST_FRAME_HEAD",
+    "REPLY_HEADER",
+]
 
-_LEN = struct.Struct(">i")
+#: The length prefix of every frame (a jute int).
+LENGTH = INT
+#: RequestHeader: xid, op code.
+REQUEST_HEADER = struct.Struct(">ii")
+#: The start of a request frame: length prefix, then the RequestHeader.
+REQUEST_FRAME_HEAD = struct.Struct(">iii")
+#: ReplyHeader: xid, zxid, err (16 bytes).
+REPLY_HEADER = struct.Struct(">iqi")
+
+_LEN = LENGTH
 
 
 class FrameDecoder:

@@ -3,78 +3,22 @@
 Request: for each op ``MultiHeader(type=op, done=False, err=-1)`` and the op's request record, then
 ``MultiHeader(-1, True, -1)``.  Response: for each result ``MultiHeader(type, False, err)`` and a body
 chosen by ``type`` (an :class:`~zkwire.protocol.records.ErrorResponse` when ``type`` is -1), then the same
-terminator.  A failed multi still has reply-header err 0; the failure is inside, per op.
+terminator.  A failed multi still has reply-header err 0; the failure is inside, per op.  Which ops may
+appear, and their records, is in :mod:`zkwire.protocol.optable`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from ..constants import OpCode
 from ..errors import InvalidArgumentError, ProtocolError
 from .jute import Reader
-from .records import (
-    CheckVersionRequest,
-    Create2Response,
-    CreateRequest,
-    CreateResponse,
-    CreateTTLRequest,
-    DeleteRequest,
-    ErrorResponse,
-    GetChildrenRequest,
-    GetChildrenResponse,
-    GetDataRequest,
-    GetDataResponse,
-    MultiHeader,
-    Record,
-    SetDataRequest,
-    SetDataResponse,
-)
+from .records import MultiHeader, Record
 
-__all__ = [
-    "MultiOp",
-    "MultiResult",
-    "MultiRequest",
-    "MultiResponse",
-    "WRITE_OPS",
-    "READ_OPS",
-    "MULTI_REQUEST_RECORDS",
-    "MULTI_RESULT_RECORDS",
-]
+__all__ = ["MultiOp", "MultiResult", "MultiRequest", "MultiResponse"]
 
 _END = MultiHeader(-1, True, -1)
-
-#: Sub-operations a multi (14) may contain, and the request record of each.
-WRITE_OPS: dict[int, type[Record]] = {
-    OpCode.CREATE: CreateRequest,
-    OpCode.CREATE2: CreateRequest,
-    OpCode.CREATE_CONTAINER: CreateRequest,
-    OpCode.CREATE_TTL: CreateTTLRequest,
-    OpCode.DELETE: DeleteRequest,
-    OpCode.SET_DATA: SetDataRequest,
-    OpCode.CHECK: CheckVersionRequest,
-}
-#: Sub-operations a multiRead (22) may contain.
-READ_OPS: dict[int, type[Record]] = {
-    OpCode.GET_CHILDREN: GetChildrenRequest,
-    OpCode.GET_DATA: GetDataRequest,
-}
-MULTI_REQUEST_RECORDS: dict[int, type[Record]] = {**WRITE_OPS, **READ_OPS}
-
-#: Body of each result type in a MultiResponse (None: no body).
-MULTI_RESULT_RECORDS: dict[int, type[Record] | None] = {
-    OpCode.CREATE: CreateResponse,
-    OpCode.CREATE2: Create2Response,
-    OpCode.CREATE_CONTAINER: Create2Response,
-    OpCode.CREATE_TTL: Create2Response,
-    OpCode.DELETE: None,
-    OpCode.CHECK: None,
-    OpCode.SET_DATA: SetDataResponse,
-    OpCode.GET_CHILDREN: GetChildrenResponse,
-    OpCode.GET_DATA: GetDataResponse,
-    OpCode.ERROR: ErrorResponse,
-}
 
 
 class MultiOp(NamedTuple):
@@ -100,7 +44,7 @@ class MultiRequest:
 
     def write(self, out: bytearray) -> None:
         for op, request in self.ops:
-            expected = MULTI_REQUEST_RECORDS.get(op)
+            expected = optable.MULTI_REQUEST_RECORDS.get(op)
             if expected is None or not isinstance(request, expected):
                 raise InvalidArgumentError(f"op {op} with {type(request).__name__} is not allowed in a multi")
             MultiHeader(op, False, -1).write(out)
@@ -114,7 +58,7 @@ class MultiRequest:
             h = MultiHeader.read(r)
             if h.done:
                 return cls(tuple(ops))
-            record = MULTI_REQUEST_RECORDS.get(h.type)
+            record = optable.MULTI_REQUEST_RECORDS.get(h.type)
             if record is None:
                 raise ProtocolError(f"op type {h.type} cannot appear in a multi request")
             ops.append(MultiOp(h.type, record.read(r)))
@@ -140,7 +84,28 @@ class MultiResponse:
             h = MultiHeader.read(r)
             if h.done:
                 return cls(tuple(results))
-            if h.type not in MULTI_RESULT_RECORDS:
+            table = optable.MULTI_RESULT_RECORDS
+            if h.type not in table:
                 raise ProtocolError(f"result type {h.type} cannot appear in a multi response")
-            record = MULTI_RESULT_RECORDS[h.type]
+            record = table[h.type]
             results.append(MultiResult(h.type, h.err, None if record is None else record.read(r)))
+
+
+#: Names this module used to define, now derived in the op table.
+_MOVED_TO_OPTABLE = {
+    "WRITE_OPS": "MULTI_WRITE_OPS",
+    "READ_OPS": "MULTI_READ_OPS",
+    "MULTI_REQUEST_RECORDS": "MULTI_REQUEST_RECORDS",
+    "MULTI_RESULT_RECORDS": "MULTI_RESULT_RECORDS",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_OPTABLE:
+        return getattr(optable, _MOVED_TO_OPTABLE[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# Which ops may be sub-operations, and their records, is in the op table, which in turn names the two
+# classes above as the records of multi and multiRead: imported last, so either module may load first.
+from . import optable  # noqa: E402

@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, Self
 
+from .framing import REPLY_HEADER, REQUEST_HEADER
 from .jute import (
     INT,
     Reader,
@@ -88,9 +89,8 @@ class Record(Protocol):
     def read(cls, r: Reader) -> Self: ...
 
 
+#: Stat: the 11 fields of a znode's metadata (68 bytes).
 STAT_STRUCT = struct.Struct(">qqqqiiiqiiq")
-_REPLY_HEADER = struct.Struct(">iqi")
-_REQUEST_HEADER = struct.Struct(">ii")
 _MULTI_HEADER = struct.Struct(">i?i")
 
 
@@ -175,7 +175,7 @@ class RequestHeader(NamedTuple):
 
     @classmethod
     def read(cls, r: Reader) -> RequestHeader:
-        return cls._make(_REQUEST_HEADER.unpack_from(r.buf, r._need(8, "RequestHeader")))
+        return cls._make(REQUEST_HEADER.unpack_from(r.buf, r._need(8, "RequestHeader")))
 
 
 class ReplyHeader(NamedTuple):
@@ -190,7 +190,7 @@ class ReplyHeader(NamedTuple):
 
     @classmethod
     def read(cls, r: Reader) -> ReplyHeader:
-        return cls._make(_REPLY_HEADER.unpack_from(r.buf, r._need(16, "ReplyHeader")))
+        return cls._make(REPLY_HEADER.unpack_from(r.buf, r._need(16, "ReplyHeader")))
 
 
 class MultiHeader(NamedTuple):

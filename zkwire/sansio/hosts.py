@@ -3,6 +3,7 @@
 Parsing is strict: a port is 1 to 5 ASCII digits (no sign, underscore, space or other digits), ``host:``
 with nothing after the colon is an error (leave out the colon for the default port), and a host name
 must be something a resolver could be asked about.  Spaces around each ``host:port`` item are allowed.
+:func:`parse_host_port` reads one item; everything in the project that takes a ``host:port`` uses it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from ..errors import InvalidArgumentError
 from .paths import validate_chroot
 from .session import HostPort
 
-__all__ = ["parse_connect_string", "DEFAULT_PORT"]
+__all__ = ["parse_connect_string", "parse_host_port", "DEFAULT_PORT"]
 
 DEFAULT_PORT = 2181
 
@@ -27,8 +28,26 @@ def _check_host_name(host: str, item: str) -> None:
         raise InvalidArgumentError(f"not a valid host name in {item!r}") from None
 
 
-def _parse_host(item: str) -> HostPort:
-    if item.startswith("["):
+def parse_host_port(
+    text: str,
+    *,
+    default_port: int | None = DEFAULT_PORT,
+    default_host: str | None = None,
+    allow_port_zero: bool = False,
+) -> HostPort:
+    """One ``host:port`` item (``[v6addr]:port`` for IPv6), by the rules of a connect string.
+
+    ``default_port`` is used when the item has no ``:port`` (None: the port is required).  With a
+    ``default_host``, the host may be left out (``:2181``, or just ``2181``).  Port 0 ("any free
+    port", for an address to listen on) is refused unless ``allow_port_zero``.
+    """
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"address must be a str, not {type(text).__name__}")
+    item = text.strip()
+    no_host = not item or item.startswith(":") or (item.isascii() and item.isdigit())
+    if default_host is not None and no_host:
+        host, has_port, port_text = default_host, bool(item), item.removeprefix(":")
+    elif item.startswith("["):
         end = item.find("]")
         if end == -1:
             raise InvalidArgumentError(f"unterminated IPv6 address in {item!r}")
@@ -49,11 +68,13 @@ def _parse_host(item: str) -> HostPort:
             raise InvalidArgumentError(f"empty host in {item!r}")
         _check_host_name(host, item)
     if not has_port:
-        return HostPort(host, DEFAULT_PORT)
+        if default_port is None:
+            raise InvalidArgumentError(f"not HOST:PORT: {item!r}")
+        return HostPort(host, default_port)
     if not (port_text.isascii() and port_text.isdigit() and len(port_text) <= 5):
         raise InvalidArgumentError(f"port must be 1 to 5 ASCII digits in {item!r}")
     port = int(port_text)
-    if not 0 < port < 65536:
+    if not (0 if allow_port_zero else 1) <= port < 65536:
         raise InvalidArgumentError(f"port out of range in {item!r}")
     return HostPort(host, port)
 
@@ -67,7 +88,7 @@ def parse_connect_string(text: str) -> tuple[list[HostPort], str]:
     text = text.strip()
     slash = text.find("/")
     hosts_part, chroot = (text, "") if slash == -1 else (text[:slash], text[slash:])
-    hosts = [_parse_host(item.strip()) for item in hosts_part.split(",") if item.strip()]
+    hosts = [parse_host_port(item) for item in hosts_part.split(",") if item.strip()]
     if not hosts:
         raise InvalidArgumentError(f"no hosts in connect string {text!r}")
     return hosts, validate_chroot(chroot)

@@ -51,6 +51,7 @@ from ..protocol.codec import (
     encode_request,
     op_name,
 )
+from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
 from ..protocol.framing import FrameDecoder
 from ..protocol.jute import Reader
 from ..protocol.multi import MultiRequest, MultiResponse
@@ -85,7 +86,6 @@ __all__ = [
 log = logging.getLogger("zkwire.session")
 
 _XID = struct.Struct(">i")
-_REPLY_HEADER = struct.Struct(">iqi")
 _XID_MAX = (1 << 31) - 1
 #: Paths per SetWatches frame are batched to stay well under the frame limit.
 SET_WATCHES_BATCH_BYTES = 128 * 1024

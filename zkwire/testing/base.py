@@ -24,13 +24,16 @@ import socket
 import struct
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from ..errors import InvalidArgumentError, ZKError
+from ..protocol.fourletter import FourLetterExchange, FourLetterWordError
+from ..protocol.framing import LENGTH, REPLY_HEADER, REQUEST_FRAME_HEAD, REQUEST_HEADER
+from ..sansio.hosts import parse_host_port
 
 __all__ = [
     "EmbeddedZooKeeperError",
@@ -208,32 +211,43 @@ def split_address(address: str | tuple[str, int]) -> tuple[str, int]:
     if isinstance(address, tuple):
         return address
     first = address.split(",")[0].split("/")[0]
-    host, _, port = first.rpartition(":")
-    return host.strip("[]") or "127.0.0.1", int(port)
+    host, port = parse_host_port(first, default_port=None, default_host="127.0.0.1")
+    return host, port
 
 
 def four_letter_word(address: str | tuple[str, int], command: str, timeout: float = 5.0) -> str:
     """Send a four-letter-word command (``ruok``, ``srvr``, ``mntr``...) and return the whole reply.
 
     ``address`` is ``"host:port"`` (the first server of a connect string is used) or ``(host, port)``.
-    A command that is not whitelisted gets the server's "is not executed" message back.
+    A command that is not whitelisted gets the server's "is not executed" message back.  The blocking
+    front of :class:`~zkwire.protocol.fourletter.FourLetterExchange`: a malformed word raises
+    InvalidArgumentError; no connection, or no complete reply within ``timeout`` s, raises
+    :class:`~zkwire.protocol.fourletter.FourLetterWordError` (an OSError).
     """
-    if len(command) != 4 or not command.isascii():
-        raise InvalidArgumentError(f"a four-letter word has four ASCII letters, not {command!r}")
+    host, port = split_address(address)
+    exchange = FourLetterExchange(host, port, command)
     deadline = time.monotonic() + timeout
-    chunks: list[bytes] = []
-    with socket.create_connection(split_address(address), timeout=timeout) as sock:
-        sock.sendall(command.encode("ascii"))
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"no complete reply to {command!r} within {timeout} s")
-            sock.settimeout(remaining)
-            data = sock.recv(65536)
-            if not data:
-                break
-            chunks.append(data)
-    return b"".join(chunks).decode("utf-8", "replace")
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(exchange.request)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError
+                sock.settimeout(remaining)
+                data = sock.recv(65536)
+                if not data:
+                    break
+                exchange.received(data)
+    except FourLetterWordError:
+        raise
+    except TimeoutError:
+        # An answer cut short by the deadline is not an answer (a starting 3.8 server can answer
+        # without ever closing the connection).
+        raise exchange.error(f"no complete reply to {command!r} within {timeout} s") from None
+    except OSError as e:
+        return exchange.failed(e)
+    return exchange.answer()
 
 
 def srvr_mode(address: str | tuple[str, int], timeout: float = 2.0) -> str | None:
@@ -248,6 +262,35 @@ def srvr_mode(address: str | tuple[str, int], timeout: float = 2.0) -> str | Non
     return None
 
 
+def serving(
+    address: tuple[str, int], modes: Sequence[str], is_ours: Callable[[], bool], read_only: bool = False
+) -> bool:
+    """The server at ``address`` answers ``ruok``, reports one of ``modes``, is ours (``is_ours()``: not
+    a stranger on the port), and accepts a session (a read-only one if ``read_only``)."""
+    try:
+        if four_letter_word(address, "ruok", PROBE_TIMEOUT) != "imok":
+            return False
+        if srvr_mode(address, PROBE_TIMEOUT) not in modes:
+            return False
+        if not is_ours():
+            return False
+        probe_session(address, 2.0, read_only=read_only)
+    except (OSError, ValueError, struct.error):
+        return False
+    return True
+
+
+def pid_alive(pid: int) -> bool:
+    """A process ``pid`` exists on this machine (perhaps another user's)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _recv_exactly(sock: socket.socket, size: int) -> bytes:
     buf = bytearray()
     while len(buf) < size:
@@ -259,8 +302,8 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
 
 
 def _call(sock: socket.socket, body: bytes) -> bytes:
-    sock.sendall(struct.pack(">i", len(body)) + body)
-    (length,) = struct.unpack(">i", _recv_exactly(sock, 4))
+    sock.sendall(LENGTH.pack(len(body)) + body)
+    (length,) = LENGTH.unpack(_recv_exactly(sock, 4))
     return _recv_exactly(sock, length)
 
 
@@ -281,9 +324,9 @@ def probe_session(address: tuple[str, int], timeout: float, read_only: bool = Fa
         if negotiated <= 0:
             raise ConnectionError("the server refused the session")
         # closeSession (xid 1, type -11); the reply is a header, then the server closes the connection.
-        sock.sendall(struct.pack(">iii", 8, 1, -11))
+        sock.sendall(REQUEST_FRAME_HEAD.pack(8, 1, -11))
         with contextlib.suppress(OSError):
-            (length,) = struct.unpack(">i", _recv_exactly(sock, 4))
+            (length,) = LENGTH.unpack(_recv_exactly(sock, 4))
             _recv_exactly(sock, length)
         return int(negotiated)
 
@@ -306,8 +349,8 @@ def client_address_seen_by(address: str | tuple[str, int], timeout: float = 10.0
         if len(_call(sock, _connect_request(False))) < 36:
             raise ConnectionError(f"{address} refused a session")
         try:
-            reply = _call(sock, struct.pack(">ii", 1, 107))
-            _xid, _zxid, err = struct.unpack_from(">iqi", reply)
+            reply = _call(sock, REQUEST_HEADER.pack(1, 107))
+            _xid, _zxid, err = REPLY_HEADER.unpack_from(reply)
             if err != 0:
                 raise EmbeddedZooKeeperError(f"whoAmI failed on {address}: ZooKeeper error {err}")
             (count,) = struct.unpack_from(">i", reply, 16)
@@ -319,13 +362,13 @@ def client_address_seen_by(address: str | tuple[str, int], timeout: float = 10.0
                     return user
         finally:
             with contextlib.suppress(OSError, struct.error):
-                _call(sock, struct.pack(">ii", 2, -11))  # closeSession
+                _call(sock, REQUEST_HEADER.pack(2, -11))  # closeSession
     raise EmbeddedZooKeeperError(f"{address} did not name the client's address")
 
 
 def _ustring(text: str) -> bytes:
     data = text.encode()
-    return struct.pack(">i", len(data)) + data
+    return LENGTH.pack(len(data)) + data
 
 
 def ensure_path(hosts: str, path: str, timeout: float = 10.0) -> None:
@@ -347,13 +390,13 @@ def ensure_path(hosts: str, path: str, timeout: float = 10.0) -> None:
             for depth in range(1, len(parts) + 1):
                 node = "/" + "/".join(parts[:depth])
                 # create (type 1): path, empty data, open ACL, persistent
-                create = struct.pack(">ii", depth + 1, 1) + _ustring(node) + struct.pack(">i", 0) + world_anyone
-                _xid, _zxid, err = struct.unpack_from(">iqi", _call(sock, create + bytes(4)))
+                create = REQUEST_HEADER.pack(depth + 1, 1) + _ustring(node) + struct.pack(">i", 0) + world_anyone
+                _xid, _zxid, err = REPLY_HEADER.unpack_from(_call(sock, create + bytes(4)))
                 if err not in (0, -110):  # ok, NODEEXISTS
                     raise EmbeddedZooKeeperError(f"cannot create {node} on {server}: ZooKeeper error {err}")
         finally:
             with contextlib.suppress(OSError, struct.error):
-                _call(sock, struct.pack(">ii", 1_000_000, -11))  # closeSession
+                _call(sock, REQUEST_HEADER.pack(1_000_000, -11))  # closeSession
 
 
 class _RawSession:
@@ -374,8 +417,8 @@ class _RawSession:
 
     def request(self, op: int, body: bytes) -> tuple[int, bytes]:
         self.xid += 1
-        reply = _call(self.sock, struct.pack(">ii", self.xid, op) + body)
-        _xid, _zxid, err = struct.unpack_from(">iqi", reply)
+        reply = _call(self.sock, REQUEST_HEADER.pack(self.xid, op) + body)
+        _xid, _zxid, err = REPLY_HEADER.unpack_from(reply)
         return err, reply[16:]
 
     def children(self, path: str) -> list[str]:
@@ -709,19 +752,12 @@ class ZooKeeperEnsemble(ABC):
 
     def _member_ready(self, index: int, has_quorum: bool) -> bool:
         address = self._admin_address(index)
+        if has_quorum or self.options.read_only_mode:
+            modes = ("leader", "follower") if has_quorum else ("read-only",)
+            return serving(address, modes, lambda: self._member_is_ours(index), read_only=not has_quorum)
         try:
-            if has_quorum or self.options.read_only_mode:
-                modes = ("leader", "follower") if has_quorum else ("read-only",)
-                if four_letter_word(address, "ruok", PROBE_TIMEOUT) != "imok":
-                    return False
-                if srvr_mode(address, PROBE_TIMEOUT) not in modes:
-                    return False
-                if not self._member_is_ours(index):
-                    return False
-                probe_session(address, 2.0, read_only=not has_quorum)
-                return True
             return four_letter_word(address, "ruok", PROBE_TIMEOUT) == "imok"
-        except (OSError, struct.error):
+        except OSError:
             return False
 
     def leader_index(self, timeout: float = 30.0) -> int:

@@ -51,6 +51,7 @@ from .base import (
     four_letter_word,
     free_ports,
     last_lines,
+    pid_alive,
     probe_session,
     srvr_mode,
 )
@@ -198,16 +199,6 @@ def _forget(ident: str) -> None:
         _ours.pop(ident, None)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def reap_stale() -> None:
     """Remove the containers and networks left by processes of this machine that died without
     cleaning up (what Ryuk would have done)."""
@@ -217,12 +208,12 @@ def reap_stale() -> None:
         label = f"{LABEL_HOST}={host}"
         for container in client.containers.list(all=True, filters={"label": label}):
             pid = int(container.labels.get(LABEL_PID, "0") or 0)
-            if pid and not _pid_alive(pid):
+            if pid and not pid_alive(pid):
                 with contextlib.suppress(Exception):
                     container.remove(force=True, v=True)
         for network in client.networks.list(filters={"label": label}):
             pid = int((network.attrs.get("Labels") or {}).get(LABEL_PID, "0") or 0)
-            if pid and not _pid_alive(pid):
+            if pid and not pid_alive(pid):
                 with contextlib.suppress(Exception):
                     network.remove()
     finally:

@@ -51,8 +51,7 @@ from .base import (
     four_letter_word,
     free_ports,
     last_lines,
-    probe_session,
-    srvr_mode,
+    serving,
     tail_file,
 )
 from .base import free_port as _base_free_port
@@ -554,7 +553,7 @@ class EmbeddedZooKeeper(ZooKeeperServer):
             code = self._server.exit_code()
             if code is not None:
                 raise ZooKeeperStartError(f"ZooKeeper exited with code {code} while starting", self.log_tail(60))
-            if _is_serving(address, self.data_dir, modes):
+            if serving(address, modes, lambda: _serves_our_data(address, self.data_dir)):
                 return
             if time.monotonic() > deadline:
                 raise ZooKeeperStartError(
@@ -582,25 +581,6 @@ class EmbeddedZooKeeper(ZooKeeperServer):
     def __repr__(self) -> str:
         where = f"{self.host}:{self._port}" if self._port is not None else "not started"
         return f"<EmbeddedZooKeeper {where} {'running' if self.running else 'stopped'}>"
-
-
-def _is_serving(address: tuple[str, int], data_dir: Path, modes: Sequence[str], read_only: bool = False) -> bool:
-    """The server at ``address`` is ours, in one of ``modes``, and accepts a session."""
-    try:
-        if four_letter_word(address, "ruok", PROBE_TIMEOUT) != "imok":
-            return False
-        if srvr_mode(address, PROBE_TIMEOUT) not in modes:
-            return False
-        if not _serves_our_data(address, data_dir):
-            return False
-        probe_session(address, 2.0, read_only=read_only)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-# --------------------------------------------------------------------------------------------------------
-# ensemble
 
 
 class _Member:

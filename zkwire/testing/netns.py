@@ -48,7 +48,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .base import ServerOptions, ZooKeeperNotInstalledError, ZooKeeperStartError
+from .base import ServerOptions, ZooKeeperNotInstalledError, ZooKeeperStartError, pid_alive
 from .embedded import EmbeddedEnsemble, _Member
 
 __all__ = ["NetnsEnsemble", "netns_unavailable_reason"]
@@ -85,16 +85,6 @@ def _run(*args: str, stdin: str | None = None, check: bool = True) -> subprocess
     return result
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _remove_namespaces(prefix: str) -> None:
     """Kill what runs in the namespaces named ``prefix-*``, then delete them and the host link."""
     names = [p.name for p in NETNS_DIR.glob(f"{prefix}-*")] if NETNS_DIR.is_dir() else []
@@ -119,7 +109,7 @@ def remove_stale() -> None:
             pid = int(entry.read_text().strip() or "0")
         except (OSError, ValueError):
             pid = 0
-        if pid and _pid_alive(pid):
+        if pid and pid_alive(pid):
             continue
         _remove_namespaces(entry.name)
         with contextlib.suppress(OSError):

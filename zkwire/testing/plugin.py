@@ -44,6 +44,7 @@ When a test that used one of these fails, the end of the server's log is added t
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 from collections.abc import AsyncIterator, Generator, Iterator
@@ -208,23 +209,33 @@ def zk_ensemble_options(zk_server_options: ServerOptions) -> ServerOptions:
     return zk_server_options
 
 
+@contextlib.contextmanager
+def _serving(launcher: ZooKeeperServer | ZooKeeperEnsemble, root: str, what: str) -> Iterator[None]:
+    """``launcher`` started, with ``root`` created on it, until the block ends; when it cannot start,
+    the test fails with one line saying why."""
+    try:
+        launcher.start()
+        ensure_path(launcher.hosts, root)
+    except EmbeddedZooKeeperError as exc:
+        launcher.stop()
+        pytest.fail(f"zkwire: no {what}: {exc}", pytrace=False)
+    try:
+        yield
+    finally:
+        launcher.stop()
+
+
 @pytest.fixture(scope="session")
 def zk_server(pytestconfig: pytest.Config, zk_server_options: ServerOptions) -> Iterator[ServerHandle]:
     """The session's ZooKeeper server (see the module's documentation)."""
     settings, state = _settings(pytestconfig), _state(pytestconfig)
     server = _new_server(settings, zk_server_options)
-    try:
-        server.start()
-        ensure_path(server.hosts, settings.root)
-    except EmbeddedZooKeeperError as exc:
-        server.stop()
-        pytest.fail(f"zkwire: no ZooKeeper server ({settings.backend} backend): {exc}", pytrace=False)
-    state.server = ServerHandle(server)
-    try:
-        yield state.server
-    finally:
-        state.server = None
-        server.stop()
+    with _serving(server, settings.root, f"ZooKeeper server ({settings.backend} backend)"):
+        state.server = ServerHandle(server)
+        try:
+            yield state.server
+        finally:
+            state.server = None
 
 
 @pytest.fixture(scope="session")
@@ -265,18 +276,12 @@ def zk_ensemble(pytestconfig: pytest.Config, zk_ensemble_options: ServerOptions)
     if settings.backend == "external":
         pytest.skip("zkwire: no ensemble of our own with an external server (--zk-hosts)")
     ensemble = _new_ensemble(settings, zk_ensemble_options)
-    try:
-        ensemble.start()
-        ensure_path(ensemble.hosts, settings.root)
-    except EmbeddedZooKeeperError as exc:
-        ensemble.stop()
-        pytest.fail(f"zkwire: no ensemble ({settings.backend} backend): {exc}", pytrace=False)
-    state.ensemble = EnsembleHandle(ensemble)
-    try:
-        yield state.ensemble
-    finally:
-        state.ensemble = None
-        ensemble.stop()
+    with _serving(ensemble, settings.root, f"ensemble ({settings.backend} backend)"):
+        state.ensemble = EnsembleHandle(ensemble)
+        try:
+            yield state.ensemble
+        finally:
+            state.ensemble = None
 
 
 @pytest.fixture(scope="session")
@@ -289,15 +294,9 @@ def zk_netns_ensemble(pytestconfig: pytest.Config, zk_ensemble_options: ServerOp
         pytest.skip(f"zkwire: {reason}")
     settings, state = _settings(pytestconfig), _state(pytestconfig)
     ensemble = NetnsEnsemble(3, zk_ensemble_options, client_namespace=True)
-    try:
-        ensemble.start()
-        ensure_path(ensemble.hosts, settings.root)
-    except EmbeddedZooKeeperError as exc:
-        ensemble.stop()
-        pytest.fail(f"zkwire: no ensemble in network namespaces: {exc}", pytrace=False)
-    state.netns = NetnsEnsembleHandle(ensemble)
-    try:
-        yield state.netns
-    finally:
-        state.netns = None
-        ensemble.stop()
+    with _serving(ensemble, settings.root, "ensemble in network namespaces"):
+        state.netns = NetnsEnsembleHandle(ensemble)
+        try:
+            yield state.netns
+        finally:
+            state.netns = None

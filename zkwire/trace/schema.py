@@ -4,6 +4,8 @@ This is a second, independent implementation of every jute record that :mod:`zkw
 :mod:`zkwire.protocol.multi` implement by hand.  It is meant to be read next to the protocol reference, to
 check the fast codec against (the differential tests build and parse every record both ways), and
 to decode captured traffic in the tracer.  It is *not* on the hot path and never calls the fast codec.
+Which record each op carries is not repeated here: :data:`REQUEST_SCHEMAS` and the other op tables are
+derived from :mod:`zkwire.protocol.optable`, each record class standing for the schema of its name.
 
 Jute's null convention does not fit construct's own length-prefixed types: a length or count of -1
 means *null* (distinct from empty), and ``Prefixed``/``PascalString``/``PrefixedArray`` either raise
@@ -55,8 +57,10 @@ from construct import (
     this,
 )
 
-from ..constants import WATCH_XID, OpCode
+from ..constants import WATCH_XID
 from ..errors import InvalidArgumentError, ProtocolError
+from ..protocol.framing import REPLY_HEADER
+from ..protocol.optable import MULTI_REQUEST_RECORDS, MULTI_RESULT_RECORDS, REQUEST_RECORDS, RESPONSE_RECORDS
 
 __all__ = [
     # primitives
@@ -140,7 +144,6 @@ __all__ = [
     "parse_reply",
     "parse_event",
     "build_request",
-    "build_reply",
     "to_plain",
     "record_to_plain",
 ]
@@ -726,35 +729,17 @@ def _by_op(table: Mapping[int, Any]) -> dict[int, Any]:
     return {int(op): sc for op, sc in table.items()}
 
 
+def _schema_of(record: type[Any] | None) -> Any:
+    """The schema describing the layout of a fast-codec record class: the one of the same name here."""
+    return None if record is None else globals()[record.__name__]
+
+
 #: Sub-operations of multi (14) and multiRead (22), and the request record of each.
-MULTI_REQUEST_SCHEMAS: dict[int, Any] = _by_op(
-    {
-        OpCode.CREATE: CreateRequest,
-        OpCode.CREATE2: CreateRequest,
-        OpCode.CREATE_CONTAINER: CreateRequest,
-        OpCode.CREATE_TTL: CreateTTLRequest,
-        OpCode.DELETE: DeleteRequest,
-        OpCode.SET_DATA: SetDataRequest,
-        OpCode.CHECK: CheckVersionRequest,
-        OpCode.GET_CHILDREN: GetChildrenRequest,
-        OpCode.GET_DATA: GetDataRequest,
-    }
-)
+MULTI_REQUEST_SCHEMAS: dict[int, Any] = _by_op({op: _schema_of(cls) for op, cls in MULTI_REQUEST_RECORDS.items()})
 
 #: Result types of a multi response, and the body of each (Pass: no body).
 MULTI_RESULT_SCHEMAS: dict[int, Any] = _by_op(
-    {
-        OpCode.CREATE: CreateResponse,
-        OpCode.CREATE2: Create2Response,
-        OpCode.CREATE_CONTAINER: Create2Response,
-        OpCode.CREATE_TTL: Create2Response,
-        OpCode.DELETE: Pass,
-        OpCode.CHECK: Pass,
-        OpCode.SET_DATA: SetDataResponse,
-        OpCode.GET_CHILDREN: GetChildrenResponse,
-        OpCode.GET_DATA: GetDataResponse,
-        OpCode.ERROR: ErrorResponse,
-    }
+    {op: Pass if cls is None else _schema_of(cls) for op, cls in MULTI_RESULT_RECORDS.items()}
 )
 
 # One entry on the wire: a MultiHeader, then (unless it is the terminator) the body its type selects.
@@ -825,74 +810,10 @@ MultiResponse = _MultiResponseAdapter(RepeatUntil(obj_.header.done, _MultiResult
 # ---------------------------------------------------------------------------------------- op tables
 
 #: Request record of each op a 3.8 server accepts from a client (None: no body).
-REQUEST_SCHEMAS: dict[int, Any] = _by_op(
-    {
-        OpCode.CREATE: CreateRequest,
-        OpCode.DELETE: DeleteRequest,
-        OpCode.EXISTS: ExistsRequest,
-        OpCode.GET_DATA: GetDataRequest,
-        OpCode.SET_DATA: SetDataRequest,
-        OpCode.GET_ACL: GetACLRequest,
-        OpCode.SET_ACL: SetACLRequest,
-        OpCode.GET_CHILDREN: GetChildrenRequest,
-        OpCode.SYNC: SyncRequest,
-        OpCode.PING: None,
-        OpCode.GET_CHILDREN2: GetChildren2Request,
-        OpCode.CHECK: CheckVersionRequest,
-        OpCode.MULTI: MultiRequest,
-        OpCode.CREATE2: CreateRequest,
-        OpCode.RECONFIG: ReconfigRequest,
-        OpCode.CHECK_WATCHES: CheckWatchesRequest,
-        OpCode.REMOVE_WATCHES: RemoveWatchesRequest,
-        OpCode.CREATE_CONTAINER: CreateRequest,
-        OpCode.CREATE_TTL: CreateTTLRequest,
-        OpCode.MULTI_READ: MultiRequest,
-        OpCode.AUTH: AuthPacket,
-        OpCode.SET_WATCHES: SetWatches,
-        OpCode.SASL: GetSASLRequest,
-        OpCode.GET_EPHEMERALS: GetEphemeralsRequest,
-        OpCode.GET_ALL_CHILDREN_NUMBER: GetAllChildrenNumberRequest,
-        OpCode.SET_WATCHES2: SetWatches2,
-        OpCode.ADD_WATCH: AddWatchRequest,
-        OpCode.WHO_AM_I: None,
-        OpCode.CLOSE_SESSION: None,
-    }
-)
+REQUEST_SCHEMAS: dict[int, Any] = _by_op({op: _schema_of(cls) for op, cls in REQUEST_RECORDS.items()})
 
 #: Body of each op's successful reply (None: the reply is a bare ReplyHeader).
-RESPONSE_SCHEMAS: dict[int, Any] = _by_op(
-    {
-        OpCode.CREATE: CreateResponse,
-        OpCode.DELETE: None,
-        OpCode.EXISTS: ExistsResponse,
-        OpCode.GET_DATA: GetDataResponse,
-        OpCode.SET_DATA: SetDataResponse,
-        OpCode.GET_ACL: GetACLResponse,
-        OpCode.SET_ACL: SetACLResponse,
-        OpCode.GET_CHILDREN: GetChildrenResponse,
-        OpCode.SYNC: SyncResponse,
-        OpCode.PING: None,
-        OpCode.GET_CHILDREN2: GetChildren2Response,
-        OpCode.CHECK: None,
-        OpCode.MULTI: MultiResponse,
-        OpCode.CREATE2: Create2Response,
-        OpCode.RECONFIG: GetDataResponse,
-        OpCode.CHECK_WATCHES: None,
-        OpCode.REMOVE_WATCHES: None,
-        OpCode.CREATE_CONTAINER: Create2Response,
-        OpCode.CREATE_TTL: Create2Response,
-        OpCode.MULTI_READ: MultiResponse,
-        OpCode.AUTH: None,
-        OpCode.SET_WATCHES: None,
-        OpCode.SASL: SetSASLResponse,
-        OpCode.GET_EPHEMERALS: GetEphemeralsResponse,
-        OpCode.GET_ALL_CHILDREN_NUMBER: GetAllChildrenNumberResponse,
-        OpCode.SET_WATCHES2: None,
-        OpCode.ADD_WATCH: ErrorResponse,
-        OpCode.WHO_AM_I: WhoAmIResponse,
-        OpCode.CLOSE_SESSION: None,
-    }
-)
+RESPONSE_SCHEMAS: dict[int, Any] = _by_op({op: _schema_of(cls) for op, cls in RESPONSE_RECORDS.items()})
 
 
 def _cases(table: Mapping[int, Any]) -> dict[int, Any]:
@@ -1013,7 +934,7 @@ def parse_reply(op: int | None, payload: bytes | bytearray | memoryview, *, comp
     the WatcherEvent, whatever ``op`` is.
     """
     if len(payload) >= 16:
-        xid, _, err = struct.unpack_from(">iqi", payload)
+        xid, _, err = REPLY_HEADER.unpack_from(payload)
         if xid != WATCH_XID and err == 0 and op not in RESPONSE_SCHEMAS:
             raise ProtocolError(f"no reply format for op code {op}")
     return parse(ReplyPayload, payload, compiled=compiled, op=op)
@@ -1032,14 +953,6 @@ def build_request(xid: int, op: int, body: Any = None, *, compiled: bool = False
     if op not in REQUEST_SCHEMAS:
         raise ProtocolError(f"unknown op code {op}")
     return build(RequestPayload, {"header": {"xid": xid, "type": op}, "body": body}, compiled=compiled)
-
-
-def build_reply(
-    op: int | None, xid: int, zxid: int, err: int = 0, body: Any = None, *, compiled: bool = False
-) -> bytes:
-    """ReplyHeader(xid, zxid, err) and ``body`` as one payload (no length prefix)."""
-    header = {"xid": xid, "zxid": zxid, "err": err}
-    return build(ReplyPayload, {"header": header, "body": body}, compiled=compiled, op=op)
 
 
 def to_plain(value: Any) -> Any:

@@ -33,7 +33,7 @@ from typing import TextIO
 
 import trio
 
-from ..errors import InvalidArgumentError
+from ..sansio.hosts import parse_host_port
 from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
 from ..terminal import escape_controls
 from .decoder import (
@@ -147,17 +147,9 @@ class _FdWriter:
 
 
 def _parse_hostport(text: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = default_host, text
-    host = host.strip("[]") or default_host
-    try:
-        number = int(port)
-    except ValueError:
-        raise InvalidArgumentError(f"not HOST:PORT: {text!r}") from None
-    if not 0 <= number < 65536:
-        raise InvalidArgumentError(f"port out of range in {text!r}")
-    return host, number
+    """``HOST:PORT``, ``[V6ADDR]:PORT``, ``:PORT`` or ``PORT`` (on ``default_host``); port 0 listens on any."""
+    host, port = parse_host_port(text, default_port=None, default_host=default_host, allow_port_zero=True)
+    return host, port
 
 
 class _Boundaries:
