@@ -333,8 +333,15 @@ class Client:
         return reply.body
 
     async def _send(self, request: Request[T, Watcher]) -> T:
-        """Send a built request; its converted result, or its error raised."""
-        return request.convert(await self._call(request.op, request.record, request.path, request.watch))
+        """Send a built request; its converted result, or its error raised (as :meth:`_call`, inlined:
+        one coroutine less on the request path)."""
+        path = request.path
+        if path is not None and self._chroot:
+            path = strip_chroot(self._chroot, path)
+        reply = await self._driver.call(request.op, request.record, path, request.watch)
+        if reply.error is not None:
+            raise with_chroot_hint(reply.error, self._chroot, request.op) if self._chroot else reply.error
+        return request.convert(reply.body)
 
     # ------------------------------------------------------------------ the API
 

@@ -18,8 +18,9 @@ socket itself until its reply has come (the reader steps aside meanwhile and tak
 afterwards), so a sequential request costs one scheduler pass instead of two.  Frames are written whole
 or not at all: a send that would block continues in a shielded loop.
 
-Transport failures (:data:`TRANSPORT_ERRORS`) are caught in one place, :meth:`ConnectionDriver._guard`:
-the connection is dropped and the core told; callers see :class:`~zkwire.errors.ConnectionLossError`.
+Transport failures (:data:`TRANSPORT_ERRORS`) all go to one handler,
+:meth:`ConnectionDriver._transport_failed`: the connection is dropped and the core told; callers see
+:class:`~zkwire.errors.ConnectionLossError`.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ import logging
 import random
 import socket
 import ssl
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
@@ -283,15 +283,12 @@ class ConnectionDriver:
             self._connection_ended.set()
             self.wake_timer()
 
-    @contextmanager
-    def _guard(self, action: str) -> Iterator[None]:
-        """The one place transport errors are caught: the connection is dropped (callers in flight get
+    def _transport_failed(self, action: str, error: Exception) -> None:
+        """The one handler of :data:`TRANSPORT_ERRORS` (every socket or stream call is wrapped in
+        ``except TRANSPORT_ERRORS``): the connection is dropped (callers in flight get
         ConnectionLossError) and the failure logged as ``action`` (e.g. "write to")."""
-        try:
-            yield
-        except TRANSPORT_ERRORS as e:
-            log.info("%s %s failed: %s", action, self.core.current_host, e)
-            self.drop_connection()
+        log.info("%s %s failed: %s", action, self.core.current_host, error)
+        self.drop_connection()
 
     def _server_closed(self) -> None:
         log.log(
@@ -304,7 +301,7 @@ class ConnectionDriver:
     async def _read_loop(self, stream: trio.abc.Stream) -> None:
         core = self.core
         raw = self._raw  # plain socket: read it directly (fewer frames and passes than the stream)
-        with self._guard("reading from"):
+        try:
             while True:
                 if self._socket_reader is not None:
                     # A caller reads its own reply; it wakes us when it is done.
@@ -335,7 +332,10 @@ class ConnectionDriver:
                 self.dispatch(core.receive_data(data, trio.current_time()))
                 if core.has_data_to_send:
                     await self.flush()
-            self._server_closed()
+        except TRANSPORT_ERRORS as e:
+            self._transport_failed("reading from", e)
+            return
+        self._server_closed()
 
     def _close_raw(self) -> None:
         raw, self._raw = self._raw, None
@@ -385,29 +385,29 @@ class ConnectionDriver:
             data = core.data_to_send()
             if not data:
                 return
-            sent = 0
-            with self._guard("write to"):
-                try:
-                    sent = raw.send(data)
-                except BlockingIOError:
-                    pass
-                if sent == len(data):
-                    return
-                core.push_front(data[sent:])
-            if self._raw is not raw:
-                return  # the send failed: the connection is gone
+            try:
+                sent = raw.send(data)
+            except BlockingIOError:
+                sent = 0
+            except TRANSPORT_ERRORS as e:
+                self._transport_failed("write to", e)
+                return
+            if sent == len(data):
+                return
+            core.push_front(data[sent:])
         self._writing = True
         try:
-            with self._guard("write to"):
-                with trio.CancelScope(shield=True, deadline=trio.current_time() + core.read_timeout) as scope:
-                    while True:
-                        data = core.data_to_send()
-                        if not data:
-                            break
-                        await stream.send_all(data)
-                if scope.cancelled_caught:
-                    log.info("write to %s stalled for %.2fs", core.current_host, core.read_timeout)
-                    self.drop_connection()
+            with trio.CancelScope(shield=True, deadline=trio.current_time() + core.read_timeout) as scope:
+                while True:
+                    data = core.data_to_send()
+                    if not data:
+                        break
+                    await stream.send_all(data)
+            if scope.cancelled_caught:
+                log.info("write to %s stalled for %.2fs", core.current_host, core.read_timeout)
+                self.drop_connection()
+        except TRANSPORT_ERRORS as e:
+            self._transport_failed("write to", e)
         finally:
             self._writing = False
 
@@ -439,7 +439,9 @@ class ConnectionDriver:
             if isinstance(ev, Reply | AuthResult):
                 if ev.error is None:
                     self._answered += 1
-                ev.token.resolve(ev)
+                call = ev.token  # PendingCall.resolve, inlined (once per reply)
+                call.reply = ev
+                call.done.set()
             elif isinstance(ev, WatchNotification):
                 if ev.watchers:
                     watched = WatchedEvent(EventType(ev.type), ev.path, KeeperState(ev.state))
@@ -609,14 +611,13 @@ class ConnectionDriver:
                         await trio.lowlevel.wait_readable(raw)
                     except trio.ClosedResourceError:
                         continue  # closed by drop_connection: the call has failed by now
-                    data = None
-                    with self._guard("reading from"):
-                        try:
-                            data = raw.recv(65536)
-                        except BlockingIOError:
-                            continue
-                    if data is None:
-                        continue  # the connection broke (dropped by _guard)
+                    try:
+                        data = raw.recv(65536)
+                    except BlockingIOError:
+                        continue
+                    except TRANSPORT_ERRORS as e:
+                        self._transport_failed("reading from", e)
+                        continue
                     if not data:
                         self._server_closed()
                         continue

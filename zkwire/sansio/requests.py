@@ -93,9 +93,10 @@ MultiResult = str | Stat | None
 ReadResult = tuple[bytes, Stat] | list[str] | ZKError
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Request(Generic[T, W]):
-    """One request, ready for :meth:`~zkwire.sansio.session.SessionCore.send_request`."""
+    """One request, ready for :meth:`~zkwire.sansio.session.SessionCore.send_request` (not frozen:
+    a plain class is cheaper to build on the request path; nothing changes it)."""
 
     op: int
     record: Record | None
@@ -267,6 +268,8 @@ class RequestBuilder(Generic[W]):
     def get_data(self, path: str, watcher: W | None = None) -> Request[tuple[bytes, Stat], W]:
         """Data (``b""`` for null data) and Stat; with ``watcher`` a data watch."""
         server_path = self.server_path(path)
+        if watcher is None:  # the common case, kept short
+            return Request(OpCode.GET_DATA, GetDataRequest(server_path, False), server_path, _data)
         ask, watch = self._one_shot(WatchKind.DATA, server_path, watcher)
         return Request(OpCode.GET_DATA, GetDataRequest(server_path, ask), server_path, _data, watch)
 
