@@ -74,6 +74,7 @@ class FakeEnsemble:
         self.attempts = 0
         self.expired = False  # re-attaches are answered "expired"
         self.hold = False
+        self.reading = True  # False: the server stops reading its connections (a stalled peer)
         self.new_connection = trio.Event()
         self.request_seen = trio.Event()
 
@@ -107,6 +108,8 @@ class FakeEnsemble:
     async def _serve(self, conn: FakeConnection) -> None:
         try:
             while True:
+                while not self.reading:
+                    await trio.sleep(0.01)
                 data = await conn.stream.receive_some(65536)
                 if not data:
                     break
@@ -499,6 +502,40 @@ async def test_a_custom_connect_that_times_out_counts_as_a_failed_attempt(
                 # Each hanging attempt is cut at the connect timeout (session timeout / hosts).
                 assert trio.current_time() - start >= 10
                 assert zk.state is SessionState.CONNECTED
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_large_write_continues_after_a_partial_send(autojump_clock: trio.testing.MockClock) -> None:
+    """More than the socket takes at once: the rest is written by the shielded loop, whole."""
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            ens = FakeEnsemble(nursery, "socket")
+            ens.tree["/big"] = b""
+            big = bytes(range(256)) * 3000  # 768,000 bytes: more than a socket pair buffers
+            async with zkwire.open_client(HOSTS, connect=ens.connect) as zk:
+                assert await zk.set_data("/big", big) == STAT
+                assert ens.tree["/big"] == big
+                assert await zk.get_data("/big") == (big, STAT)
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_peer_that_stops_reading_loses_the_connection(autojump_clock: trio.testing.MockClock) -> None:
+    """A write that cannot complete for the read timeout drops the connection; the request fails
+    with ConnectionLossError and the session carries on over a new connection."""
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            ens = FakeEnsemble(nursery, "socket")
+            ens.tree["/big"] = b""
+            async with zkwire.open_client(HOSTS, session_timeout=3, connect=ens.connect) as zk:
+                first = ens.conn
+                ens.reading = False
+                start = trio.current_time()
+                with pytest.raises(ConnectionLossError):
+                    await zk.set_data("/big", b"x" * 900_000)
+                assert trio.current_time() - start >= 2  # the read timeout: 2/3 of 3 s
+                ens.reading = True
+                await zk.wait_connected()
+                assert ens.conn is not first and zk.session_id == SESSION
             nursery.cancel_scope.cancel()
 
 

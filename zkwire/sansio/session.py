@@ -13,10 +13,15 @@ The I/O layer drives it like this::
     events = core.receive_data(chunk, now)    # for every chunk read
     events = core.handle_timer(now)       # at core.next_deadline()
     core.send_request(op, record, token)  # for each user request (state must be CONNECTED/READ_ONLY)
+    if core.has_data_to_send: ...         # after events: write what a reply or the timer queued
     events = core.connection_lost(now)    # when the socket breaks or a DropConnection event asks for it
+    raise core.terminal_error()           # to a caller, once core.state.is_terminal
 
 Time is a float in seconds from any monotonic clock; the core never reads a clock itself.
 Replies come back as :class:`Reply` events carrying the opaque ``token`` given with the request.
+The core is generic in the I/O layer's token and watcher types (``SessionCore[Token, Watcher]``): a
+:class:`Reply` carries the token's type and a :class:`WatchNotification` the watchers', so the I/O
+layer needs no casts; the core never looks inside either.
 """
 
 from __future__ import annotations
