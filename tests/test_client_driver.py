@@ -21,14 +21,18 @@ from fakeserver import DEFAULT_PASSWD, STAT, ClientRequest, FakeServer
 import zkwire
 from zkwire.constants import EventType, OpCode
 from zkwire.errors import ClientClosedError, ConnectionLossError, NoNodeError, SessionExpiredError
+from zkwire.protocol.multi import MultiRequest, MultiResponse, MultiResult
 from zkwire.protocol.records import (
     ConnectRequest,
     CreateResponse,
+    ErrorResponse,
+    ExistsResponse,
     GetChildrenResponse,
     GetDataResponse,
     Record,
     SetDataResponse,
     SetWatches,
+    SyncResponse,
 )
 from zkwire.sansio.session import HostPort, SessionState
 
@@ -163,6 +167,25 @@ class FakeEnsemble:
             prefix = path.rstrip("/") + "/"
             names = [p[len(prefix) :] for p in self.tree if p.startswith(prefix) and "/" not in p[len(prefix) :]]
             body = GetChildrenResponse(tuple(names))
+        elif req.op == OpCode.EXISTS:
+            body = ExistsResponse(STAT)
+        elif req.op == OpCode.DELETE:
+            del self.tree[path]
+        elif req.op == OpCode.SYNC:
+            body = SyncResponse(path)
+        elif req.op == OpCode.ADD_WATCH:
+            body = ErrorResponse(0)
+        elif req.op == OpCode.MULTI:
+            assert isinstance(req.record, MultiRequest)
+            results = []
+            for sub in req.record.ops:
+                sub_path = getattr(sub.request, "path", "")
+                if sub.op == OpCode.CREATE:
+                    self.tree[sub_path] = b""
+                    results.append(MultiResult(OpCode.CREATE, 0, CreateResponse(sub_path)))
+                else:
+                    results.append(MultiResult(OpCode.CHECK, 0, None))
+            body = MultiResponse(tuple(results))
         return server.reply(req, body)
 
     async def answer_held(self) -> int:
@@ -536,6 +559,46 @@ async def test_a_peer_that_stops_reading_loses_the_connection(autojump_clock: tr
                 ens.reading = True
                 await zk.wait_connected()
                 assert ens.conn is not first and zk.session_id == SESSION
+            nursery.cancel_scope.cancel()
+
+
+async def test_more_ops_watches_and_background_tasks(autojump_clock: trio.testing.MockClock) -> None:
+    with trio.fail_after(LIMIT):
+        async with trio.open_nursery() as nursery:
+            ens = FakeEnsemble(nursery, "socket")
+            ens.tree["/p"] = b""
+            async with zkwire.open_client(HOSTS + "/", connect=ens.connect) as zk:
+                seen: list[SessionState] = []
+                zk.add_state_listener(seen.append)
+                assert await zk.exists("/p") == STAT
+                assert await zk.sync("/p") == "/p"
+                assert await zk.transaction().create("/p/t").check("/p", 0).commit() == ["/p/t", None]
+                assert await zk.multi([]) == [] and await zk.multi_read([]) == []
+                await zk.delete("/p/t")
+                stat, exists_watch = await zk.exists("/p", watch=True)
+                assert stat == STAT
+                async with zk.add_watch("/p") as persistent:
+                    await ens.conn.send(ens.conn.server.event(EventType.NODE_DATA_CHANGED, "/p"))
+                    assert (await persistent.__anext__()).type is EventType.NODE_DATA_CHANGED
+                    assert (await exists_watch.wait()).type is EventType.NODE_DATA_CHANGED
+                    _, children_watch = await zk.get_children("/p", watch=True)
+                    await zk.remove_watches("/p", zkwire.WatcherType.CHILDREN)
+                    assert (await children_watch.wait()).type is EventType.CHILD_WATCH_REMOVED
+                assert ens.conn.server.requests(OpCode.REMOVE_WATCHES)[-1].record is not None
+                ran = trio.Event()
+
+                async def background() -> None:
+                    ran.set()
+                    raise RuntimeError("logged, not raised")
+
+                zk.spawn(background, name="background")
+                await ran.wait()
+                await ens.conn.close()
+                await zk.wait_for_state(SessionState.SUSPENDED, SessionState.CONNECTING)
+                await zk.wait_connected()
+                zk.remove_state_listener(seen.append)
+                zk.remove_state_listener(seen.append)  # unknown listeners are ignored
+                assert seen == [SessionState.SUSPENDED, SessionState.CONNECTED]
             nursery.cancel_scope.cancel()
 
 
