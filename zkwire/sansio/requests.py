@@ -440,13 +440,15 @@ class RequestBuilder(Generic[W]):
         return Request(OpCode.ADD_WATCH, AddWatchRequest(server_path, mode), server_path, added, watch)
 
     def check_watches(self, path: str, watcher_type: object) -> Request[None, W]:
+        checked = check_watcher_type(watcher_type)
         server_path = self.server_path(path)
-        record = CheckWatchesRequest(server_path, check_watcher_type(watcher_type))
+        record = CheckWatchesRequest(server_path, checked)
         return Request(OpCode.CHECK_WATCHES, record, server_path, _nothing)
 
     def remove_watches(self, path: str, watcher_type: object) -> Request[None, W]:
+        checked = check_watcher_type(watcher_type)
         server_path = self.server_path(path)
-        record = RemoveWatchesRequest(server_path, check_watcher_type(watcher_type))
+        record = RemoveWatchesRequest(server_path, checked)
         return Request(OpCode.REMOVE_WATCHES, record, server_path, _nothing)
 
     def reconfig(
