@@ -65,7 +65,7 @@ def test_a_notification_with_an_unknown_type_is_delivered() -> None:
 
     client = Client("127.0.0.1:1")
     watch = zkwire.Watch("/a")
-    client._dispatch([WatchNotification(77, 99, "/a", [watch])])
+    client._driver.dispatch([WatchNotification(77, 99, "/a", [watch])])
     assert watch.triggered
     event = watch._event
     assert event is not None and event.type.name == "UNKNOWN_77" and event.state.name == "UNKNOWN_99"

@@ -1,6 +1,8 @@
 """Layer 3: the trio layer, the only one importing trio.
 
 * :mod:`~zkwire.client.api` -- :class:`Client`, :class:`Transaction` and :func:`open_client`: the op API;
+* :mod:`~zkwire.client.connection` -- the connection driver: streams (an injectable ``connect``), the
+  reader, the writer and timer, reconnection;
 * :mod:`~zkwire.client.watchers` -- watch handles and the session-state stream;
 * :mod:`~zkwire.client.fourletter` -- the four-letter-word client;
 * helpers built on the client: :mod:`~zkwire.client.retry`, :mod:`~zkwire.client.continuity`,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from typing import Protocol
 
 import trio
 
@@ -17,7 +18,7 @@ from ..constants import EventType, KeeperState
 from ..errors import WatchOverflowError, ZKError
 from ..sansio.session import SessionState
 
-__all__ = ["WatchedEvent", "Watch", "PersistentWatch", "StateStream"]
+__all__ = ["WatchedEvent", "Watch", "PersistentWatch", "StateStream", "Watcher"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,15 @@ class WatchedEvent:
     type: EventType
     path: str
     state: KeeperState = KeeperState.SYNC_CONNECTED
+
+
+class Watcher(Protocol):
+    """What the client registers with the session core as a watcher (:class:`Watch`,
+    :class:`PersistentWatch`): the reader hands it events, and the session's end."""
+
+    def _deliver(self, event: WatchedEvent) -> None: ...
+
+    def _fail(self, error: ZKError) -> None: ...
 
 
 class Watch:

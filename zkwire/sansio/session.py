@@ -13,22 +13,26 @@ The I/O layer drives it like this::
     events = core.receive_data(chunk, now)    # for every chunk read
     events = core.handle_timer(now)       # at core.next_deadline()
     core.send_request(op, record, token)  # for each user request (state must be CONNECTED/READ_ONLY)
+    if core.has_data_to_send: ...         # after events: write what a reply or the timer queued
     events = core.connection_lost(now)    # when the socket breaks or a DropConnection event asks for it
+    raise core.terminal_error()           # to a caller, once core.state.is_terminal
 
 Time is a float in seconds from any monotonic clock; the core never reads a clock itself.
 Replies come back as :class:`Reply` events carrying the opaque ``token`` given with the request.
+The core is generic in the I/O layer's token and watcher types (``SessionCore[Token, Watcher]``): a
+:class:`Reply` carries the token's type and a :class:`WatchNotification` the watchers', so the I/O
+layer needs no casts; the core never looks inside either.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-import struct
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import NamedTuple
+from typing import Any, Generic, NamedTuple, TypeAlias, TypeVar
 
 from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
 from ..errors import (
@@ -71,6 +75,8 @@ from .paths import strip_chroot
 from .watches import WatchKind, WatchRegistry
 
 __all__ = [
+    "TokenT",
+    "WatcherT",
     "SessionState",
     "SessionCore",
     "Reply",
@@ -85,7 +91,11 @@ __all__ = [
 
 log = logging.getLogger("zkwire.session")
 
-_XID = struct.Struct(">i")
+#: What the I/O layer hands in with a request and gets back in its :class:`Reply` (opaque to the core).
+TokenT = TypeVar("TokenT")
+#: What the I/O layer registers as a watcher and gets back in a :class:`WatchNotification` (opaque too).
+WatcherT = TypeVar("WatcherT")
+
 _XID_MAX = (1 << 31) - 1
 #: Paths per SetWatches frame are batched to stay well under the frame limit.
 SET_WATCHES_BATCH_BYTES = 128 * 1024
@@ -144,32 +154,32 @@ class _Phase(Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class WatchRequest:
+class WatchRequest(Generic[WatcherT]):
     """A watch to register when the request it rides on succeeds."""
 
     kind: WatchKind
     path: str  # server path
-    watcher: object
+    watcher: WatcherT
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(Generic[TokenT]):
     """The outcome of a request: ``body`` on success, or ``error``."""
 
-    token: object
+    token: TokenT
     zxid: int
     body: Record | None
     error: ZKError | None
 
 
 @dataclass(frozen=True, slots=True)
-class WatchNotification:
+class WatchNotification(Generic[WatcherT]):
     """A server notification and the local watchers it wakes (path already chroot-stripped)."""
 
     type: EventType | int
     state: KeeperState | int
     path: str
-    watchers: list[object]
+    watchers: list[WatcherT]
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,21 +197,22 @@ class DropConnection:
 
 
 @dataclass(frozen=True, slots=True)
-class AuthResult:
-    token: object
+class AuthResult(Generic[TokenT]):
+    token: TokenT
     error: ZKError | None
 
 
-Event = Reply | WatchNotification | StateChanged | DropConnection | AuthResult
+Event: TypeAlias = Reply[TokenT] | WatchNotification[WatcherT] | StateChanged | DropConnection | AuthResult[TokenT]
 
 
 @dataclass(slots=True)
-class _Pending:
+class _Pending(Generic[TokenT, WatcherT]):
     xid: int
     op: int
-    token: object
+    #: None for the core's own requests (closeSession, SetWatches).
+    token: TokenT | None
     path: str | None
-    watch: WatchRequest | None
+    watch: WatchRequest[WatcherT] | None
     #: When the request was queued: once it is answered, the server has heard from us since then.
     sent: float
     #: multi / multiRead: the op code of each sub-operation, to check the reply against.
@@ -209,12 +220,12 @@ class _Pending:
 
 
 @dataclass(slots=True, eq=False)
-class _Credential:
+class _Credential(Generic[TokenT]):
     scheme: str
     #: The whole AuthPacket frame, encoded when the credential was added (so it can always be sent).
     packet: bytes = field(repr=False)
     #: Who waits for the server's verdict on the first sending of this credential.
-    token: object = None
+    token: TokenT | None = None
     #: A condition of the session (given to open_client): its refusal ends the session (AUTH_FAILED).
     required: bool = False
 
@@ -223,7 +234,7 @@ class _Credential:
 _SHARED_RNG = random.Random()
 
 
-class SessionCore:
+class SessionCore(Generic[TokenT, WatcherT]):
     """ZooKeeper session logic for one session across any number of connections.
 
     Server values
@@ -313,14 +324,14 @@ class SessionCore:
         self.last_zxid = 0
         self.current_host: HostPort | None = None
         self.seen_read_write = False
-        self._credentials: list[_Credential] = []
-        self.watches = WatchRegistry()
+        self._credentials: list[_Credential[TokenT]] = []
+        self.watches: WatchRegistry[WatcherT] = WatchRegistry()
 
         self._phase = _Phase.IDLE
         self._decoder = FrameDecoder(max_frame)
         self._out = bytearray()
-        self._pending: deque[_Pending] = deque()
-        self._auth_pending: list[_Credential] = []  # rare: a list is smaller than a deque
+        self._pending: deque[_Pending[TokenT, WatcherT]] = deque()
+        self._auth_pending: list[_Credential[TokenT]] = []  # rare: a list is smaller than a deque
         self._read_only_connection = False
         self._sync_outstanding = 0
         self._xid = 0
@@ -393,8 +404,8 @@ class SessionCore:
             deadlines.append(self._last_heard + self.negotiated_timeout)
         return min(deadlines)
 
-    def handle_timer(self, now: float) -> list[Event]:
-        events: list[Event] = []
+    def handle_timer(self, now: float) -> list[Event[TokenT, WatcherT]]:
+        events: list[Event[TokenT, WatcherT]] = []
         if self.state.is_terminal:
             return events
         if (
@@ -427,7 +438,7 @@ class SessionCore:
     def connection_made(self, host: HostPort, now: float) -> None:
         """TCP (or TLS) is up to ``host``: queue the ConnectRequest."""
         if self.state.is_terminal:
-            raise self._terminal_error()
+            raise self.terminal_error()
         self.current_host = host
         self._phase = _Phase.HANDSHAKE
         self._decoder = FrameDecoder(self.max_frame)
@@ -452,9 +463,9 @@ class SessionCore:
         """A connection attempt did not even reach the handshake."""
         self._failed_in_row += 1
 
-    def connection_lost(self, now: float, error: ZKError | None = None) -> list[Event]:
+    def connection_lost(self, now: float, error: ZKError | None = None) -> list[Event[TokenT, WatcherT]]:
         """The socket is gone.  Pending requests fail; the session is suspended, not ended."""
-        events: list[Event] = []
+        events: list[Event[TokenT, WatcherT]] = []
         if self.current_host is None:
             return events  # already handled
         phase = self._phase
@@ -472,20 +483,17 @@ class SessionCore:
         self._fail_pending(events, error or ConnectionLossError())
         return events
 
-    def _fail_pending(self, events: list[Event], error: ZKError) -> None:
+    def _fail_pending(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> None:
         """Fail every outstanding request with a fresh copy of ``error`` (carrying the request's path)."""
         while self._pending:
             p = self._pending.popleft()
             if p.token is not None:
                 events.append(Reply(p.token, 0, None, _copy_error(error, p.path)))
-        while self._auth_pending:
-            cred = self._auth_pending.pop(0)
-            if cred.token is not None:
-                # Not yet confirmed: it stays remembered and is sent again on the next connection.
-                pass
+        # Credentials not yet answered stay remembered and are sent again on the next connection.
+        self._auth_pending.clear()
         self._sync_outstanding = 0
 
-    def _fail_auth_waiters(self, events: list[Event], error: ZKError) -> None:
+    def _fail_auth_waiters(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> None:
         """The session ended: nobody waiting for a credential's verdict will ever get one from a server."""
         for cred in self._credentials:
             if cred.token is not None:
@@ -500,6 +508,12 @@ class SessionCore:
     def push_front(self, data: bytes) -> None:
         """Give back the unsent tail of what :meth:`data_to_send` returned (a partial write)."""
         self._out[:0] = data
+
+    @property
+    def has_data_to_send(self) -> bool:
+        """Whether :meth:`data_to_send` has bytes to hand out (a reply, a timer or a credential queued
+        some: the I/O layer writes them before it waits again)."""
+        return bool(self._out)
 
     def data_to_send(self) -> bytes:
         if not self._out:
@@ -521,16 +535,16 @@ class SessionCore:
         self,
         op: int,
         record: Record | None,
-        token: object,
+        token: TokenT,
         now: float,
         *,
         path: str | None = None,
-        watch: WatchRequest | None = None,
+        watch: WatchRequest[WatcherT] | None = None,
     ) -> int:
         """Queue a request on the open connection; its Reply will carry ``token``.  Returns the xid."""
         if self._phase is not _Phase.OPEN:
             if self.state.is_terminal:
-                raise self._terminal_error()
+                raise self.terminal_error()
             raise ConnectionLossError(path, "not connected")
         xid = self._next_xid()
         self._out += encode_request(xid, op, record, self.max_frame)
@@ -541,7 +555,7 @@ class SessionCore:
         self._last_send = now
         return xid
 
-    def add_auth(self, scheme: str, auth: bytes, token: object, now: float, *, required: bool = False) -> None:
+    def add_auth(self, scheme: str, auth: bytes, token: TokenT, now: float, *, required: bool = False) -> None:
         """Remember a credential and send it now if connected, else with the next re-attach.
 
         An :class:`AuthResult` carrying ``token`` reports the server's verdict.  Accepted credentials are
@@ -565,7 +579,7 @@ class SessionCore:
             self._sync_outstanding += 1
             self._last_send = now
 
-    def _send_credential(self, cred: _Credential) -> None:
+    def _send_credential(self, cred: _Credential[TokenT]) -> None:
         self._out += cred.packet
         self._auth_pending.append(cred)
 
@@ -582,25 +596,30 @@ class SessionCore:
             return True
         return False
 
-    def mark_closed(self) -> list[Event]:
+    def mark_closed(self) -> list[Event[TokenT, WatcherT]]:
         """The application closed the client: fail what is still outstanding and end the session."""
         self._phase = _Phase.IDLE
-        events: list[Event] = []
+        events: list[Event[TokenT, WatcherT]] = []
         self._fail_pending(events, ClientClosedError("client closed"))
         self._set_state(events, SessionState.CLOSED)
         return events
 
-    def _terminal_error(self) -> ZKError:
+    def terminal_error(self) -> ZKError:
+        """A fresh exception telling why the session has ended (raise it to the caller of a request);
+        :class:`~zkwire.errors.ClientClosedError` if it has not ended (or was closed)."""
         if self.state is SessionState.EXPIRED:
             return SessionExpiredError()
         if self.state is SessionState.AUTH_FAILED:
             return AuthFailedError(detail="the server rejected a credential")
         return ClientClosedError("client closed")
 
+    #: The former private name, still used by helpers outside the trio client.
+    _terminal_error = terminal_error
+
     # ------------------------------------------------------------------ incoming bytes
 
-    def receive_data(self, data: bytes | bytearray, now: float) -> list[Event]:
-        events: list[Event] = []
+    def receive_data(self, data: bytes | bytearray, now: float) -> list[Event[TokenT, WatcherT]]:
+        events: list[Event[TokenT, WatcherT]] = []
         if self._phase is _Phase.IDLE:
             return events
         try:
@@ -624,7 +643,7 @@ class SessionCore:
             events.append(DropConnection(f"bad framing from server: {self._decoder.error}"))
         return events
 
-    def _handle_connect_response(self, payload: bytes, now: float, events: list[Event]) -> None:
+    def _handle_connect_response(self, payload: bytes, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
         if len(payload) == 16:
             # Observed on 3.8.0: a read-only server refuses to create a session (without local sessions
             # enabled) by answering the ConnectRequest with a bare ReplyHeader carrying the error.
@@ -729,12 +748,12 @@ class SessionCore:
             flush()
         self._last_send = now
 
-    def _maybe_open(self, events: list[Event]) -> None:
+    def _maybe_open(self, events: list[Event[TokenT, WatcherT]]) -> None:
         if self._phase is _Phase.SYNCING and self._sync_outstanding == 0:
             self._phase = _Phase.OPEN
             self._set_state(events, SessionState.READ_ONLY if self._read_only_connection else SessionState.CONNECTED)
 
-    def _handle_frame(self, payload: bytes, now: float, events: list[Event]) -> None:
+    def _handle_frame(self, payload: bytes, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
         if len(payload) < 16:
             raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload, 0)
@@ -783,7 +802,7 @@ class SessionCore:
         if sent > self._last_confirmed:
             self._last_confirmed = self._last_heard = sent
 
-    def _register_watch(self, p: _Pending, err: int) -> None:
+    def _register_watch(self, p: _Pending[TokenT, WatcherT], err: int) -> None:
         assert p.watch is not None
         if p.op == OpCode.EXISTS:
             # As the server does: exists arms a data watch on a node that exists, an exist watch on one
@@ -795,7 +814,7 @@ class SessionCore:
         elif err == 0:
             self.watches.add(p.watch.kind, p.watch.path, p.watch.watcher)
 
-    def _internal_reply(self, p: _Pending, err: int, events: list[Event]) -> None:
+    def _internal_reply(self, p: _Pending[TokenT, WatcherT], err: int, events: list[Event[TokenT, WatcherT]]) -> None:
         if p.op == OpCode.CLOSE_SESSION:
             return
         if p.op in (OpCode.SET_WATCHES, OpCode.SET_WATCHES2):
@@ -804,7 +823,7 @@ class SessionCore:
             self._sync_outstanding -= 1
             self._maybe_open(events)
 
-    def _handle_auth_reply(self, err: int, events: list[Event]) -> None:
+    def _handle_auth_reply(self, err: int, events: list[Event[TokenT, WatcherT]]) -> None:
         if not self._auth_pending:
             raise ProtocolError("auth reply but no auth request is outstanding")
         cred = self._auth_pending.pop(0)
@@ -828,7 +847,7 @@ class SessionCore:
             self._set_state(events, SessionState.AUTH_FAILED, error)
         events.append(DropConnection("authentication failed"))
 
-    def _handle_notification(self, payload: bytes, events: list[Event]) -> None:
+    def _handle_notification(self, payload: bytes, events: list[Event[TokenT, WatcherT]]) -> None:
         r = Reader(payload, 16)
         ev = WatcherEvent.read(r)
         r.expect_end("WatcherEvent")
@@ -846,7 +865,9 @@ class SessionCore:
 
     # ------------------------------------------------------------------ state
 
-    def _set_state(self, events: list[Event], new: SessionState, error: ZKError | None = None) -> None:
+    def _set_state(
+        self, events: list[Event[TokenT, WatcherT]], new: SessionState, error: ZKError | None = None
+    ) -> None:
         old = self.state
         if old is new or old.is_terminal:
             return
@@ -859,10 +880,10 @@ class SessionCore:
             new.value,
         )
         if new.is_terminal:
-            self._fail_auth_waiters(events, self._terminal_error())
+            self._fail_auth_waiters(events, self.terminal_error())
         events.append(StateChanged(old, new, error))
 
-    def _expire(self, events: list[Event], error: ZKError) -> list[Event]:
+    def _expire(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> list[Event[TokenT, WatcherT]]:
         self._fail_pending(events, SessionExpiredError())
         self._set_state(events, SessionState.EXPIRED, error)
         return events
@@ -873,7 +894,7 @@ _CREATES = frozenset({OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER, Op
 _CHECKED_REPLIES = _CREATES | {OpCode.MULTI, OpCode.MULTI_READ}
 
 
-def _check_reply(p: _Pending, body: Record | None) -> None:
+def _check_reply(p: _Pending[Any, Any], body: Record | None) -> None:
     """Refuse a well-formed reply that cannot answer ``p``: a create without a path, a multi whose
     results do not correspond one to one to its ops."""
     if isinstance(body, CreateResponse | Create2Response):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from enum import Enum
+from typing import Generic, TypeVar
 
 from ..constants import EventType
 
@@ -50,16 +51,20 @@ def _ancestors(path: str) -> Iterator[str]:
         yield path
 
 
-class WatchRegistry:
+#: Whatever the I/O layer uses as a watcher.
+W = TypeVar("W")
+
+
+class WatchRegistry(Generic[W]):
     """Server path -> watchers, per table."""
 
     def __init__(self) -> None:
-        self._tables: dict[WatchKind, dict[str, list[object]]] = {kind: {} for kind in WatchKind}
+        self._tables: dict[WatchKind, dict[str, list[W]]] = {kind: {} for kind in WatchKind}
 
-    def add(self, kind: WatchKind, path: str, watcher: object) -> None:
+    def add(self, kind: WatchKind, path: str, watcher: W) -> None:
         self._tables[kind].setdefault(path, []).append(watcher)
 
-    def discard(self, kind: WatchKind, path: str, watcher: object) -> bool:
+    def discard(self, kind: WatchKind, path: str, watcher: W) -> bool:
         """Forget one watcher; True if no watcher of this kind is left on the path."""
         table = self._tables[kind]
         watchers = table.get(path)
@@ -88,20 +93,20 @@ class WatchRegistry:
     def has_any(self, path: str) -> bool:
         return any(path in table for table in self._tables.values())
 
-    def pop_path(self, path: str, kinds: tuple[WatchKind, ...]) -> list[tuple[WatchKind, object]]:
+    def pop_path(self, path: str, kinds: tuple[WatchKind, ...]) -> list[tuple[WatchKind, W]]:
         """Remove and return every watcher of ``kinds`` on ``path``."""
-        out: list[tuple[WatchKind, object]] = []
+        out: list[tuple[WatchKind, W]] = []
         for kind in kinds:
             for w in self._tables[kind].pop(path, ()):
                 out.append((kind, w))
         return out
 
-    def fire(self, event_type: int, path: str) -> list[object]:
+    def fire(self, event_type: int, path: str) -> list[W]:
         """Watchers an event wakes; one-shot ones are removed.  Each watcher appears once."""
-        woken: list[object] = []
+        woken: list[W] = []
         seen: set[int] = set()
 
-        def take(ws: list[object]) -> None:
+        def take(ws: list[W]) -> None:
             for w in ws:
                 if id(w) not in seen:
                     seen.add(id(w))
@@ -121,8 +126,8 @@ class WatchRegistry:
     def paths(self, kind: WatchKind) -> list[str]:
         return list(self._tables[kind])
 
-    def all_watchers(self) -> list[object]:
-        seen: dict[int, object] = {}
+    def all_watchers(self) -> list[W]:
+        seen: dict[int, W] = {}
         for table in self._tables.values():
             for ws in table.values():
                 for w in ws:
