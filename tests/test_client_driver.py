@@ -356,12 +356,14 @@ async def test_session_expiry_ends_the_client(kind: str, autojump_clock: trio.te
             ens.tree["/w"] = b""
             async with zkwire.open_client(HOSTS, connect=ens.connect) as zk:
                 _, _, watch = await zk.get_data("/w", watch=True)
+                assert zk.ended is None
                 ens.expired = True
                 await ens.conn.close()
                 await wait_until(lambda: zk.state is not SessionState.CONNECTED)
                 with pytest.raises(SessionExpiredError):
                     await zk.wait_for_state(SessionState.CONNECTED)
                 assert zk.state is SessionState.EXPIRED
+                assert isinstance(zk.ended, SessionExpiredError)
                 with pytest.raises(SessionExpiredError):
                     await watch.wait()
                 with pytest.raises(SessionExpiredError):
@@ -412,6 +414,7 @@ async def test_close_sends_close_session_and_fails_later_calls(
                 await zk.close()
                 await zk.close()  # idempotent
                 assert zk.state is SessionState.CLOSED
+                assert isinstance(zk.ended, ClientClosedError)
                 with pytest.raises(ClientClosedError):
                     await zk.get_data("/")
                 with pytest.raises(ClientClosedError):

@@ -226,6 +226,12 @@ class Client:
         return self._chroot
 
     @property
+    def ended(self) -> ZKError | None:
+        """Why the session has ended (the error its requests now raise: :class:`SessionExpiredError`,
+        :class:`AuthFailedError` or :class:`ClientClosedError`), or None while it lives."""
+        return self._core.terminal_error() if self._core.state.is_terminal else None
+
+    @property
     def max_in_flight(self) -> int:
         """Requests in flight on one connection at most (1000 by default; settable); more wait (in their
         caller's cancel scope) until replies make room.  The server stops reading a connection with

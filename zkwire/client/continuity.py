@@ -186,7 +186,8 @@ async def current_client(source: SessionSource, after: Client | None = None) -> 
             or a stream that has.
     """
     if isinstance(source, Client):
-        if source.state.is_terminal:
-            raise source._core._terminal_error()
+        ended = source.ended
+        if ended is not None:
+            raise ended
         return source
     return await source.client(after)

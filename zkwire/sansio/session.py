@@ -613,9 +613,6 @@ class SessionCore(Generic[TokenT, WatcherT]):
             return AuthFailedError(detail="the server rejected a credential")
         return ClientClosedError("client closed")
 
-    #: The former private name, still used by helpers outside the trio client.
-    _terminal_error = terminal_error
-
     # ------------------------------------------------------------------ incoming bytes
 
     def receive_data(self, data: bytes | bytearray, now: float) -> list[Event[TokenT, WatcherT]]:
