@@ -16,7 +16,7 @@ import trio
 
 import zkwire
 from zkwire.acl import digest_id
-from zkwire.shell.commands import format_limits, parse_quota
+from zkwire.shell.commands.quotas import format_limits, parse_quota
 from zkwire.shell.format import format_data, format_stat, format_zxid
 from zkwire.testing.handles import ServerHandle
 

@@ -10,7 +10,8 @@
 Commands are those of ZooKeeper's own shell (``ls``, ``create``, ``get``, ``set``, ``stat``, ``delete``,
 ``deleteall``, ``getAcl``, ``setAcl``, ``addauth``, ``sync``, ``setquota``, ``listquota``, ``delquota``,
 ``getEphemerals``, ``getAllChildrenNumber``, ``addWatch``, ``removewatches``, ``whoami``, ...), defined
-in :mod:`zkwire.shell.commands`; ``help`` lists them.
+in :mod:`zkwire.shell.commands` (their arguments are parsed by :mod:`zkwire.shell.registry`); ``help``
+lists them.
 
 One-shot mode and watches: with ``-w`` (``get -w``, ``ls -w``, ``stat -w``) the result is printed, then
 the command waits up to ``--timeout`` seconds for the watch to fire, prints the event and exits 0, or
@@ -50,8 +51,10 @@ from ..errors import InvalidInputError, ZKError
 from ..sansio.session import SessionState
 from ..terminal import escape_controls
 from . import format as fmt
-from .commands import (
-    COMMANDS,
+from .commands import COMMANDS
+from .context import Context
+from .dispatch import execute_line, run
+from .outcomes import (
     EXIT_CODES,
     EXIT_CONNECTION,
     EXIT_INTERRUPTED,
@@ -59,12 +62,9 @@ from .commands import (
     EXIT_OK,
     EXIT_USAGE,
     ConnectError,
-    Context,
     UsageError,
-    lookup,
-    parse_args,
-    parse_command_line,
 )
+from .registry import Invocation, prepare, split_line
 from .runtime import OneLineArgumentParser, is_utf8, run_cli, seconds, session_timeout
 
 __all__ = ["main", "SUBPROGRAMS", "build_parser"]
@@ -73,20 +73,13 @@ DEFAULT_SERVER = "localhost:2181"
 
 
 def _run_module_main(module_name: str) -> Callable[[list[str]], int]:
-    """A subprogram implemented by ``module_name.main(argv)``; "not available yet" if it is missing."""
+    """A subprogram implemented by ``module_name.main(argv)`` (imported when it is run)."""
 
-    def run(argv: list[str]) -> int:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as e:
-            if e.name != module_name:
-                raise
-            print(f"zkwire {argv[0]}: not available yet", file=sys.stderr)
-            return EXIT_USAGE
-        result = module.main(argv)
+    def run_main(argv: list[str]) -> int:
+        result = importlib.import_module(module_name).main(argv)
         return int(result) if result is not None else EXIT_OK
 
-    return run
+    return run_main
 
 
 #: ``zkwire NAME ...`` where NAME is a key: the function gets the whole argv (``argv[0] == NAME``).
@@ -198,10 +191,7 @@ def _main(argv: Sequence[str] | None) -> int:
 async def _one_shot(ctx: Context, words: list[str], wait_seconds: float) -> int:
     # Everything that can be checked without a server is checked first: usage errors never wait.
     try:
-        spec = lookup(words[0])
-        parse_args(spec, words[1:])
-        if spec.shell_only:
-            raise UsageError(f"{spec.name}: only available in the interactive shell")
+        invocation = prepare(words, interactive=False)
     except (UsageError, InvalidInputError) as e:
         ctx.error(str(e))
         return EXIT_USAGE
@@ -211,15 +201,15 @@ async def _one_shot(ctx: Context, words: list[str], wait_seconds: float) -> int:
         ctx.nursery = nursery
         nursery.start_soon(_cancel_on_sigint, nursery.cancel_scope)
         try:
-            code = await _one_shot_connected(ctx, words, spec.session, wait_seconds)
+            code = await _one_shot_connected(ctx, invocation, wait_seconds)
         finally:
             await ctx.close()
             nursery.cancel_scope.cancel()
     return code
 
 
-async def _one_shot_connected(ctx: Context, words: list[str], needs_session: bool, wait_seconds: float) -> int:
-    if needs_session:
+async def _one_shot_connected(ctx: Context, invocation: Invocation, wait_seconds: float) -> int:
+    if invocation.command.session:
         try:
             await ctx.connect()
         except ConnectError as e:
@@ -234,7 +224,7 @@ async def _one_shot_connected(ctx: Context, words: list[str], needs_session: boo
 
         async def body() -> None:
             nonlocal code
-            code = await ctx.execute(words)
+            code = await run(ctx, invocation)
             if ctx.watches_set or ctx.persistent_watches:
                 code = await _wait_for_events(ctx, wait_seconds, code)
             inner.cancel_scope.cancel()
@@ -412,7 +402,7 @@ async def _shell(ctx: Context) -> int:
                 if not line:
                     continue
                 try:
-                    first = parse_command_line(line)[:1]
+                    first = split_line(line)[:1]
                 except UsageError:
                     first = []
                 if first != ["redo"]:
@@ -420,7 +410,7 @@ async def _shell(ctx: Context) -> int:
                 with trio.CancelScope() as scope:
                     running.append(scope)
                     try:
-                        await ctx.execute_line(line)
+                        await execute_line(ctx, line)
                     finally:
                         running.pop()
                 if scope.cancelled_caught:
