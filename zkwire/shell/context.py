@@ -55,10 +55,9 @@ class Context:
         self.history: dict[int, str] = {}
         self.command_number = 0
         self.quit_requested = False
-        #: One-shot watches and persistent watches registered, and events printed so far.
+        #: One-shot watches and persistent watches registered, and whether an event has arrived.
         self.watches_set = 0
         self.persistent_watches = 0
-        self.events_seen = 0
         self.event_arrived = trio.Event()
         #: Called around output that arrives while the shell waits for input (to redraw the prompt).
         self.before_async_output: Callable[[], None] | None = None
@@ -87,7 +86,6 @@ class Context:
             self.after_async_output()
 
     def emit_event(self, event: WatchedEvent) -> None:
-        self.events_seen += 1
         self.event_arrived.set()
         if not self.print_watches:
             return
