@@ -369,3 +369,17 @@ async def test_session_free_commands_run() -> None:
         "2 - redo 0",
     ]
     assert err.getvalue().splitlines() == ["redo: no command 7 in the history", "redo: will not redo a redo"]
+
+
+def test_arguments_built_directly_are_checked_too() -> None:
+    with pytest.raises(ArgumentError, match="exactly one"):
+        SetQuotaArguments(path="/a")
+    with pytest.raises(ArgumentError, match="exactly one"):
+        SetQuotaArguments(path="/a", count=1, bytes=2)
+    with pytest.raises(ArgumentError, match="only one"):
+        DelQuotaArguments(path="/a", count=True, bytes=True)
+    with pytest.raises(ArgumentError, match="-R cannot be combined"):
+        LsArguments(path="/a", recursive=True, watch=True)
+    with pytest.raises(InvalidInputError):
+        CreateArguments(path="/a/", sequential=False)
+    assert CreateArguments(path="/a/", sequential=True).path == "/a/"

@@ -50,10 +50,10 @@ import trio
 from ..errors import InvalidInputError, ZKError
 from ..sansio.session import SessionState
 from ..terminal import escape_controls
+from . import dispatch
 from . import format as fmt
 from .commands import COMMANDS
 from .context import Context
-from .dispatch import execute_line, run
 from .outcomes import (
     EXIT_CODES,
     EXIT_CONNECTION,
@@ -75,11 +75,11 @@ DEFAULT_SERVER = "localhost:2181"
 def _run_module_main(module_name: str) -> Callable[[list[str]], int]:
     """A subprogram implemented by ``module_name.main(argv)`` (imported when it is run)."""
 
-    def run_main(argv: list[str]) -> int:
+    def run(argv: list[str]) -> int:
         result = importlib.import_module(module_name).main(argv)
         return int(result) if result is not None else EXIT_OK
 
-    return run_main
+    return run
 
 
 #: ``zkwire NAME ...`` where NAME is a key: the function gets the whole argv (``argv[0] == NAME``).
@@ -224,7 +224,7 @@ async def _one_shot_connected(ctx: Context, invocation: Invocation, wait_seconds
 
         async def body() -> None:
             nonlocal code
-            code = await run(ctx, invocation)
+            code = await dispatch.run(ctx, invocation)
             if ctx.watches_set or ctx.persistent_watches:
                 code = await _wait_for_events(ctx, wait_seconds, code)
             inner.cancel_scope.cancel()
@@ -410,7 +410,7 @@ async def _shell(ctx: Context) -> int:
                 with trio.CancelScope() as scope:
                     running.append(scope)
                     try:
-                        await execute_line(ctx, line)
+                        await dispatch.execute_line(ctx, line)
                     finally:
                         running.pop()
                 if scope.cancelled_caught:

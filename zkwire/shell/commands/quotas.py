@@ -88,7 +88,7 @@ _quota_value = integer("quota", 0, (1 << 63) - 1)
 
 @dataclass(frozen=True, kw_only=True)
 class SetQuotaArguments:
-    """Exactly one of the limits is given (the registry sees to it)."""
+    """Exactly one of the limits."""
 
     path: str = positional(_quota_path)
     count: int | None = option("n", _quota_value)
@@ -96,19 +96,18 @@ class SetQuotaArguments:
     count_hard_limit: int | None = option("N", _quota_value)
     byte_hard_limit: int | None = option("B", _quota_value)
 
+    def __post_init__(self) -> None:
+        if len(self._given()) != 1:
+            raise ArgumentError("give exactly one of -n, -b, -N, -B")
+
     @property
     def limit(self) -> tuple[str, int]:
         """The limit to set, as its key in the limits node, and its value."""
-        given = [
-            (key, value)
-            for key, value in zip(
-                _LIMIT_KEYS, (self.count, self.bytes, self.count_hard_limit, self.byte_hard_limit), strict=True
-            )
-            if value is not None
-        ]
-        if len(given) != 1:
-            raise ArgumentError("give exactly one of -n, -b, -N, -B")
-        return given[0]
+        return self._given()[0]
+
+    def _given(self) -> list[tuple[str, int]]:
+        values = (self.count, self.bytes, self.count_hard_limit, self.byte_hard_limit)
+        return [(key, value) for key, value in zip(_LIMIT_KEYS, values, strict=True) if value is not None]
 
 
 @command(
@@ -242,14 +241,19 @@ class DelQuotaArguments:
     count_hard_limit: bool = flag("N")
     byte_hard_limit: bool = flag("B")
 
+    def __post_init__(self) -> None:
+        if len(self._chosen()) > 1:
+            raise ArgumentError("use only one of -n, -b, -N, -B")
+
     @property
     def limit(self) -> str | None:
         """The key of the one limit to remove, or None for the whole quota."""
-        chosen = (self.count, self.bytes, self.count_hard_limit, self.byte_hard_limit)
-        keys = [key for key, given in zip(_LIMIT_KEYS, chosen, strict=True) if given]
-        if len(keys) > 1:
-            raise ArgumentError("use only one of -n, -b, -N, -B")
-        return keys[0] if keys else None
+        chosen = self._chosen()
+        return chosen[0] if chosen else None
+
+    def _chosen(self) -> list[str]:
+        flags = (self.count, self.bytes, self.count_hard_limit, self.byte_hard_limit)
+        return [key for key, given in zip(_LIMIT_KEYS, flags, strict=True) if given]
 
 
 @command(
