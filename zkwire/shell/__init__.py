@@ -1,6 +1,8 @@
 """The ``zkwire`` command line: a zkCli-grade shell.
 
-* :mod:`~zkwire.shell.main` -- the entry point, one-shot mode and the interactive loop;
+* :mod:`~zkwire.shell.main` -- the entry point: ``zkwire``'s own options, subprograms (``trace``);
+* :mod:`~zkwire.shell.one_shot` -- running one command (and waiting for its watch);
+* :mod:`~zkwire.shell.interactive` -- the interactive shell: reading lines, the prompt, Ctrl-C;
 * :mod:`~zkwire.shell.registry` -- the command registry: each command's typed arguments and how
   command-line words become them;
 * :mod:`~zkwire.shell.argument_types` -- converters of words shared by the commands (paths, versions,
