@@ -16,7 +16,7 @@ import trio
 
 import zkwire
 from zkwire.acl import digest_id
-from zkwire.shell.commands import format_limits, parse_quota
+from zkwire.shell.commands.quotas import format_limits, parse_quota
 from zkwire.shell.format import format_data, format_stat, format_zxid
 from zkwire.testing.handles import ServerHandle
 
@@ -590,6 +590,7 @@ async def test_usage_errors_exit_2_without_connecting() -> None:
         ["four", "RUOK"],
         ["create", "/a", "d", "world:anyone:q"],
         ["delquota", "-n", "-b", "/a"],
+        ["ls", "-R", "-s", "/"],
     ]
     with trio.fail_after(40):
         results = await zkw_all(nowhere, cases)
@@ -599,6 +600,7 @@ async def test_usage_errors_exit_2_without_connecting() -> None:
     assert results[0].err == "Command not found: bogus (try help)\n"
     assert results[5].err == "Invalid path 'relative/path': must start with \"/\"\n"
     assert results[7].err == "set: version must be a number, not 'abc'\n"
+    assert results[17].err == "ls: -R cannot be combined with -s or -w\n"
     r = await zkw(nowhere, "ls", options=("--timeout", "soon"))
     assert r.code == 2 and "--timeout" in r.err
     r = await zkw("not a:connect:string", "ls", "/")

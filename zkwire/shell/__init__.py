@@ -1,7 +1,17 @@
 """The ``zkwire`` command line: a zkCli-grade shell.
 
-* :mod:`~zkwire.shell.main` -- the entry point and the interactive loop;
-* :mod:`~zkwire.shell.commands` -- the commands;
+* :mod:`~zkwire.shell.main` -- the entry point: ``zkwire``'s own options, subprograms (``trace``);
+* :mod:`~zkwire.shell.one_shot` -- running one command (and waiting for its watch);
+* :mod:`~zkwire.shell.interactive` -- the interactive shell: reading lines, the prompt, Ctrl-C;
+* :mod:`~zkwire.shell.registry` -- the command registry: each command's typed arguments and how
+  command-line words become them;
+* :mod:`~zkwire.shell.argument_types` -- converters of words shared by the commands (paths, versions,
+  numbers, ACL text);
+* :mod:`~zkwire.shell.commands` -- the commands, a module per kind (nodes, access, watches, quotas,
+  server, session);
+* :mod:`~zkwire.shell.context` -- the session context the commands run against;
+* :mod:`~zkwire.shell.dispatch` -- running a command line against a context;
+* :mod:`~zkwire.shell.outcomes` -- exit codes and the exceptions that lead to them;
 * :mod:`~zkwire.shell.format` -- rendering of stats, ACLs and events;
 * :mod:`~zkwire.shell.runtime` -- what every zkwire command line shares (argument parsing, Ctrl-C,
   exit codes); public, also used by ``zklock``.

@@ -1,15 +1,21 @@
-"""What the ``zkwire`` and ``zklock`` command lines share: one-line usage errors, checked numbers and text,
-and an ending without a traceback.
+"""What the ``zkwire`` and ``zklock`` command lines (and ``zkwire trace``) share: one-line usage errors,
+checked numbers and text, the common exit codes, and an ending without a traceback.
+
+This module is public: ``zklock``'s command line and the tracer build on it, and it depends on nothing
+of the shell.
 
 * :class:`OneLineArgumentParser`: a bad option is one line on stderr (``zkwire: argument --timeout: ...``)
   and exit 2, not argparse's usage block.
 * :func:`seconds`: argparse types for durations: finite numbers within a range (``inf``, ``nan``, ``1e12``
-  seconds of session timeout are usage errors, not overflows deep inside the client).
+  seconds of session timeout are usage errors, not overflows deep inside the client);
+  :data:`session_timeout` is the one for a session timeout, up to :data:`MAX_SESSION_TIMEOUT`.
 * :func:`is_utf8`: text from the command line that is not valid UTF-8 (Python keeps such bytes as lone
   surrogates) cannot be sent to ZooKeeper and is refused up front.
-* :func:`run_cli`: Ctrl-C ends the program with exit 130 and nothing on stderr, also when trio wrapped the
-  ``KeyboardInterrupt`` in exception groups; output to a pipe whose reader went away (``| head``) ends it
-  quietly with exit 141 (128 + SIGPIPE, what a shell reports for a program killed by that signal).
+* :func:`run_cli`: Ctrl-C ends the program with exit 130 (:data:`EXIT_INTERRUPTED`) and nothing on stderr,
+  also when trio wrapped the ``KeyboardInterrupt`` in exception groups; output to a pipe whose reader went
+  away (``| head``) ends it quietly with exit 141 (:data:`EXIT_PIPE_CLOSED`: 128 + SIGPIPE, what a shell
+  reports for a program killed by that signal).
+* :data:`EXIT_USAGE` (2): the exit code of a usage error, in every command line.
 """
 
 from __future__ import annotations
@@ -35,8 +41,11 @@ __all__ = [
     "run_cli",
 ]
 
+#: A usage error: a bad option or argument (nothing was done).
 EXIT_USAGE = 2
+#: Interrupted by Ctrl-C.
 EXIT_INTERRUPTED = 130
+#: The output pipe was closed by its reader.
 EXIT_PIPE_CLOSED = 141
 
 #: The longest session timeout the protocol can carry: an int32 of milliseconds.
@@ -78,7 +87,7 @@ def seconds(
 
 
 #: argparse type of a session timeout: 1 ms up to what an int32 of milliseconds holds.
-session_timeout = seconds(minimum=0.001, allow_minimum=True, maximum=MAX_SESSION_TIMEOUT)
+session_timeout: Callable[[str], float] = seconds(minimum=0.001, allow_minimum=True, maximum=MAX_SESSION_TIMEOUT)
 
 
 def is_utf8(text: str) -> bool:
@@ -91,6 +100,7 @@ def is_utf8(text: str) -> bool:
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside ``error``'s (nested) exception groups, or ``error`` itself."""
     if isinstance(error, BaseExceptionGroup):
         return [leaf for sub in error.exceptions for leaf in _leaves(sub)]
     return [error]
@@ -109,7 +119,8 @@ def _silence_stdout() -> None:
 
 
 def run_cli(body: Callable[[], int]) -> int:
-    """Run a command line's ``body``; Ctrl-C gives 130 and a closed output pipe 141, both without a word."""
+    """Run a command line's ``body`` and return its exit code; Ctrl-C gives 130 and a closed output pipe 141,
+    both without a word.  Any other exception propagates."""
     try:
         return body()
     except (KeyboardInterrupt, BrokenPipeError, BaseExceptionGroup) as e:
