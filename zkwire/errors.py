@@ -18,6 +18,7 @@ from typing import ClassVar
 
 __all__ = [
     "ZKError",
+    "WatchOverflowError",
     "ProtocolError",
     "InvalidInputError",
     "InvalidPathError",
@@ -323,6 +324,3 @@ def error_for_code(code: int, path: str | None = None) -> ServerError:
 
 class WatchOverflowError(ZKError):
     """A persistent watch's consumer fell too far behind; events after the buffered ones were dropped."""
-
-
-__all__ += ["WatchOverflowError"]

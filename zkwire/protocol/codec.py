@@ -30,6 +30,8 @@ from .records import (
 
 __all__ = [
     "REQUEST_RECORDS",
+    "WATCH_XID",
+    "PING_XID",
     "RESPONSE_RECORDS",
     "encode_request",
     "encode_connect_request",
@@ -161,6 +163,3 @@ def decode_watcher_event(payload: bytes, offset: int = 16) -> WatcherEvent:
     event = WatcherEvent.read(r)
     r.expect_end("WatcherEvent")
     return event
-
-
-__all__ += ["WATCH_XID", "PING_XID"]
