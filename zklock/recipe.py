@@ -43,9 +43,18 @@ from typing import cast
 
 import trio
 
-from zkwire import Client, Create, EventType, GetChildren, SessionState, Stat
-from zkwire.errors import ConnectionLossError, NodeExistsError, NoNodeError, ZKError
-from zkwire.sansio.paths import validate_path
+from zkwire import (
+    Client,
+    ConnectionLossError,
+    Create,
+    EventType,
+    GetChildren,
+    NodeExistsError,
+    NoNodeError,
+    Stat,
+    ZKError,
+    validate_path,
+)
 
 from .errors import NotHeldError
 from .lease import REVOKE_DATA, Lease
@@ -76,8 +85,6 @@ log = logging.getLogger("zklock")
 
 #: How long shielded clean-up may block its caller before it is handed to the background.
 CLEANUP_TIMEOUT = 5.0
-#: Seconds after a grant before the holder starts watching its own node (for deletion and revocation).
-OWN_NODE_WATCH_DELAY = 0.05
 
 
 #: Returned by :meth:`LockRecipe._blocker` to wait for any change among the children (semaphores).
@@ -245,7 +252,7 @@ class LockRecipe:
         task = trio.lowlevel.current_task()
         held = self._held.get(task)
         if held is not None and not held.lost:
-            held._count += 1
+            held.hold_again()
             return held
         attempt = _Attempt(self)
         try:
@@ -267,18 +274,14 @@ class LockRecipe:
         lease = self._held.get(task)
         if lease is None:
             raise NotHeldError(f"the current task does not hold {self.path}")
-        lease._count -= 1
-        if lease._count > 0:
+        if not lease.let_go():
             return
         del self._held[task]
-        lease.released = True
-        lease._watch_scope.cancel()
-        self.client.remove_state_listener(lease._on_state)
         with trio.CancelScope(shield=True):
             await delete_node(self.client, lease.node)
-            if lease._uuid is not None:
+            if lease.create_uuid is not None:
                 # This acquire once lost a create reply: make sure no other node carries its uuid.
-                await delete_uuid_nodes(self.client, self.path, lease._uuid, self._contenders)
+                await delete_uuid_nodes(self.client, self.path, lease.create_uuid, self._contenders)
 
     async def acquire_lease(self) -> Lease:
         """Wait for the lock and return the current task's :class:`Lease` (counted, like :meth:`acquire`).
@@ -526,44 +529,14 @@ class _Attempt:
         if self.node_session != client.session_id:
             # A node of a dying older session must not count as ours.
             raise ConnectionLossError(self.node, "lock node belongs to an older session")
-        node = self.node
-        lease = Lease(self.recipe, node, self.czxid, self.node_session)
-        if self.create_lost:
-            lease._uuid = self.uuid
-        client.add_state_listener(lease._on_state)
-        if self.recipe.lose_on_suspend and client.state is not SessionState.CONNECTED:
-            lease._mark_lost(f"session {client.state.value}")
-
-        async def watch_node() -> None:
-            # Started a moment after the grant, so that a short hold costs no request and no watch
-            # event.  Nothing is missed meanwhile: a deletion before this read shows up as NoNode, a
-            # revocation request as the node's data.
-            with lease._watch_scope:
-                await trio.sleep(OWN_NODE_WATCH_DELAY)
-                await watch_own_node()
-
-        async def watch_own_node() -> None:
-            while not lease.released and not lease.lost:
-                try:
-                    data, _, w = await client.get_data(node, watch=True)
-                    if data == REVOKE_DATA:
-                        lease._revoke.set()
-                    event = await w.wait()
-                    if lease.released:
-                        return
-                    if event.type == EventType.NODE_DELETED:
-                        lease._mark_lost("lock node was deleted")
-                        return
-                except NoNodeError:
-                    lease._mark_lost("lock node was deleted")
-                    return
-                except ConnectionLossError:
-                    await client.wait_connected()
-                except ZKError as e:
-                    lease._mark_lost(f"session ended ({e})")
-                    return
-
-        client.spawn(watch_node, name=f"zklock watch {node}")
+        lease = Lease(
+            self.recipe,
+            self.node,
+            self.czxid,
+            self.node_session,
+            create_uuid=self.uuid if self.create_lost else None,
+        )
+        lease.start()
         self.node = None  # the lease owns the node now
         return lease
 
