@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import cast
 
@@ -52,6 +52,7 @@ from zkwire import (
     NodeExistsError,
     NoNodeError,
     Stat,
+    Watch,
     ZKError,
     validate_path,
 )
@@ -70,7 +71,7 @@ from .naming import (
     parse_contender,
     sort_contenders,
 )
-from .queue import SharedQueue, nearest_below, release_queue, shared_queue
+from .queue import Listing, SharedQueue, nearest_below, release_queue, shared_queue
 
 __all__ = [
     "LockRecipe",
@@ -89,8 +90,6 @@ CLEANUP_TIMEOUT = 5.0
 
 #: Returned by :meth:`LockRecipe._blocker` to wait for any change among the children (semaphores).
 ANY_CHANGE = Contender(0, "", "", None)
-#: A listing of the lock node: child names in the server's order, and its child version.
-Listing = tuple[list[str], int]
 
 #: Lock paths already warned about (a warning once per path and process); bounded.
 _WARNED_PATHS: set[str] = set()
@@ -341,15 +340,16 @@ class _Attempt:
 
     async def _wait_in_queue(self, blocking: bool, queue: SharedQueue) -> Lease | None:
         """Wait for the one node that blocks ours; when it goes, find the next one in the shared view of
-        the queue (a listing only when the view is in doubt: our watch request failed with the
-        connection).  One small request per handoff, whatever the length of the queue."""
+        the queue.  One small request per handoff, whatever the length of the queue; a listing only to
+        queue (shared by the waiters of this process that queue at once) and when the view is in
+        doubt (our watch request failed with the connection: one listing per lock path, shared)."""
         recipe = self.recipe
-        me, found, blocker = await self._place(await self._create_and_list(), queue)
+        me, found, blocker = await self._enqueue(queue)
         while True:
             if not found:
                 # Our node vanished (deleted by someone else): start over with a new node.
                 self.node = None
-                me, found, blocker = await self._place(await self._create_and_list(), queue)
+                me, found, blocker = await self._enqueue(queue)
                 continue
             if blocker is None:
                 return await self._grant()
@@ -362,7 +362,8 @@ class _Attempt:
                 found, blocker = queue.blocker(me, recipe._blocked_by)
                 continue
             except ConnectionLossError:
-                me, found, blocker = await self._place(await self._list(), queue)
+                await queue.listing_after(queue.mark(), self._list)
+                found, blocker = queue.blocker(me, recipe._blocked_by)
                 continue
             event = await watch.wait()
             log.debug("lock %s: %s: %s", recipe.path, blocker.name, event.type)
@@ -370,22 +371,51 @@ class _Attempt:
                 queue.saw_gone(blocker.name)
             found, blocker = queue.blocker(me, recipe._blocked_by)
 
-    async def _place(self, listing: Listing, queue: SharedQueue) -> tuple[Contender, bool, Contender | None]:
-        """Our node, whether ``listing`` shows it, and the nearest node below it that blocks it (one pass
-        over the unsorted listing).  The listing feeds the shared view; any other node carrying our uuid
-        (only a lost create reply can have made one) is deleted and left out, so that grant, release
-        and clean-up all mean the one node in ``self.node``."""
-        names, version = listing
-        queue.saw_listing(names, version)
+    async def _enqueue(self, queue: SharedQueue) -> tuple[Contender, bool, Contender | None]:
+        """Create our node and place it in the queue: our node, whether it is there, and the nearest node
+        below it that blocks it.
+
+        The children are listed in the create's round trip, unless another waiter of this process is
+        listing the path at that moment: then the create goes alone and the view is fed a listing sent
+        after its reply, shared with every waiter that asked before that listing went out.  So N
+        waiters queueing at once cost a few listings, not N."""
+        if not queue.listing_in_flight:
+            listing = await queue.send_listing(lambda: self._create_and_list(listed=True))
+            assert listing is not None
+            return await self._place(listing, queue)
+        listing = await self._create_and_list(listed=False)
+        if listing is not None:
+            # A create reply was lost: our own listing, which also clears any second node of ours.
+            return await self._place(listing, queue)
+        await queue.listing_after(queue.mark(), self._list)
+        self._check_foreign(queue, queue.names)
+        me = self._me()
+        found, blocker = queue.blocker(me, self.recipe._blocked_by)
+        return me, found, blocker
+
+    def _me(self) -> Contender:
+        assert self.node is not None
+        me = parse_contender(self.node.rsplit("/", 1)[1], self.recipe.markers)
+        assert me is not None
+        return me
+
+    def _check_foreign(self, queue: SharedQueue, names: Sequence[str]) -> None:
         if not queue.checked_foreign:
             # Once per shared view (not per waiter of a long local queue).
             queue.checked_foreign = True
             markers = self.recipe.markers
             self.recipe._warn_foreign([c for n in names if (c := parse_contender(n, markers)) is not None])
-        assert self.node is not None
-        mine = self.node.rsplit("/", 1)[1]
-        me = parse_contender(mine, self.recipe.markers)
-        assert me is not None
+
+    async def _place(self, listing: Listing, queue: SharedQueue) -> tuple[Contender, bool, Contender | None]:
+        """Our node, whether ``listing`` shows it, and the nearest node below it that blocks it (one pass
+        over the unsorted listing).  The listing feeds the shared view; any other node carrying our uuid
+        (only a lost create reply can have made one) is deleted and left out, so that grant, release
+        and clean-up all mean the one node in ``self.node``."""
+        names, cversion, parent_czxid = listing
+        queue.saw_listing(names, cversion, parent_czxid)
+        self._check_foreign(queue, names)
+        me = self._me()
+        mine = me.name
         uuid_ = self.uuid
         ghosts = [n for n in names if uuid_ in n and n != mine]
         if ghosts:
@@ -398,8 +428,12 @@ class _Attempt:
         return me, found, blocker
 
     async def _wait_on_children(self, blocking: bool) -> Lease | None:
-        """For recipes that wait for any change among the children (a semaphore's leases)."""
-        names, _ = await self._create_and_list()
+        """For recipes that wait for any change among the children (a semaphore's leases): each change
+        costs one listing, which also sets the watch for the next one."""
+        listing = await self._create_and_list(listed=True)
+        assert listing is not None
+        names = listing[0]
+        watch: Watch | None = None
         first = True
         while True:
             contenders, index = await self._locate(names)
@@ -408,7 +442,9 @@ class _Attempt:
                 first = False
             if index is None:
                 self.node = None
-                names, _ = await self._create_and_list()
+                listing = await self._create_and_list(listed=True)
+                assert listing is not None
+                names, watch = listing[0], None
                 continue
             blocker = self.recipe._blocker(contenders, index)
             del contenders
@@ -416,22 +452,19 @@ class _Attempt:
                 return await self._grant()
             if not blocking:
                 return None
+            if watch is not None:
+                # The listing came with this watch: any change since fires it.
+                del names
+                await watch.wait()
             try:
-                fresh, watch = await self.client.get_children(self.recipe.path, watch=True)
+                names, watch = await self.client.get_children(self.recipe.path, watch=True)
             except (NoNodeError, ConnectionLossError):
-                names, _ = await self._list()
-                continue
-            if set(fresh) != set(names):
-                names = fresh
-                continue
-            del fresh, names
-            await watch.wait()
-            names, _ = await self._list()
+                names, watch = list((await self._list())[0]), None
 
-    async def _locate(self, children: list[str]) -> tuple[list[Contender], int | None]:
+    async def _locate(self, children: Sequence[str]) -> tuple[list[Contender], int | None]:
         """The queue in ``children``, and our node's index in it (None if it is gone); other nodes
         carrying our uuid are deleted and left out (see :meth:`_place`)."""
-        contenders = self.recipe._contenders(children)
+        contenders = self.recipe._contenders(list(children))
         mine = self.node.rsplit("/", 1)[1] if self.node is not None else None
         index = None
         ghosts = False
@@ -457,22 +490,25 @@ class _Attempt:
             except ConnectionLossError:
                 continue
             if isinstance(result, NoNodeError):
-                return [], -1
+                return [], -1, 0
             if isinstance(result, ConnectionLossError):
                 continue
             if isinstance(result, BaseException):
                 raise result
             names, stat = cast(tuple[list[str], Stat], result)
-            return names, stat.cversion
+            return names, stat.cversion, stat.czxid
 
-    async def _create_and_list(self) -> Listing:
+    async def _create_and_list(self, *, listed: bool) -> Listing | None:
+        """Create our node; with ``listed``, list the children in the same round trip (the listing then
+        shows every node below ours).  Without, None -- unless a create reply was lost: the listing
+        made after recovering our node is returned then."""
         data = self.recipe.identifier.encode()
         sequential = self.recipe.sequential
-        listing = GetChildren(self.recipe.path, with_stat=True, sort=False)
+        listing = [GetChildren(self.recipe.path, with_stat=True, sort=False)] if listed else []
         while True:
             self.create_sent = True
-            created, children = await self.client.pipeline(
-                [Create(self.node_prefix, data, ephemeral=True, sequential=sequential), listing]
+            created, *children = await self.client.pipeline(
+                [Create(self.node_prefix, data, ephemeral=True, sequential=sequential), *listing]
             )
             if isinstance(created, NoNodeError):
                 await self.recipe._ensure_parent()
@@ -490,12 +526,15 @@ class _Attempt:
             self.node, stat = created
             self.node_session = stat.ephemeral_owner
             self.czxid = stat.czxid
-            if isinstance(children, ConnectionLossError):
+            if not children:
+                return None
+            [result] = children
+            if isinstance(result, ConnectionLossError):
                 return await self._list()
-            if isinstance(children, BaseException):
-                raise children
-            names, parent = cast(tuple[list[str], Stat], children)
-            return names, parent.cversion
+            if isinstance(result, BaseException):
+                raise result
+            names, parent = cast(tuple[list[str], Stat], result)
+            return names, parent.cversion, parent.czxid
 
     async def _recover_lost_create(self) -> bool:
         """After a lost create reply: adopt our node if the server made it in this session.
