@@ -6,7 +6,10 @@ contenders whether ours may proceed and, if not, which single node to wait for. 
 1. Create ``<path>/<name>`` (ephemeral, sequential; the name carries a fresh uuid: ``_c_<uuid>-<marker>``
    in the ``"curator"`` naming, ``<uuid hex><marker>`` in the ``"kazoo"`` naming, see
    :mod:`zklock.naming`) and list the children *in one round trip*: both requests go out back to back
-   and the server applies them in order.  A missing parent is created as a container node (the server
+   and the server applies them in order.  While another waiter of this process is listing the path,
+   the create goes alone and the waiter joins the next listing sent after the create's reply (one
+   listing serves every waiter of the process that queued meanwhile, see :mod:`zklock.queue`).  A
+   missing parent is created as a container node (the server
    removes it once it is empty again) in the ``"curator"`` naming, as a persistent node in the
    ``"kazoo"`` naming (kazoo creates its lock paths once per lock object and would fail on a reaped
    container).
@@ -14,11 +17,14 @@ contenders whether ours may proceed and, if not, which single node to wait for. 
    path (the member we re-attached to may not have applied our create yet: after the sync it has
    applied every write our session made), list the children and adopt the node carrying our uuid --
    only if its ephemeralOwner is our session; any other node carrying our uuid is deleted.  Never two
-   nodes for one acquire; should duplicates exist anyway, every listing deletes all but our node, and
-   grant, release and clean-up agree on that one node.
+   nodes for one acquire; should duplicates exist anyway, the attempt's own listings delete all but our
+   node, and grant, release and clean-up agree on that one node.
 3. If the recipe says we may proceed, check that our node's ephemeralOwner is the current session and
    hold.  Otherwise watch just the one node we wait for, with a getData watch (an exists watch on a node
-   that is already gone would linger), and re-list when it fires -- never assume.
+   that is already gone would linger).  When it goes, the next node to wait for is found in the
+   process's shared view of the queue (:mod:`zklock.queue`: nodes below ours can only disappear), so a
+   handoff costs one small request; the queue is listed again only when the view is in doubt (a watch
+   request failed with the connection), once per lock path for all the waiters of the process.
 4. Any failure or cancellation before the lock is held deletes our node (shielded); if the session is
    disconnected at that moment, the delete is retried in the background while the session lives.
 
