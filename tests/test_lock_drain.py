@@ -8,11 +8,13 @@ import uuid
 
 import pytest
 import trio
+import trio.lowlevel
 from faultproxy import open_fault_proxy
 
 import zklock
 import zkwire
 from zklock.queue import shared_queue
+from zkwire.constants import OpCode
 from zkwire.testing import four_letter_word
 
 #: Waiters in the long-queue test (about 6 s here on 2 shared cores; bounded by DEADLINE).
@@ -185,3 +187,51 @@ async def test_waiters_whose_watch_requests_were_lost_share_one_listing(zk_hosts
 async def _until_queued(zk: zkwire.Client, path: str, count: int) -> None:
     while len(await zk.get_children(path)) < count:
         await trio.sleep(0.01)
+
+
+async def test_waiters_queueing_at_once_survive_a_lost_create_reply(zk_hosts: str, zk_path: str) -> None:
+    """Waiters of one process queue at once (sharing listings) while one create's reply is lost with the
+    connection: every waiter ends up with exactly one node, all are granted in order, one at a time,
+    and nothing is left behind."""
+    path = f"{zk_path}/lock"
+    n = 60
+    holding = 0
+    overlaps = 0
+    granted: list[int] = []
+    with trio.fail_after(DEADLINE):
+        async with (
+            zkwire.open_client(zk_hosts) as direct,
+            open_fault_proxy(zk_hosts) as proxy,
+            zkwire.open_client(proxy.hosts) as zk,
+        ):
+            holder = zklock.Mutex(direct, path)
+            await holder.acquire()
+            lock = zklock.Mutex(zk, path)
+            async with trio.open_nursery() as nursery:
+
+                async def waiter() -> None:
+                    nonlocal holding, overlaps
+                    async with lock as lease:
+                        holding += 1
+                        overlaps += holding > 1
+                        granted.append(_sequence(lease.node))
+                        await trio.lowlevel.checkpoint()
+                        holding -= 1
+
+                for _ in range(n // 2):
+                    nursery.start_soon(waiter)
+                await _until_queued(direct, path, n // 2 + 1)
+                lost = proxy.swallow_reply(op=OpCode.CREATE2, path_prefix=path)
+                for _ in range(n // 2):
+                    nursery.start_soon(waiter)
+                await lost.wait()
+                await _until_queued(direct, path, n + 1)
+                await _until_watching(zk_hosts, n + 1)
+                assert len(await direct.get_children(path)) == n + 1  # no second node of any acquire
+                await holder.release()
+            try:
+                left = await direct.get_children(path)
+            except zkwire.NoNodeError:
+                left = []
+    assert overlaps == 0 and len(granted) == n and granted == sorted(granted)
+    assert left == []
