@@ -5,14 +5,17 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+DEMO = Path(__file__).resolve().parent.parent / "examples" / "lock_demo.py"
 
 
 @pytest.mark.usefixtures("local_zookeeper")
 def test_demo_runs_end_to_end() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "zklock.demo", "--workers", "2", "--rounds", "2", "--session-timeout", "1.5"],
+        [sys.executable, str(DEMO), "--workers", "2", "--rounds", "2", "--session-timeout", "1.5"],
         capture_output=True,
         text=True,
         timeout=180,

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import random
 
+import trio
+import trio.testing
+
 from zklock.naming import EXCLUSIVE_MARKERS, LOCK_MARKERS, parse_contender
 from zklock.queue import SharedQueue, nearest_below
 
@@ -123,3 +126,82 @@ def test_view_is_always_a_superset_of_what_exists_below_a_waiter() -> None:
                     assert blocker is not None and blocker.sequence >= max(below)
                 else:
                     assert blocker is None or blocker.sequence < me
+
+
+def test_a_new_incarnation_of_the_lock_path_replaces_the_view_whatever_its_child_version() -> None:
+    """A lock path deleted and created again (a reaped container) starts its child version anew: its
+    listing (a higher czxid) wins over an older incarnation's, and the old one never comes back."""
+    q = SharedQueue(LOCK_MARKERS)
+    q.saw_listing([name(s) for s in range(50)], cversion=50, parent_czxid=0x10)
+    q.saw_gone(name(49))
+    q.saw_listing([name(0, uid=1), name(1, uid=1)], cversion=2, parent_czxid=0x99)
+    assert list(q.names) == [name(0, uid=1), name(1, uid=1)] and q._gone == set()
+    q.saw_listing([name(s) for s in range(60)], cversion=60, parent_czxid=0x10)
+    assert len(q) == 2
+    me = parse_contender(name(1, uid=1), LOCK_MARKERS)
+    assert me is not None
+    assert q.blocker(me, anything) == (True, parse_contender(name(0, uid=1), LOCK_MARKERS))
+
+
+async def test_waiters_asking_for_a_listing_at_once_share_one() -> None:
+    """listing_after: every waiter that asked before a listing was sent is served by it; one that asks
+    while it is in flight gets the next; at most one is in flight."""
+    q = SharedQueue(LOCK_MARKERS)
+    sent: list[int] = []
+    release = trio.Event()
+    in_flight = 0
+    most = 0
+
+    async def fetch() -> tuple[list[str], int, int]:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        sent.append(len(sent) + 1)
+        await release.wait()
+        in_flight -= 1
+        return [name(s) for s in range(len(sent) * 10)], len(sent) * 10, 1
+
+    served: list[int] = []
+
+    async def waiter(i: int) -> None:
+        await q.listing_after(q.mark(), fetch)
+        served.append(i)
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            for i in range(50):
+                nursery.start_soon(waiter, i)
+            await trio.testing.wait_all_tasks_blocked()
+            assert sent == [1]  # the first asker sends; the others wait for the next listing
+            release.set()
+    assert sorted(served) == list(range(50))
+    assert len(sent) == 2 and most == 1 and q.listings == 2
+    assert len(q) == 20  # the newest listing feeds the view
+
+
+async def test_a_waiter_whose_listing_was_cancelled_does_not_strand_the_others() -> None:
+    q = SharedQueue(LOCK_MARKERS)
+    calls = 0
+
+    async def fetch() -> tuple[list[str], int, int]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await trio.sleep_forever()
+        return [name(1)], 1, 1
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            first = trio.CancelScope()
+
+            async def cancelled_waiter() -> None:
+                with first:
+                    await q.listing_after(q.mark(), fetch)
+
+            nursery.start_soon(cancelled_waiter)
+            await trio.testing.wait_all_tasks_blocked()
+            mark = q.mark()  # after the first listing was sent: the next one must serve us
+            nursery.start_soon(q.listing_after, mark, fetch)
+            await trio.testing.wait_all_tasks_blocked()
+            first.cancel()
+    assert calls == 2 and q.listings == 1 and list(q.names) == [name(1)]

@@ -375,3 +375,69 @@ def test_analysis_of_semaphore_layouts() -> None:
     assert a.unknown == ["odd"] and "do not limit each other" in a.warnings[0]
     a = analyze_semaphore("/s", [H, "config"], [H, "config"], "/s-__lock__", [], 2)
     assert a.max_leases == 2 and "which kazoo counts as taken leases" in a.warnings[0]
+
+
+def _holder(node: str, kind: str, ident: str, session: int, token: int) -> zklock.status.Holder:
+    return zklock.status.Holder(node, kind, "curator", ident, session, token)
+
+
+def test_status_text_and_json_without_a_server() -> None:
+    from zklock.status import LockStatus, format_session_id, status_json, status_lines
+
+    assert format_session_id(0x1A2B) == "0x1a2b"
+    assert format_session_id(-(1 << 63)) == "0x8000000000000000"
+    free = LockStatus("/p", "free", "", [], [], [], [], None)
+    assert status_lines(free) == ["/p: free"]
+    assert status_json(free)["holder"] is None and status_json(free)["recipe"] is None
+    unknown = LockStatus("/p", "unknown", "", [], [], ["x", "y"], [], None)
+    assert status_lines(unknown) == [
+        "/p: unknown (2 nodes no known lock recipe wrote)",
+        "not understood (2): x, y",
+    ]
+    held = LockStatus(
+        "/p",
+        "held",
+        "mutex",
+        [_holder("n1", "mutex", "host:1", 0x10, 7)],
+        [_holder("n2", "lock", "host:2", 0x11, 8), _holder("n3", "read", "host:3", 0x12, 9)],
+        [],
+        [],
+        None,
+    )
+    assert status_lines(held) == [
+        "/p: held by host:1 (node n1, session 0x10, fencing token 7)",
+        "waiting (2):",
+        "  1. host:2 (kazoo lock, node n2)",
+        "  2. host:3 (read, node n3)",
+    ]
+    out = status_json(held)
+    assert out["holder"] == {
+        "node": "n1",
+        "identifier": "host:1",
+        "session": "0x10",
+        "fencing_token": 7,
+        "kind": "mutex",
+        "naming": "curator",
+    }
+    assert [w["node"] for w in cast_list(out["waiting"])] == ["n2", "n3"]
+    shared = LockStatus(
+        "/s",
+        "held",
+        "semaphore",
+        [_holder("leases/a", "lease", "a", 1, 1), _holder("leases/b", "lease", "b", 2, 2)],
+        [],
+        [],
+        [],
+        2,
+    )
+    assert status_lines(shared) == [
+        "/s: held by 2 holders (semaphore, 2 leases)",
+        "  a (lease, node leases/a, session 0x1, fencing token 1)",
+        "  b (lease, node leases/b, session 0x2, fencing token 2)",
+        "waiting: none",
+    ]
+
+
+def cast_list(value: object) -> list[dict[str, object]]:
+    assert isinstance(value, list)
+    return value

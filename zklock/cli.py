@@ -55,10 +55,7 @@ from dataclasses import dataclass
 
 import trio
 
-from zkwire import Client, open_client
-from zkwire.errors import InvalidInputError, ZKError
-from zkwire.sansio.paths import validate_path
-from zkwire.shell.format import format_zxid
+from zkwire import Client, InvalidInputError, ZKError, open_client, validate_path
 from zkwire.shell.runtime import OneLineArgumentParser, is_utf8, run_cli, seconds, session_timeout
 from zkwire.terminal import escape_controls
 
@@ -69,7 +66,7 @@ from .naming import NAMINGS
 from .recipe import LockRecipe
 from .rwlock import ReadWriteLock
 from .semaphore import Semaphore
-from .status import Holder, LockStatus, lock_status
+from .status import lock_status, status_json, status_lines
 
 __all__ = [
     "main",
@@ -488,79 +485,9 @@ async def _status(opts: argparse.Namespace) -> int:
         return EXIT_UNAVAILABLE
     code = EXIT_UNKNOWN if status.state == "unknown" else 0
     if opts.json:
-        print(json.dumps(_status_json(status)))
+        print(json.dumps(status_json(status)))
         return code
     for warning in status.warnings:
         _say(f"warning: {warning}")
-    print(escape_controls("\n".join(_status_lines(status)), keep="\n"))
+    print(escape_controls("\n".join(status_lines(status)), keep="\n"))
     return code
-
-
-def _entry_json(h: Holder) -> dict[str, str | int | None]:
-    return {
-        "node": h.node,
-        "identifier": h.identifier,
-        "session": format_zxid(h.session),
-        "fencing_token": h.fencing_token,
-        "kind": h.kind,
-        "naming": h.naming,
-    }
-
-
-def _status_json(status: LockStatus) -> dict[str, object]:
-    holders = [_entry_json(h) for h in status.holders]
-    return {
-        "path": status.path,
-        "state": status.state,
-        "recipe": status.recipe or None,
-        "holder": holders[0] if holders else None,
-        "holders": holders,
-        "waiting": [_entry_json(h) for h in status.waiting],
-        "max_leases": status.max_leases,
-        "unknown": status.unknown,
-        "warnings": status.warnings,
-    }
-
-
-def _kind(h: Holder) -> str:
-    """How a node's kind is shown before its node name ("" for a mutex, the common case)."""
-    if h.kind == "mutex":
-        return ""
-    if h.kind == "lock":
-        return "kazoo lock, "
-    return f"{h.kind}, "
-
-
-def _status_lines(status: LockStatus) -> list[str]:
-    path = status.path
-    lines: list[str] = []
-    holders = status.holders
-    if not holders:
-        if status.state == "unknown":
-            lines.append(f"{path}: unknown ({len(status.unknown)} nodes no known lock recipe wrote)")
-        else:
-            lines.append(f"{path}: free")
-    elif len(holders) == 1:
-        h = holders[0]
-        lines.append(
-            f"{path}: held by {h.identifier} ({_kind(h)}node {h.node}, session {format_zxid(h.session)}, "
-            f"fencing token {h.fencing_token})"
-        )
-    else:
-        leases = f", {status.max_leases} leases" if status.max_leases is not None else ""
-        lines.append(f"{path}: held by {len(holders)} holders ({status.recipe}{leases})")
-        for h in holders:
-            lines.append(
-                f"  {h.identifier} ({_kind(h)}node {h.node}, session {format_zxid(h.session)}, "
-                f"fencing token {h.fencing_token})"
-            )
-    if holders or status.waiting:
-        if status.waiting:
-            lines.append(f"waiting ({len(status.waiting)}):")
-            for i, h in enumerate(status.waiting, 1):
-                lines.append(f"  {i}. {h.identifier} ({_kind(h)}node {h.node})")
-        else:
-            lines.append("waiting: none")
-    if status.unknown:
-        lines.append(f"not understood ({len(status.unknown)}): {', '.join(status.unknown)}")
-    return lines

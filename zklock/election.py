@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from zkwire.errors import ConnectionLossError, SessionExpiredError
+from zkwire import ConnectionLossError, SessionExpiredError
 
 from .errors import LockLostError
 from .lease import Lease

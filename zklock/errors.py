@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from zkwire.errors import ZKError
+from zkwire import ZKError
 
 __all__ = ["LockError", "LockLostError", "NotHeldError", "MaxLeasesMismatchError"]
 

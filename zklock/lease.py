@@ -5,23 +5,51 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
-from zkwire import Check, NoNodeError, SessionExpiredError, SessionState, Stat, WriteOp
+from zkwire import (
+    Check,
+    Client,
+    ConnectionLossError,
+    EventType,
+    NoNodeError,
+    SessionExpiredError,
+    SessionState,
+    Stat,
+    WriteOp,
+    ZKError,
+)
 
 from .errors import LockLostError
 
-if TYPE_CHECKING:
-    from .recipe import LockRecipe
-
-__all__ = ["Lease", "REVOKE_DATA"]
+__all__ = ["Lease", "HeldLock", "REVOKE_DATA", "OWN_NODE_WATCH_DELAY"]
 
 log = logging.getLogger("zklock")
 
 #: Data written into a holder's node to ask it to release (the value Curator's revoker writes).
 REVOKE_DATA = b"__REVOKE__"
+#: Seconds after a grant before the holder starts watching its own node (for deletion and revocation).
+OWN_NODE_WATCH_DELAY = 0.05
+
+
+class HeldLock(Protocol):
+    """What a lease needs of the lock that granted it (every recipe of :mod:`zklock.recipe` is one)."""
+
+    client: Client
+    path: str
+    lose_on_suspend: bool
+    cancel_on_loss: bool
+
+    @property
+    def lease(self) -> Lease | None:
+        """The current task's lease of this lock, if it holds it."""
+        ...
+
+    async def release(self) -> None:
+        """Release one level of the current task's hold."""
+        ...
 
 
 class Lease:
@@ -48,9 +76,21 @@ class Lease:
     ``async with lease:`` runs a body under the lease: the body is cancelled if the lease is lost (with
     the recipe's ``cancel_on_loss``), :class:`~zklock.LockLostError` is raised out of it, and the lease
     is released at the end.  ``async with lock`` is ``acquire_lease()`` followed by this.
+
+    The lock that grants a lease calls :meth:`start` once, :meth:`hold_again` for each reentrant
+    acquire and :meth:`let_go` for each release; the lease watches its node and the session from
+    :meth:`start` until the last :meth:`let_go` (or the loss).
     """
 
-    def __init__(self, recipe: LockRecipe, node: str, fencing_token: int, session_id: int) -> None:
+    def __init__(
+        self,
+        recipe: HeldLock,
+        node: str,
+        fencing_token: int,
+        session_id: int,
+        *,
+        create_uuid: str | None = None,
+    ) -> None:
         self.recipe = recipe
         self.node = node
         self.fencing_token = fencing_token
@@ -67,7 +107,7 @@ class Lease:
         self._watch_scope = trio.CancelScope()
         self._count = 1
         #: The acquire's uuid if it ever lost a create reply: release then sweeps every node carrying it.
-        self._uuid: str | None = None
+        self.create_uuid = create_uuid
 
     @property
     def path(self) -> str:
@@ -142,7 +182,7 @@ class Lease:
         scope = self._scopes.pop()
         swallowed = bool(scope.__exit__(exc_type, exc, tb))
         recipe = self.recipe
-        if recipe._held.get(trio.lowlevel.current_task()) is self:
+        if recipe.lease is self:
             with trio.CancelScope(shield=True):
                 await recipe.release()
         # Whatever the body ended with (our cancellation, a ConnectionLossError from a request that
@@ -152,6 +192,62 @@ class Lease:
         if self.lost and recipe.cancel_on_loss and (exc is None or swallowed or isinstance(exc, Exception)):
             raise LockLostError(self.path, self.lost_reason or "lost") from (None if swallowed else exc)
         return swallowed and exc is not None and not self.lost
+
+    # ------------------------------------------------------------------ the lock's side
+
+    def start(self) -> None:
+        """Start telling losses: the session's state now (a session that is not connected at the grant
+        marks the lease lost at once, with ``lose_on_suspend``), the node's deletion and revocation
+        requests from a watch on the node started :data:`OWN_NODE_WATCH_DELAY` later (so that a short
+        hold costs no request and no watch event; nothing is missed meanwhile: a deletion shows up as
+        NoNode, a revocation request as the node's data)."""
+        client = self.recipe.client
+        client.add_state_listener(self._on_state)
+        if self.recipe.lose_on_suspend and client.state is not SessionState.CONNECTED:
+            self._mark_lost(f"session {client.state.value}")
+        client.spawn(self._watch_node, name=f"zklock watch {self.node}")
+
+    def hold_again(self) -> None:
+        """One more level of hold (a reentrant acquire by the holding task)."""
+        self._count += 1
+
+    def let_go(self) -> bool:
+        """One level of hold fewer; True when that was the last: the lease is then released (its
+        watches end) and the lock deletes the node."""
+        self._count -= 1
+        if self._count > 0:
+            return False
+        self.released = True
+        self._watch_scope.cancel()
+        self.recipe.client.remove_state_listener(self._on_state)
+        return True
+
+    async def _watch_node(self) -> None:
+        with self._watch_scope:
+            await trio.sleep(OWN_NODE_WATCH_DELAY)
+            await self._watch_own_node()
+
+    async def _watch_own_node(self) -> None:
+        client = self.recipe.client
+        while not self.released and not self.lost:
+            try:
+                data, _, w = await client.get_data(self.node, watch=True)
+                if data == REVOKE_DATA:
+                    self._revoke.set()
+                event = await w.wait()
+                if self.released:
+                    return
+                if event.type == EventType.NODE_DELETED:
+                    self._mark_lost("lock node was deleted")
+                    return
+            except NoNodeError:
+                self._mark_lost("lock node was deleted")
+                return
+            except ConnectionLossError:
+                await client.wait_connected()
+            except ZKError as e:
+                self._mark_lost(f"session ended ({e})")
+                return
 
     # ------------------------------------------------------------------ signals from the session
 

@@ -1,24 +1,31 @@
 """What one process knows of one lock path's queue, shared by all its waiters on that path.
 
 Why this is enough to hand a lock over without listing the queue again: sequence numbers are handed
-out in order, and a contender's listing comes after its own create (in the same round trip), so every
-node below ours is in that listing -- or in any newer listing (a higher child version of the lock
-node, which every create and delete under it raises).  Nodes below ours can only disappear.  So the
-newest listing, minus the nodes known to be gone, is a superset of the nodes below any waiter: if it
-shows nothing that blocks a waiter, nothing does.  Nodes are counted gone only on proof: a deletion
-notification, a NoNode reply, or our own successful delete.  (Newest is decided by the child version,
-not by the order in which waiters' tasks happen to run.)
+out in order, and a listing made after a contender's create (in the same round trip, or sent once the
+create's reply has come) shows every node below it that still exists -- as does any newer listing of
+the same lock node.  Nodes below ours can only disappear.  So the newest listing, minus the nodes known
+to be gone, is a superset of the nodes below any waiter whose node it shows: if it shows nothing that
+blocks a waiter, nothing does.  Nodes are counted gone only on proof: a deletion notification, a NoNode
+reply, or our own successful delete.  Newest is decided by the lock node's czxid (a lock path deleted
+and created again is a new queue) and then its child version (which every create and delete under it
+raises), not by the order in which waiters' tasks happen to run.
 
 One listing per (client, lock path) is kept (memory O(N) per process, whatever the number of local
-waiters), sorted lazily, only when a waiter needs to walk it; a waiter queueing finds its blocker in
-one pass over its own, unsorted listing.
+waiters), sorted lazily, only when a waiter needs to walk it; a lone waiter queueing finds its blocker
+in one pass over its own, unsorted listing.  Waiters that need a listing made after a point in time
+(after their create, after a request failed with the connection) share one:
+:meth:`SharedQueue.listing_after` sends one at a time, and every waiter that asked before it was sent is
+served by it.
 """
 
 from __future__ import annotations
 
 import bisect
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+import trio
 
 from zkwire import Client
 
@@ -28,6 +35,9 @@ __all__ = ["SharedQueue", "shared_queue", "nearest_below"]
 
 #: A recipe's rule: does ``other`` (a node below ours) block us?
 Blocks = Callable[[Contender], bool]
+#: A listing of the lock node: child names in the server's order, its child version and its czxid.
+Listing = tuple[Sequence[str], int, int]
+ListingT = TypeVar("ListingT", Listing, Listing | None)
 
 
 def nearest_below(
@@ -55,26 +65,100 @@ def nearest_below(
 class SharedQueue:
     """The newest listing of one lock path and the nodes known gone since it was received."""
 
-    __slots__ = ("__weakref__", "_gone", "_names", "_sorted", "_version", "checked_foreign", "markers", "users")
+    __slots__ = (
+        "__weakref__",
+        "_fetched",
+        "_gone",
+        "_in_flight",
+        "_names",
+        "_sent",
+        "_sorted",
+        "_version",
+        "checked_foreign",
+        "listings",
+        "markers",
+        "users",
+    )
 
     def __init__(self, markers: Sequence[str]) -> None:
         self.markers = tuple(markers)
         self._names: Sequence[str] = ()
-        self._version = -1
+        #: (czxid, child version) of the lock node in the listing kept.
+        self._version = (0, -1)
         self._sorted: list[Contender] | None = []
         self._gone: set[str] = set()
+        #: Listings sent through :meth:`send_listing` (numbered from 1), and the number of the newest
+        #: answered.
+        self._sent = 0
+        self._fetched = 0
+        self._in_flight: trio.Event | None = None
+        #: Listings received through :meth:`send_listing` (what queueing and recovery cost).
+        self.listings = 0
         #: Waiters of this process currently relying on this view.
         self.users = 0
         #: Whether a listing was checked for nodes of the other naming family (warned once per view).
         self.checked_foreign = False
 
-    def saw_listing(self, names: Sequence[str], cversion: int) -> None:
-        """A listing of the lock node whose child version was ``cversion``; kept if it is the newest."""
-        if cversion <= self._version:
+    @property
+    def names(self) -> Sequence[str]:
+        """The names of the listing kept (in the server's order; nodes known gone included)."""
+        return self._names
+
+    def saw_listing(self, names: Sequence[str], cversion: int, parent_czxid: int = 0) -> None:
+        """A listing of the lock node whose child version was ``cversion`` (and whose czxid was
+        ``parent_czxid``); kept if it is the newest."""
+        version = (parent_czxid, cversion)
+        if version <= self._version:
             return
+        if parent_czxid != self._version[0]:
+            self._gone = set()  # another incarnation of the lock path: nothing known of it yet
         self._names = names
-        self._version = cversion
+        self._version = version
         self._sorted = None
+
+    def mark(self) -> int:
+        """A point in time for :meth:`listing_after`: listings sent so far are before it."""
+        return self._sent
+
+    @property
+    def listing_in_flight(self) -> bool:
+        """Whether a listing of the lock node is on its way (a waiter may join it or the next one)."""
+        return self._in_flight is not None
+
+    async def listing_after(self, mark: int, fetch: Callable[[], Awaitable[Listing]]) -> None:
+        """Make sure the view has seen a listing sent after ``mark`` (see :meth:`mark`).
+
+        One listing is in flight at a time: a waiter that finds one sent after its mark waits for it;
+        one that finds an older one in flight waits for it and then sends the next, which serves every
+        waiter that asked meanwhile.  If the waiter sending a listing is cancelled or fails, the others
+        go on and send their own.
+        """
+        while self._fetched <= mark:
+            flight = self._in_flight
+            if flight is not None:
+                await flight.wait()
+                continue
+            await self.send_listing(fetch)
+
+    async def send_listing(self, fetch: Callable[[], Awaitable[ListingT]]) -> ListingT:
+        """Run ``fetch``, whose requests list the lock node (with others, in one round trip), as the
+        listing in flight; the listing it returns (if any) feeds the view before anyone waiting for it
+        runs."""
+        self._sent += 1
+        number = self._sent
+        done = self._in_flight = trio.Event()
+        try:
+            listing = await fetch()
+            if listing is not None:
+                names, cversion, czxid = listing
+                self.listings += 1
+                self.saw_listing(names, cversion, czxid)
+                self._fetched = max(self._fetched, number)
+            return listing
+        finally:
+            if self._in_flight is done:
+                self._in_flight = None
+            done.set()
 
     def saw_gone(self, name: str) -> None:
         """``name`` is known to be deleted (notification, NoNode, or our own delete)."""

@@ -6,7 +6,10 @@ contenders whether ours may proceed and, if not, which single node to wait for. 
 1. Create ``<path>/<name>`` (ephemeral, sequential; the name carries a fresh uuid: ``_c_<uuid>-<marker>``
    in the ``"curator"`` naming, ``<uuid hex><marker>`` in the ``"kazoo"`` naming, see
    :mod:`zklock.naming`) and list the children *in one round trip*: both requests go out back to back
-   and the server applies them in order.  A missing parent is created as a container node (the server
+   and the server applies them in order.  While another waiter of this process is listing the path,
+   the create goes alone and the waiter joins the next listing sent after the create's reply (one
+   listing serves every waiter of the process that queued meanwhile, see :mod:`zklock.queue`).  A
+   missing parent is created as a container node (the server
    removes it once it is empty again) in the ``"curator"`` naming, as a persistent node in the
    ``"kazoo"`` naming (kazoo creates its lock paths once per lock object and would fail on a reaped
    container).
@@ -14,11 +17,14 @@ contenders whether ours may proceed and, if not, which single node to wait for. 
    path (the member we re-attached to may not have applied our create yet: after the sync it has
    applied every write our session made), list the children and adopt the node carrying our uuid --
    only if its ephemeralOwner is our session; any other node carrying our uuid is deleted.  Never two
-   nodes for one acquire; should duplicates exist anyway, every listing deletes all but our node, and
-   grant, release and clean-up agree on that one node.
+   nodes for one acquire; should duplicates exist anyway, the attempt's own listings delete all but our
+   node, and grant, release and clean-up agree on that one node.
 3. If the recipe says we may proceed, check that our node's ephemeralOwner is the current session and
    hold.  Otherwise watch just the one node we wait for, with a getData watch (an exists watch on a node
-   that is already gone would linger), and re-list when it fires -- never assume.
+   that is already gone would linger).  When it goes, the next node to wait for is found in the
+   process's shared view of the queue (:mod:`zklock.queue`: nodes below ours can only disappear), so a
+   handoff costs one small request; the queue is listed again only when the view is in doubt (a watch
+   request failed with the connection), once per lock path for all the waiters of the process.
 4. Any failure or cancellation before the lock is held deletes our node (shielded); if the session is
    disconnected at that moment, the delete is retried in the background while the session lives.
 
@@ -37,15 +43,25 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import cast
 
 import trio
 
-from zkwire import Client, Create, EventType, GetChildren, SessionState, Stat
-from zkwire.errors import ConnectionLossError, NodeExistsError, NoNodeError, ZKError
-from zkwire.sansio.paths import validate_path
+from zkwire import (
+    Client,
+    ConnectionLossError,
+    Create,
+    EventType,
+    GetChildren,
+    NodeExistsError,
+    NoNodeError,
+    Stat,
+    Watch,
+    ZKError,
+    validate_path,
+)
 
 from .errors import NotHeldError
 from .lease import REVOKE_DATA, Lease
@@ -61,7 +77,7 @@ from .naming import (
     parse_contender,
     sort_contenders,
 )
-from .queue import SharedQueue, nearest_below, release_queue, shared_queue
+from .queue import Listing, SharedQueue, nearest_below, release_queue, shared_queue
 
 __all__ = [
     "LockRecipe",
@@ -76,14 +92,10 @@ log = logging.getLogger("zklock")
 
 #: How long shielded clean-up may block its caller before it is handed to the background.
 CLEANUP_TIMEOUT = 5.0
-#: Seconds after a grant before the holder starts watching its own node (for deletion and revocation).
-OWN_NODE_WATCH_DELAY = 0.05
 
 
 #: Returned by :meth:`LockRecipe._blocker` to wait for any change among the children (semaphores).
 ANY_CHANGE = Contender(0, "", "", None)
-#: A listing of the lock node: child names in the server's order, and its child version.
-Listing = tuple[list[str], int]
 
 #: Lock paths already warned about (a warning once per path and process); bounded.
 _WARNED_PATHS: set[str] = set()
@@ -245,7 +257,7 @@ class LockRecipe:
         task = trio.lowlevel.current_task()
         held = self._held.get(task)
         if held is not None and not held.lost:
-            held._count += 1
+            held.hold_again()
             return held
         attempt = _Attempt(self)
         try:
@@ -267,18 +279,14 @@ class LockRecipe:
         lease = self._held.get(task)
         if lease is None:
             raise NotHeldError(f"the current task does not hold {self.path}")
-        lease._count -= 1
-        if lease._count > 0:
+        if not lease.let_go():
             return
         del self._held[task]
-        lease.released = True
-        lease._watch_scope.cancel()
-        self.client.remove_state_listener(lease._on_state)
         with trio.CancelScope(shield=True):
             await delete_node(self.client, lease.node)
-            if lease._uuid is not None:
+            if lease.create_uuid is not None:
                 # This acquire once lost a create reply: make sure no other node carries its uuid.
-                await delete_uuid_nodes(self.client, self.path, lease._uuid, self._contenders)
+                await delete_uuid_nodes(self.client, self.path, lease.create_uuid, self._contenders)
 
     async def acquire_lease(self) -> Lease:
         """Wait for the lock and return the current task's :class:`Lease` (counted, like :meth:`acquire`).
@@ -338,15 +346,16 @@ class _Attempt:
 
     async def _wait_in_queue(self, blocking: bool, queue: SharedQueue) -> Lease | None:
         """Wait for the one node that blocks ours; when it goes, find the next one in the shared view of
-        the queue (a listing only when the view is in doubt: our watch request failed with the
-        connection).  One small request per handoff, whatever the length of the queue."""
+        the queue.  One small request per handoff, whatever the length of the queue; a listing only to
+        queue (shared by the waiters of this process that queue at once) and when the view is in
+        doubt (our watch request failed with the connection: one listing per lock path, shared)."""
         recipe = self.recipe
-        me, found, blocker = await self._place(await self._create_and_list(), queue)
+        me, found, blocker = await self._enqueue(queue)
         while True:
             if not found:
                 # Our node vanished (deleted by someone else): start over with a new node.
                 self.node = None
-                me, found, blocker = await self._place(await self._create_and_list(), queue)
+                me, found, blocker = await self._enqueue(queue)
                 continue
             if blocker is None:
                 return await self._grant()
@@ -359,7 +368,8 @@ class _Attempt:
                 found, blocker = queue.blocker(me, recipe._blocked_by)
                 continue
             except ConnectionLossError:
-                me, found, blocker = await self._place(await self._list(), queue)
+                await queue.listing_after(queue.mark(), self._list)
+                found, blocker = queue.blocker(me, recipe._blocked_by)
                 continue
             event = await watch.wait()
             log.debug("lock %s: %s: %s", recipe.path, blocker.name, event.type)
@@ -367,22 +377,51 @@ class _Attempt:
                 queue.saw_gone(blocker.name)
             found, blocker = queue.blocker(me, recipe._blocked_by)
 
-    async def _place(self, listing: Listing, queue: SharedQueue) -> tuple[Contender, bool, Contender | None]:
-        """Our node, whether ``listing`` shows it, and the nearest node below it that blocks it (one pass
-        over the unsorted listing).  The listing feeds the shared view; any other node carrying our uuid
-        (only a lost create reply can have made one) is deleted and left out, so that grant, release
-        and clean-up all mean the one node in ``self.node``."""
-        names, version = listing
-        queue.saw_listing(names, version)
+    async def _enqueue(self, queue: SharedQueue) -> tuple[Contender, bool, Contender | None]:
+        """Create our node and place it in the queue: our node, whether it is there, and the nearest node
+        below it that blocks it.
+
+        The children are listed in the create's round trip, unless another waiter of this process is
+        listing the path at that moment: then the create goes alone and the view is fed a listing sent
+        after its reply, shared with every waiter that asked before that listing went out.  So N
+        waiters queueing at once cost a few listings, not N."""
+        if not queue.listing_in_flight:
+            listing = await queue.send_listing(lambda: self._create_and_list(listed=True))
+            assert listing is not None
+            return await self._place(listing, queue)
+        listing = await self._create_and_list(listed=False)
+        if listing is not None:
+            # A create reply was lost: our own listing, which also clears any second node of ours.
+            return await self._place(listing, queue)
+        await queue.listing_after(queue.mark(), self._list)
+        self._check_foreign(queue, queue.names)
+        me = self._me()
+        found, blocker = queue.blocker(me, self.recipe._blocked_by)
+        return me, found, blocker
+
+    def _me(self) -> Contender:
+        assert self.node is not None
+        me = parse_contender(self.node.rsplit("/", 1)[1], self.recipe.markers)
+        assert me is not None
+        return me
+
+    def _check_foreign(self, queue: SharedQueue, names: Sequence[str]) -> None:
         if not queue.checked_foreign:
             # Once per shared view (not per waiter of a long local queue).
             queue.checked_foreign = True
             markers = self.recipe.markers
             self.recipe._warn_foreign([c for n in names if (c := parse_contender(n, markers)) is not None])
-        assert self.node is not None
-        mine = self.node.rsplit("/", 1)[1]
-        me = parse_contender(mine, self.recipe.markers)
-        assert me is not None
+
+    async def _place(self, listing: Listing, queue: SharedQueue) -> tuple[Contender, bool, Contender | None]:
+        """Our node, whether ``listing`` shows it, and the nearest node below it that blocks it (one pass
+        over the unsorted listing).  The listing feeds the shared view; any other node carrying our uuid
+        (only a lost create reply can have made one) is deleted and left out, so that grant, release
+        and clean-up all mean the one node in ``self.node``."""
+        names, cversion, parent_czxid = listing
+        queue.saw_listing(names, cversion, parent_czxid)
+        self._check_foreign(queue, names)
+        me = self._me()
+        mine = me.name
         uuid_ = self.uuid
         ghosts = [n for n in names if uuid_ in n and n != mine]
         if ghosts:
@@ -395,8 +434,12 @@ class _Attempt:
         return me, found, blocker
 
     async def _wait_on_children(self, blocking: bool) -> Lease | None:
-        """For recipes that wait for any change among the children (a semaphore's leases)."""
-        names, _ = await self._create_and_list()
+        """For recipes that wait for any change among the children (a semaphore's leases): each change
+        costs one listing, which also sets the watch for the next one."""
+        listing = await self._create_and_list(listed=True)
+        assert listing is not None
+        names = listing[0]
+        watch: Watch | None = None
         first = True
         while True:
             contenders, index = await self._locate(names)
@@ -405,7 +448,9 @@ class _Attempt:
                 first = False
             if index is None:
                 self.node = None
-                names, _ = await self._create_and_list()
+                listing = await self._create_and_list(listed=True)
+                assert listing is not None
+                names, watch = listing[0], None
                 continue
             blocker = self.recipe._blocker(contenders, index)
             del contenders
@@ -413,22 +458,19 @@ class _Attempt:
                 return await self._grant()
             if not blocking:
                 return None
+            if watch is not None:
+                # The listing came with this watch: any change since fires it.
+                del names
+                await watch.wait()
             try:
-                fresh, watch = await self.client.get_children(self.recipe.path, watch=True)
+                names, watch = await self.client.get_children(self.recipe.path, watch=True)
             except (NoNodeError, ConnectionLossError):
-                names, _ = await self._list()
-                continue
-            if set(fresh) != set(names):
-                names = fresh
-                continue
-            del fresh, names
-            await watch.wait()
-            names, _ = await self._list()
+                names, watch = list((await self._list())[0]), None
 
-    async def _locate(self, children: list[str]) -> tuple[list[Contender], int | None]:
+    async def _locate(self, children: Sequence[str]) -> tuple[list[Contender], int | None]:
         """The queue in ``children``, and our node's index in it (None if it is gone); other nodes
         carrying our uuid are deleted and left out (see :meth:`_place`)."""
-        contenders = self.recipe._contenders(children)
+        contenders = self.recipe._contenders(list(children))
         mine = self.node.rsplit("/", 1)[1] if self.node is not None else None
         index = None
         ghosts = False
@@ -454,22 +496,25 @@ class _Attempt:
             except ConnectionLossError:
                 continue
             if isinstance(result, NoNodeError):
-                return [], -1
+                return [], -1, 0
             if isinstance(result, ConnectionLossError):
                 continue
             if isinstance(result, BaseException):
                 raise result
             names, stat = cast(tuple[list[str], Stat], result)
-            return names, stat.cversion
+            return names, stat.cversion, stat.czxid
 
-    async def _create_and_list(self) -> Listing:
+    async def _create_and_list(self, *, listed: bool) -> Listing | None:
+        """Create our node; with ``listed``, list the children in the same round trip (the listing then
+        shows every node below ours).  Without, None -- unless a create reply was lost: the listing
+        made after recovering our node is returned then."""
         data = self.recipe.identifier.encode()
         sequential = self.recipe.sequential
-        listing = GetChildren(self.recipe.path, with_stat=True, sort=False)
+        listing = [GetChildren(self.recipe.path, with_stat=True, sort=False)] if listed else []
         while True:
             self.create_sent = True
-            created, children = await self.client.pipeline(
-                [Create(self.node_prefix, data, ephemeral=True, sequential=sequential), listing]
+            created, *children = await self.client.pipeline(
+                [Create(self.node_prefix, data, ephemeral=True, sequential=sequential), *listing]
             )
             if isinstance(created, NoNodeError):
                 await self.recipe._ensure_parent()
@@ -487,12 +532,15 @@ class _Attempt:
             self.node, stat = created
             self.node_session = stat.ephemeral_owner
             self.czxid = stat.czxid
-            if isinstance(children, ConnectionLossError):
+            if not children:
+                return None
+            [result] = children
+            if isinstance(result, ConnectionLossError):
                 return await self._list()
-            if isinstance(children, BaseException):
-                raise children
-            names, parent = cast(tuple[list[str], Stat], children)
-            return names, parent.cversion
+            if isinstance(result, BaseException):
+                raise result
+            names, parent = cast(tuple[list[str], Stat], result)
+            return names, parent.cversion, parent.czxid
 
     async def _recover_lost_create(self) -> bool:
         """After a lost create reply: adopt our node if the server made it in this session.
@@ -526,44 +574,14 @@ class _Attempt:
         if self.node_session != client.session_id:
             # A node of a dying older session must not count as ours.
             raise ConnectionLossError(self.node, "lock node belongs to an older session")
-        node = self.node
-        lease = Lease(self.recipe, node, self.czxid, self.node_session)
-        if self.create_lost:
-            lease._uuid = self.uuid
-        client.add_state_listener(lease._on_state)
-        if self.recipe.lose_on_suspend and client.state is not SessionState.CONNECTED:
-            lease._mark_lost(f"session {client.state.value}")
-
-        async def watch_node() -> None:
-            # Started a moment after the grant, so that a short hold costs no request and no watch
-            # event.  Nothing is missed meanwhile: a deletion before this read shows up as NoNode, a
-            # revocation request as the node's data.
-            with lease._watch_scope:
-                await trio.sleep(OWN_NODE_WATCH_DELAY)
-                await watch_own_node()
-
-        async def watch_own_node() -> None:
-            while not lease.released and not lease.lost:
-                try:
-                    data, _, w = await client.get_data(node, watch=True)
-                    if data == REVOKE_DATA:
-                        lease._revoke.set()
-                    event = await w.wait()
-                    if lease.released:
-                        return
-                    if event.type == EventType.NODE_DELETED:
-                        lease._mark_lost("lock node was deleted")
-                        return
-                except NoNodeError:
-                    lease._mark_lost("lock node was deleted")
-                    return
-                except ConnectionLossError:
-                    await client.wait_connected()
-                except ZKError as e:
-                    lease._mark_lost(f"session ended ({e})")
-                    return
-
-        client.spawn(watch_node, name=f"zklock watch {node}")
+        lease = Lease(
+            self.recipe,
+            self.node,
+            self.czxid,
+            self.node_session,
+            create_uuid=self.uuid if self.create_lost else None,
+        )
+        lease.start()
         self.node = None  # the lease owns the node now
         return lease
 

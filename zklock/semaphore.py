@@ -25,9 +25,7 @@ Curator-layout and a kazoo-layout semaphore on one path do not limit each other 
 
 from __future__ import annotations
 
-from zkwire import Client
-from zkwire.errors import ConnectionLossError, InvalidArgumentError, NoNodeError
-from zkwire.sansio.paths import validate_path
+from zkwire import Client, ConnectionLossError, InvalidArgumentError, NoNodeError, validate_path
 
 from .errors import MaxLeasesMismatchError
 from .lease import Lease

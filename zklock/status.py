@@ -1,4 +1,5 @@
-"""What a lock path holds, read without taking part: ``zklock status`` and :func:`lock_status`.
+"""What a lock path holds, read without taking part: ``zklock status`` and :func:`lock_status`; how the
+command shows it: :func:`status_lines` and :func:`status_json`.
 
 Every node kind of :mod:`zklock.naming` is understood, whoever wrote it (zklock, Curator, kazoo):
 
@@ -23,8 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from zkwire import Client
-from zkwire.errors import NoNodeError
+from zkwire import Client, NoNodeError
 
 from .naming import (
     EXCLUSIVE_MARKERS,
@@ -46,7 +46,18 @@ from .naming import (
     sort_contenders,
 )
 
-__all__ = ["lock_status", "LockStatus", "Holder", "analyze_queue", "analyze_semaphore", "Analysis", "Entry"]
+__all__ = [
+    "lock_status",
+    "LockStatus",
+    "Holder",
+    "analyze_queue",
+    "analyze_semaphore",
+    "Analysis",
+    "Entry",
+    "status_lines",
+    "status_json",
+    "format_session_id",
+]
 
 State = Literal["free", "held", "unknown"]
 
@@ -270,6 +281,83 @@ async def lock_status(client: Client, path: str) -> LockStatus:
         analysis.warnings,
         analysis.max_leases,
     )
+
+
+def format_session_id(value: int) -> str:
+    """A session id in hex, as ZooKeeper's shell prints it (two's complement when negative)."""
+    return f"0x{value & 0xFFFFFFFFFFFFFFFF:x}"
+
+
+def _entry_json(h: Holder) -> dict[str, str | int | None]:
+    return {
+        "node": h.node,
+        "identifier": h.identifier,
+        "session": format_session_id(h.session),
+        "fencing_token": h.fencing_token,
+        "kind": h.kind,
+        "naming": h.naming,
+    }
+
+
+def status_json(status: LockStatus) -> dict[str, object]:
+    """What ``zklock status --json`` prints (session ids in hex, as ZooKeeper's shell shows them)."""
+    holders = [_entry_json(h) for h in status.holders]
+    return {
+        "path": status.path,
+        "state": status.state,
+        "recipe": status.recipe or None,
+        "holder": holders[0] if holders else None,
+        "holders": holders,
+        "waiting": [_entry_json(h) for h in status.waiting],
+        "max_leases": status.max_leases,
+        "unknown": status.unknown,
+        "warnings": status.warnings,
+    }
+
+
+def _kind(h: Holder) -> str:
+    """How a node's kind is shown before its node name ("" for a mutex, the common case)."""
+    if h.kind == "mutex":
+        return ""
+    if h.kind == "lock":
+        return "kazoo lock, "
+    return f"{h.kind}, "
+
+
+def status_lines(status: LockStatus) -> list[str]:
+    """What ``zklock status`` prints (not yet escaped for a terminal: node data is the peers' text)."""
+    path = status.path
+    lines: list[str] = []
+    holders = status.holders
+    if not holders:
+        if status.state == "unknown":
+            lines.append(f"{path}: unknown ({len(status.unknown)} nodes no known lock recipe wrote)")
+        else:
+            lines.append(f"{path}: free")
+    elif len(holders) == 1:
+        h = holders[0]
+        lines.append(
+            f"{path}: held by {h.identifier} ({_kind(h)}node {h.node}, session {format_session_id(h.session)}, "
+            f"fencing token {h.fencing_token})"
+        )
+    else:
+        leases = f", {status.max_leases} leases" if status.max_leases is not None else ""
+        lines.append(f"{path}: held by {len(holders)} holders ({status.recipe}{leases})")
+        for h in holders:
+            lines.append(
+                f"  {h.identifier} ({_kind(h)}node {h.node}, session {format_session_id(h.session)}, "
+                f"fencing token {h.fencing_token})"
+            )
+    if holders or status.waiting:
+        if status.waiting:
+            lines.append(f"waiting ({len(status.waiting)}):")
+            for i, h in enumerate(status.waiting, 1):
+                lines.append(f"  {i}. {h.identifier} ({_kind(h)}node {h.node})")
+        else:
+            lines.append("waiting: none")
+    if status.unknown:
+        lines.append(f"not understood ({len(status.unknown)}): {', '.join(status.unknown)}")
+    return lines
 
 
 async def _children(client: Client, path: str) -> list[str]:

@@ -1,10 +1,10 @@
 """The zklock demo: worker processes contend for one lock with ``zklock run``, on an embedded ZooKeeper.
 
-``python -m zklock.demo`` starts a local ZooKeeper from the installed Debian package, starts a "victim"
-worker that takes the lock and hangs, queues the other workers behind it, kills the victim with SIGKILL
-while it holds the lock (its session is not closed: the lock is freed when the server expires the
-session), lets every worker run its job under the lock (each grant printed with its fencing token), and
-shuts everything down.
+``python examples/lock_demo.py`` (what ``bash .ci/demo`` runs) starts a local ZooKeeper from the
+installed Debian package, starts a "victim" worker that takes the lock and hangs, queues the other
+workers behind it, kills the victim with SIGKILL while it holds the lock (its session is not closed: the
+lock is freed when the server expires the session), lets every worker run its job under the lock (each
+grant printed with its fencing token), and shuts everything down.
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from typing import TypeVar
 import trio
 
 import zkwire
+from zklock import Mutex
 from zkwire.testing.embedded import EmbeddedZooKeeper
-
-from .mutex import Mutex
 
 T = TypeVar("T")
 LOCK = "/demo/lock"
@@ -110,7 +109,7 @@ async def demo(workers: int, rounds: int, session_timeout: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m zklock.demo", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python examples/lock_demo.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--session-timeout", type=float, default=2.0)
