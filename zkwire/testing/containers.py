@@ -16,9 +16,10 @@ the engine pulls from Docker Hub. Both images take the same environment variable
 
 testcontainers is configured for a local engine when the user has not configured it: its reaper
 container (Ryuk, pulled from Docker Hub) is off and replaced by our own clean-up -- containers and
-networks carry a label naming the process that made them, are removed by :meth:`stop`, at interpreter
-exit, and by the next process if this one died -- and the containers' published ports are reached on
-127.0.0.1 (testcontainers would pick a bridge address on a machine that has ``/.dockerenv``).
+networks carry a label naming the process that made them, are removed by :meth:`DockerZooKeeper.stop`
+and :meth:`DockerEnsemble.stop`, at interpreter exit, and by the next process if this one died -- and
+the containers' published ports are reached on 127.0.0.1 (testcontainers would pick a bridge address on a
+machine that has ``/.dockerenv``).
 
 Ports are published on 127.0.0.1 only, on ports chosen here (or given), so that a container that is
 stopped and started again keeps its address.
