@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.addresses import first_server
 
 from zkwire.testing import embedded
 from zkwire.testing.embedded import (
@@ -44,9 +45,9 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
 
 def _connect_raw(hosts: str, timeout_ms: int, read_only: bool = False) -> tuple[int, int, int, bytes, bool]:
     """ConnectRequest by hand; returns (protocol version, negotiated timeout, session id, password, ro)."""
-    host, port = hosts.split(",")[0].rsplit(":", 1)
+    host, port = first_server(hosts)
     body = struct.pack(">iqiqi", 0, 0, timeout_ms, 0, 16) + bytes(16) + struct.pack(">?", read_only)
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
+    with socket.create_connection((host, port), timeout=10) as sock:
         sock.sendall(struct.pack(">i", len(body)) + body)
         (length,) = struct.unpack(">i", _recv_exactly(sock, 4))
         assert length == 37
@@ -284,7 +285,7 @@ def test_module_runs_a_server_in_the_foreground() -> None:
         proc.send_signal(signal.SIGTERM)  # as Ctrl-C
         assert proc.wait(30) == 0
         with pytest.raises(OSError):
-            socket.create_connection(("127.0.0.1", int(hosts.rsplit(":", 1)[1])), timeout=2).close()
+            socket.create_connection(first_server(hosts), timeout=2).close()
     finally:
         if proc.poll() is None:
             proc.kill()
