@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import socket
@@ -15,6 +16,7 @@ import pytest
 from helpers.addresses import first_server
 
 from zkwire.testing import embedded
+from zkwire.testing.base import free_subnet
 from zkwire.testing.embedded import (
     EmbeddedEnsemble,
     EmbeddedZooKeeper,
@@ -384,3 +386,13 @@ def test_server_dies_with_its_python_process(tmp_path: Path) -> None:
             break
         assert time.monotonic() < deadline, "the server outlived its parent"
         time.sleep(0.1)
+
+
+def test_free_subnet_avoids_the_networks_in_use_and_says_when_none_is_left() -> None:
+    pool = ipaddress.IPv4Network("10.200.0.0/23")  # two /24s
+    default_route = ipaddress.IPv4Network("0.0.0.0/0")
+    taken = ipaddress.IPv4Network("10.200.0.0/24")
+    for _ in range(20):
+        assert free_subnet(pool, [default_route, taken]) == ipaddress.IPv4Network("10.200.1.0/24")
+    with pytest.raises(ZooKeeperStartError, match=r"no free /24 in 10\.200\.0\.0/23"):
+        free_subnet(pool, [ipaddress.IPv4Network("10.200.0.0/23")])

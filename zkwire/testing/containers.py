@@ -31,7 +31,6 @@ import atexit
 import contextlib
 import ipaddress
 import os
-import random
 import socket
 import subprocess
 import threading
@@ -51,6 +50,7 @@ from .base import (
     ZooKeeperStartError,
     four_letter_word,
     free_ports,
+    free_subnet,
     last_lines,
     pid_alive,
     probe_session,
@@ -271,12 +271,7 @@ def _pick_subnet() -> ipaddress.IPv4Network:
         for line in routes.stdout.splitlines():
             with contextlib.suppress(ValueError):
                 used.append(ipaddress.IPv4Network(line.split(" ", 1)[0], strict=False))
-    rng = random.Random()
-    for _ in range(200):
-        candidate = ipaddress.IPv4Network(f"10.{rng.randrange(220, 224)}.{rng.randrange(256)}.0/24")
-        if not any(candidate.overlaps(net) for net in used if net.prefixlen > 0):
-            return candidate
-    raise ZooKeeperStartError("no free /24 in 10.220.0.0/14 for the ensemble's network")
+    return free_subnet(ipaddress.IPv4Network("10.220.0.0/14"), used)
 
 
 def _is_port_conflict(exc: BaseException) -> bool:

@@ -39,7 +39,6 @@ import atexit
 import contextlib
 import ipaddress
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -48,7 +47,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .base import ServerOptions, ZooKeeperNotInstalledError, ZooKeeperStartError, pid_alive
+from .base import ServerOptions, ZooKeeperNotInstalledError, ZooKeeperStartError, free_subnet, pid_alive
 from .embedded import EmbeddedEnsemble, _Member
 
 __all__ = ["NetnsEnsemble", "netns_unavailable_reason"]
@@ -134,12 +133,7 @@ def _pick_subnet() -> ipaddress.IPv4Network:
         if word and word[0].isdigit():
             with contextlib.suppress(ValueError):
                 used.append(ipaddress.ip_network(word, strict=False))  # type: ignore[arg-type]
-    rng = random.Random()
-    for _ in range(200):
-        candidate = ipaddress.IPv4Network(f"10.{rng.randrange(200, 208)}.{rng.randrange(256)}.0/24")
-        if not any(candidate.overlaps(net) for net in used if net.prefixlen > 0):
-            return candidate
-    raise ZooKeeperStartError("no free /24 in 10.200.0.0/13 for the ensemble's network")
+    return free_subnet(ipaddress.IPv4Network("10.200.0.0/13"), used)
 
 
 class NetnsEnsemble(EmbeddedEnsemble):
