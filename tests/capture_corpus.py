@@ -28,6 +28,8 @@ from typing import Any
 
 import trio
 
+from zkwire.sansio.hosts import parse_host_port
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from rawwire import RawConn
@@ -251,8 +253,8 @@ def main() -> int:
     args = parser.parse_args()
     server = None
     if args.server:
-        host, _, port = args.server.rpartition(":")
-        upstream = (host, int(port))
+        server_address = parse_host_port(args.server, default_port=None)
+        upstream = (server_address.host, server_address.port)
         version = "as found at " + args.server
     else:
         from zkwire.testing.embedded import EmbeddedZooKeeper

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import trio
+from helpers.addresses import first_server
 
 from zkwire.constants import OpCode
 from zkwire.errors import ProtocolError
@@ -663,11 +664,6 @@ async def _reset(stream: trio.SocketStream) -> None:
     await trio.aclose_forcefully(stream)
 
 
-def _first_server(hosts: str) -> tuple[str, int]:
-    host, _, port = hosts.split("/", 1)[0].split(",")[0].strip().rpartition(":")
-    return host, int(port)
-
-
 @asynccontextmanager
 async def open_fault_proxy(host: str, port: int | None = None, *, listen_port: int = 0) -> AsyncIterator[FaultProxy]:
     """A proxy on ``127.0.0.1:<listen_port>`` (0: a free port) forwarding to ``host:port``.
@@ -675,7 +671,7 @@ async def open_fault_proxy(host: str, port: int | None = None, *, listen_port: i
     Without ``port``, ``host`` is a connect string (``"127.0.0.1:2181,..."``, chroot allowed) and the
     proxy forwards to its first server.
     """
-    proxy = FaultProxy(_first_server(host) if port is None else (host, port))
+    proxy = FaultProxy(first_server(host) if port is None else (host, port))
     listeners = await trio.open_tcp_listeners(listen_port, host="127.0.0.1")
     listener = listeners[0]
     for extra in listeners[1:]:

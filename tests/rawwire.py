@@ -14,6 +14,8 @@ import socket
 import struct
 from dataclasses import dataclass
 
+from helpers.addresses import first_server
+
 from zkwire.constants import PING_XID, WATCH_XID, OpCode
 from zkwire.protocol.codec import (
     decode_connect_response,
@@ -25,16 +27,9 @@ from zkwire.protocol.codec import (
 )
 from zkwire.protocol.records import ConnectRequest, ConnectResponse, Record, ReplyHeader, WatcherEvent
 
-__all__ = ["RawConn", "Frame", "host_port", "open_session"]
+__all__ = ["RawConn", "Frame", "open_session"]
 
 _LEN = struct.Struct(">i")
-
-
-def host_port(hosts: str) -> tuple[str, int]:
-    """The first host of a connect string (``127.0.0.1:2181,...[/chroot]``)."""
-    first = hosts.split("/", 1)[0].split(",")[0]
-    host, _, port = first.rpartition(":")
-    return host, int(port)
 
 
 @dataclass(frozen=True)
@@ -68,7 +63,7 @@ class RawConn:
     """One TCP connection to a server, driven frame by frame."""
 
     def __init__(self, hosts: str, timeout: float = 5.0) -> None:
-        self.sock = socket.create_connection(host_port(hosts), timeout=timeout)
+        self.sock = socket.create_connection(first_server(hosts), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._buf = bytearray()
         self.connect_response: ConnectResponse | None = None

@@ -5,16 +5,12 @@ from __future__ import annotations
 import socket
 
 import trio
+from helpers.addresses import first_server
 
 import zkwire
 from zkwire.constants import OpCode
 from zkwire.protocol.codec import encode_connect_request, encode_request
 from zkwire.protocol.records import ConnectRequest
-
-
-def upstream(hosts: str) -> tuple[str, int]:
-    host, port = hosts.split(",")[0].split("/")[0].rsplit(":", 1)
-    return host, int(port)
 
 
 def _close_elsewhere(server: tuple[str, int], session_id: int, passwd: bytes) -> None:
@@ -36,7 +32,7 @@ async def expire(zk: zkwire.Client, server_hosts: str, *, wait: bool = True) -> 
     The server then closes ``zk``'s connection; its reconnect is told the session expired.
     """
     for _ in range(20):
-        await trio.to_thread.run_sync(_close_elsewhere, upstream(server_hosts), zk.session_id, zk._core._passwd)
+        await trio.to_thread.run_sync(_close_elsewhere, first_server(server_hosts), zk.session_id, zk._core._passwd)
         if not wait:
             return
         with trio.move_on_after(1):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import trio
+from helpers.addresses import first_server
 
 import zkwire
 from zkwire.acl import digest_id
@@ -163,11 +164,6 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def first_host(hosts: str) -> tuple[str, int]:
-    host, port = hosts.split(",")[0].split("/")[0].rsplit(":", 1)
-    return host, int(port)
 
 
 # ---------------------------------------------------------------------------------------- formatting
@@ -556,7 +552,7 @@ async def test_one_shot_add_watch_streams_events_until_the_timeout(zk_hosts: str
 async def _server_has_persistent_watch(hosts: str, path: str) -> bool:
     from zkwire.client.fourletter import four_letter_word
 
-    host, port = first_host(hosts)
+    host, port = first_server(hosts)
     return path in await four_letter_word(host, port, "wchp")
 
 
@@ -669,7 +665,7 @@ async def test_console_script_and_subprogram_hook(tmp_path: Path) -> None:
 
 
 async def test_four_letter_words(zk_hosts: str) -> None:
-    host, port = first_host(zk_hosts)
+    host, port = first_server(zk_hosts)
     ruok, srvr, mntr, conf = await zkw_all(zk_hosts, [["four", w] for w in ("ruok", "srvr", "mntr", "conf")])
     assert (ruok.code, ruok.out) == (0, "imok\n")
     assert srvr.code == 0 and srvr.out.startswith("Zookeeper version: ") and "Mode: " in srvr.out

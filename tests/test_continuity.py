@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 import trio
-from sessiontools import expire, upstream
+from helpers.addresses import first_server
+from sessiontools import expire
 
 import zkwire
 from zkwire import SessionState
@@ -143,7 +144,7 @@ async def test_watches_carry_on_across_expiry_with_a_sessions_stream(zk_hosts: s
 
 
 async def test_watch_data_across_a_reconnect(zk_hosts: str, zk_path: str, faultproxy) -> None:
-    async with faultproxy.open_fault_proxy(*upstream(zk_hosts)) as proxy:
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         async with zkwire.open_client(zk_hosts) as writer, zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             await writer.create(zk_path, b"v1")
             follower = zkwire.watch_data(zk, zk_path)

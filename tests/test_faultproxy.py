@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 from faultproxy import FaultProxy, open_fault_proxy
+from helpers.addresses import first_server
 
 from zkwire.acl import OPEN_ACL_UNSAFE
 from zkwire.constants import PING_XID, WATCH_XID, CreateMode, EventType, OpCode
@@ -29,11 +30,6 @@ from zkwire.protocol.records import (
 )
 
 NO_NODE = -101
-
-
-def _upstream(zk_hosts: str) -> tuple[str, int]:
-    host, _, port = zk_hosts.split(",")[0].split("/")[0].rpartition(":")
-    return host, int(port)
 
 
 class Closed(Exception):
@@ -56,7 +52,7 @@ class Wire:
 
     @classmethod
     async def connect(cls, hosts: str) -> Wire:
-        return cls(await trio.open_tcp_stream(*_upstream(hosts)))
+        return cls(await trio.open_tcp_stream(*first_server(hosts)))
 
     async def handshake(
         self, session_id: int = 0, passwd: bytes = bytes(16), timeout_ms: int = 4000
@@ -359,7 +355,7 @@ async def test_refused_and_unreachable_upstream() -> None:
 @pytest.fixture
 async def proxy(zk_hosts: str) -> AsyncIterator[FaultProxy]:
     async with open_fault_proxy(zk_hosts) as p:
-        assert p.upstream == _upstream(zk_hosts)
+        assert p.upstream == first_server(zk_hosts)
         yield p
 
 
@@ -592,7 +588,7 @@ async def test_many_concurrent_connections(proxy: FaultProxy, zk_hosts: str, zk_
 
 async def test_exit_closes_client_connections(zk_hosts: str) -> None:
     with trio.fail_after(5):
-        async with open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+        async with open_fault_proxy(*first_server(zk_hosts)) as proxy:
             zk = await Wire.connect(proxy.hosts)
             await zk.handshake()
             proxy.freeze()

@@ -5,17 +5,13 @@ from __future__ import annotations
 
 import trio
 from faultproxy import open_fault_proxy
+from helpers.addresses import first_server
 
 import zkwire
 
 
-def _upstream(zk_hosts: str) -> tuple[str, int]:
-    host, port = zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)
-    return host, int(port)
-
-
 async def test_concurrent_requests_beyond_the_bound_wait_for_replies(zk_hosts: str, zk_path: str) -> None:
-    async with open_fault_proxy(*_upstream(zk_hosts)) as proxy, zkwire.open_client(proxy.hosts) as zk:
+    async with open_fault_proxy(*first_server(zk_hosts)) as proxy, zkwire.open_client(proxy.hosts) as zk:
         await zk.create(zk_path, b"x")
         zk.max_in_flight = 8
         results: list[bytes] = []
@@ -41,7 +37,7 @@ async def test_concurrent_requests_beyond_the_bound_wait_for_replies(zk_hosts: s
 
 
 async def test_a_pipeline_longer_than_the_bound_goes_out_in_bursts(zk_hosts: str, zk_path: str) -> None:
-    async with open_fault_proxy(*_upstream(zk_hosts)) as proxy, zkwire.open_client(proxy.hosts) as zk:
+    async with open_fault_proxy(*first_server(zk_hosts)) as proxy, zkwire.open_client(proxy.hosts) as zk:
         await zk.create(zk_path)
         zk.max_in_flight = 16
         [conn] = proxy.live

@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import pytest
 import trio
+from helpers.addresses import first_server
 
 import zkwire
 from zkwire import SessionState
 from zkwire.testing import ServerHandle
 
 LIMIT = 20
-
-
-def _upstream(zk_hosts: str) -> tuple[str, int]:
-    host, port = zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)
-    return host, int(port)
 
 
 @pytest.fixture
@@ -28,7 +24,7 @@ def faultproxy():  # type: ignore[no-untyped-def]
 async def test_credential_that_cannot_be_sent_does_not_poison_the_session(
     zk_server: ServerHandle, zk_hosts: str, faultproxy
 ) -> None:
-    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         with trio.fail_after(LIMIT):
             async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
                 sid = zk.session_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import signal
 import socket
@@ -12,8 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.addresses import first_server
 
 from zkwire.testing import embedded
+from zkwire.testing.base import free_subnet
 from zkwire.testing.embedded import (
     EmbeddedEnsemble,
     EmbeddedZooKeeper,
@@ -44,9 +47,9 @@ def _recv_exactly(sock: socket.socket, size: int) -> bytes:
 
 def _connect_raw(hosts: str, timeout_ms: int, read_only: bool = False) -> tuple[int, int, int, bytes, bool]:
     """ConnectRequest by hand; returns (protocol version, negotiated timeout, session id, password, ro)."""
-    host, port = hosts.split(",")[0].rsplit(":", 1)
+    host, port = first_server(hosts)
     body = struct.pack(">iqiqi", 0, 0, timeout_ms, 0, 16) + bytes(16) + struct.pack(">?", read_only)
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
+    with socket.create_connection((host, port), timeout=10) as sock:
         sock.sendall(struct.pack(">i", len(body)) + body)
         (length,) = struct.unpack(">i", _recv_exactly(sock, 4))
         assert length == 37
@@ -284,7 +287,7 @@ def test_module_runs_a_server_in_the_foreground() -> None:
         proc.send_signal(signal.SIGTERM)  # as Ctrl-C
         assert proc.wait(30) == 0
         with pytest.raises(OSError):
-            socket.create_connection(("127.0.0.1", int(hosts.rsplit(":", 1)[1])), timeout=2).close()
+            socket.create_connection(first_server(hosts), timeout=2).close()
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -383,3 +386,13 @@ def test_server_dies_with_its_python_process(tmp_path: Path) -> None:
             break
         assert time.monotonic() < deadline, "the server outlived its parent"
         time.sleep(0.1)
+
+
+def test_free_subnet_avoids_the_networks_in_use_and_says_when_none_is_left() -> None:
+    pool = ipaddress.IPv4Network("10.200.0.0/23")  # two /24s
+    default_route = ipaddress.IPv4Network("0.0.0.0/0")
+    taken = ipaddress.IPv4Network("10.200.0.0/24")
+    for _ in range(20):
+        assert free_subnet(pool, [default_route, taken]) == ipaddress.IPv4Network("10.200.1.0/24")
+    with pytest.raises(ZooKeeperStartError, match=r"no free /24 in 10\.200\.0\.0/23"):
+        free_subnet(pool, [ipaddress.IPv4Network("10.200.0.0/23")])

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from helpers.addresses import first_server
 
 import zklock
 import zkwire
@@ -185,7 +186,7 @@ async def test_cut_links_and_the_client_namespace(zk_netns_ensemble: NetnsEnsemb
     )
 
     def ruok_from_client_namespace(index: int) -> str:
-        host = net.member_hosts(index).rsplit(":", 1)[0]
+        host = first_server(net.member_hosts(index))[0]
         argv = net.client_command([sys.executable, "-c", probe, host])
         return subprocess.run(argv, capture_output=True, text=True, timeout=20, check=True).stdout.strip()
 

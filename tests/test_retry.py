@@ -6,6 +6,7 @@ import random
 
 import pytest
 import trio
+from helpers.addresses import first_server
 
 import zkwire
 from zkwire.client.retry import RetryPolicy, retry, retry_with
@@ -15,11 +16,6 @@ from zkwire.constants import OpCode
 @pytest.fixture
 def faultproxy():  # type: ignore[no-untyped-def]
     return pytest.importorskip("faultproxy")
-
-
-def _upstream(zk_hosts: str) -> tuple[str, int]:
-    host, port = zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)
-    return host, int(port)
 
 
 def test_delay_is_full_jitter_capped() -> None:
@@ -101,7 +97,7 @@ async def test_the_deadline_is_the_callers_cancel_scope() -> None:
 
 
 async def test_read_retried_through_a_severed_connection(zk_hosts: str, zk_path: str, faultproxy) -> None:
-    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             await zk.create(zk_path, b"v1")
             rule = proxy.drop_request(op=OpCode.GET_DATA, path_prefix=zk_path)
@@ -115,7 +111,7 @@ async def test_read_retried_through_a_severed_connection(zk_hosts: str, zk_path:
 
 
 async def test_unconditional_set_data_retried_after_a_lost_reply(zk_hosts: str, zk_path: str, faultproxy) -> None:
-    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             await zk.create(zk_path, b"v1")
             lost = proxy.swallow_reply(op=OpCode.SET_DATA, path_prefix=zk_path)

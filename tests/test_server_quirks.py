@@ -19,7 +19,8 @@ from typing import TypeVar
 
 import pytest
 import trio
-from rawwire import Frame, RawConn, host_port, open_session
+from helpers.addresses import first_server
+from rawwire import Frame, RawConn, open_session
 
 from zkwire.acl import OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, digest_acl
 from zkwire.constants import EventType, KeeperState, OpCode
@@ -126,7 +127,7 @@ class Session:
 
 
 def four_letter(hosts: str, word: bytes) -> bytes:
-    with socket.create_connection(host_port(hosts), timeout=5) as s:
+    with socket.create_connection(first_server(hosts), timeout=5) as s:
         s.sendall(word)
         out = b""
         while chunk := s.recv(65536):

@@ -7,14 +7,10 @@ import time
 
 import pytest
 import trio
+from helpers.addresses import first_server
 
 import zkwire
 from zkwire import EventType, SessionState
-
-
-def _upstream(zk_hosts: str) -> tuple[str, int]:
-    host, port = zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)
-    return host, int(port)
 
 
 async def _through_suspension(states: zkwire.StateStream) -> None:
@@ -70,7 +66,7 @@ async def test_pipelined_burst_replies_in_order(zk_hosts: str, zk_path: str) -> 
 
 
 async def test_severed_mid_burst_every_request_ends(zk_hosts: str, zk_path: str, faultproxy) -> None:
-    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             sid = zk.session_id
             await zk.create(zk_path)
@@ -96,7 +92,7 @@ async def test_severed_mid_burst_every_request_ends(zk_hosts: str, zk_path: str,
 
 
 async def test_watch_fires_for_change_made_while_disconnected(zk_hosts: str, zk_path: str, faultproxy) -> None:
-    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         async with zkwire.open_client(zk_hosts) as other, zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             await other.create(zk_path, b"v1")
             _, _, watch = await zk.get_data(zk_path, watch=True)
@@ -121,7 +117,7 @@ async def test_watch_fires_for_change_made_while_disconnected(zk_hosts: str, zk_
 
 
 async def test_persistent_watch_survives_reconnect(zk_hosts: str, zk_path: str, faultproxy) -> None:
-    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         async with zkwire.open_client(zk_hosts) as other, zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             await other.create(zk_path)
             async with zk.add_watch(zk_path, recursive=True) as events:
@@ -136,7 +132,7 @@ async def test_persistent_watch_survives_reconnect(zk_hosts: str, zk_path: str, 
 
 
 async def test_frozen_traffic_expires_session_locally(zk_hosts: str, faultproxy) -> None:
-    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         async with zkwire.open_client(proxy.hosts, session_timeout=2) as zk:
             timeout = zk.session_timeout
             assert timeout is not None
@@ -161,7 +157,7 @@ async def test_expired_session_reported_by_server(zk_hosts: str, zk_path: str, f
     from zkwire.protocol.records import ConnectRequest
 
     def close_session_elsewhere(session_id: int, passwd: bytes) -> None:
-        host, port = _upstream(zk_hosts)
+        host, port = first_server(zk_hosts)
         with socket.create_connection((host, port), timeout=5) as sock:
             sock.sendall(encode_connect_request(ConnectRequest(0, 0, 10000, session_id, passwd, False)))
             head = sock.recv(4)
@@ -170,7 +166,7 @@ async def test_expired_session_reported_by_server(zk_hosts: str, zk_path: str, f
             sock.recv(64)
 
     async with (
-        faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy,
+        faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy,
         zkwire.open_client(proxy.hosts, session_timeout=10) as zk,
     ):
         await zk.create(zk_path)
@@ -191,7 +187,7 @@ async def test_expired_session_reported_by_server(zk_hosts: str, zk_path: str, f
 
 async def test_auth_resent_after_reconnect(zk_hosts: str, zk_path: str, faultproxy) -> None:
     acl = [zkwire.digest_acl("alice", "secret")]
-    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             await zk.add_auth("digest", "alice:secret")
             await zk.create(zk_path, b"private", acl=acl)
@@ -322,7 +318,7 @@ async def test_a_reader_woken_before_a_caller_takes_the_socket_leaves_the_reply_
 
 
 async def test_lone_request_fails_fast_when_connection_is_severed(zk_hosts: str, zk_path: str, faultproxy) -> None:
-    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         async with zkwire.open_client(proxy.hosts, session_timeout=10) as zk:
             await zk.create(zk_path)
             sid = zk.session_id
@@ -347,7 +343,7 @@ async def test_lone_request_fails_fast_when_connection_is_severed(zk_hosts: str,
 async def test_lone_request_on_a_silent_connection_fails_at_the_read_timeout(
     zk_hosts: str, zk_path: str, faultproxy
 ) -> None:
-    async with faultproxy.open_fault_proxy(*_upstream(zk_hosts)) as proxy:
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             await zk.create(zk_path)
             sid = zk.session_id

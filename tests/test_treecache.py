@@ -7,7 +7,8 @@ import random
 
 import pytest
 import trio
-from sessiontools import expire, upstream
+from helpers.addresses import first_server
+from sessiontools import expire
 
 import zkwire
 from zkwire import TreeEventType
@@ -160,7 +161,7 @@ async def test_initialized_event_and_events_during_the_load(zk_hosts: str, zk_pa
 
 async def test_concurrent_writers_with_severed_and_frozen_connections(zk_hosts: str, zk_path: str, faultproxy) -> None:
     async with (
-        faultproxy.open_fault_proxy(*upstream(zk_hosts)) as proxy,
+        faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy,
         zkwire.open_client(proxy.hosts, session_timeout=6) as zk,
         zkwire.open_client(zk_hosts) as w1,
         zkwire.open_client(zk_hosts) as w2,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -78,29 +78,35 @@ class Sessions:
             ClientClosedError: the ``sessions`` block has been left.
             AuthFailedError: a new session could not be opened (credentials rejected).
         """
-        while True:
-            if self._error is not None:
-                raise self._error
-            if self._closed:
-                raise ClientClosedError("the sessions block has ended")
-            zk = self.current
-            if zk is not None and zk is not after and not zk.state.is_terminal:
-                return zk
-            await self._changed.wait()
+        zk = await self._live_client(lambda zk: zk is not after)
+        if zk is None:
+            raise ClientClosedError("the sessions block has ended")
+        return zk
 
     def __aiter__(self) -> Sessions:
         return self
 
     async def __anext__(self) -> Client:
+        zk = await self._live_client(lambda _: self.generation > self._yielded)
+        if zk is None:
+            raise StopAsyncIteration
+        self._yielded = self.generation
+        await trio.lowlevel.checkpoint()
+        return zk
+
+    async def _live_client(self, wanted: Callable[[Client], bool]) -> Client | None:
+        """The current client once it is live and ``wanted``; None once the block has been left.
+
+        Raises:
+            AuthFailedError: a new session could not be opened (credentials rejected).
+        """
         while True:
             if self._error is not None:
                 raise self._error
             if self._closed:
-                raise StopAsyncIteration
+                return None
             zk = self.current
-            if zk is not None and self.generation > self._yielded and not zk.state.is_terminal:
-                self._yielded = self.generation
-                await trio.lowlevel.checkpoint()
+            if zk is not None and not zk.state.is_terminal and wanted(zk):
                 return zk
             await self._changed.wait()
 

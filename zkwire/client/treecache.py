@@ -36,7 +36,6 @@ read of the subtree at start, after every reconnect and after an expiry.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -63,6 +62,7 @@ from .aio import require_trio
 from .api import Client
 from .continuity import SessionSource, current_client
 from .nodewatch import NodeData
+from .watchers import EventBuffer
 
 __all__ = ["TreeCache", "TreeEvent", "TreeEventType", "TreeEvents", "open_tree_cache"]
 
@@ -92,33 +92,19 @@ class TreeEvent:
     old: NodeData | None = None
 
 
-class TreeEvents:
+class TreeEvents(EventBuffer[TreeEvent]):
     """An async iterator of :class:`TreeEvent` (see :meth:`TreeCache.events`)."""
 
     def __init__(self, cache: TreeCache, max_buffered: int) -> None:
+        super().__init__()
         self._cache = cache
         self.max_buffered = max_buffered
-        self._buffer: deque[TreeEvent] = deque()
-        self._wakeup = trio.Event()
-        self._error: BaseException | None = None
-        self._ended = False
 
     def _deliver(self, event: TreeEvent) -> None:
-        if self._error is not None or self._ended:
-            return
-        if len(self._buffer) >= self.max_buffered:
-            self._error = WatchOverflowError(
-                f"tree cache of {self._cache.root!r}: consumer fell {self.max_buffered} events behind"
-            )
-        else:
-            self._buffer.append(event)
-        self._wakeup.set()
+        self._append_bounded(event, self.max_buffered)
 
-    def _end(self, error: BaseException | None) -> None:
-        if error is not None and self._error is None:
-            self._error = error
-        self._ended = True
-        self._wakeup.set()
+    def _overflow_error(self, limit: int) -> ZKError:
+        return WatchOverflowError(f"tree cache of {self._cache.root!r}: consumer fell {limit} events behind")
 
     def close(self) -> None:
         """Stop receiving events (iteration ends after the buffered ones)."""
@@ -129,16 +115,7 @@ class TreeEvents:
         return self
 
     async def __anext__(self) -> TreeEvent:
-        while True:
-            if self._buffer:
-                await trio.lowlevel.checkpoint()
-                return self._buffer.popleft()
-            if self._error is not None:
-                raise self._error
-            if self._ended:
-                raise StopAsyncIteration
-            self._wakeup = trio.Event()
-            await self._wakeup.wait()
+        return await self._next()
 
 
 def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -9,8 +9,9 @@ consumer falls behind), and a state stream keeps the latest states.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 import trio
 
@@ -19,6 +20,8 @@ from ..errors import WatchOverflowError, ZKError
 from ..sansio.session import SessionState
 
 __all__ = ["WatchedEvent", "Watch", "PersistentWatch", "StateStream", "Watcher"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +94,61 @@ class Watch:
         return f"<Watch {self.path!r} {'triggered' if self.triggered else 'pending'}>"
 
 
-class PersistentWatch:
+class EventBuffer(Generic[T]):
+    """The queue behind the streams that a task fills without ever blocking and one consumer iterates
+    (:class:`PersistentWatch`, :class:`StateStream`, the tree cache's event streams).
+
+    Iteration hands out the buffered items in order; once they are out, it raises the error that ended
+    the stream, or stops if the stream ended without one.  Subclasses decide what to buffer.
+    """
+
+    def __init__(self, items: Iterable[T] = (), keep: int | None = None) -> None:
+        self._buffer: deque[T] = deque(items, maxlen=keep)
+        self._wakeup = trio.Event()
+        self._error: BaseException | None = None
+        self._ended = False
+
+    def _append(self, item: T) -> None:
+        self._buffer.append(item)
+        self._wakeup.set()
+
+    def _append_bounded(self, item: T, limit: int) -> bool:
+        """Buffer ``item`` unless the stream has ended, or ``limit`` items are waiting already: then the
+        stream ends with :meth:`_overflow_error` (raised after the items buffered before it).  Returns
+        whether ``item`` was buffered."""
+        if self._error is not None or self._ended:
+            return False
+        if len(self._buffer) >= limit:
+            self._error = self._overflow_error(limit)
+            self._wakeup.set()
+            return False
+        self._append(item)
+        return True
+
+    def _overflow_error(self, limit: int) -> ZKError:
+        return WatchOverflowError(f"consumer fell {limit} events behind")
+
+    def _end(self, error: BaseException | None = None) -> None:
+        """End the stream after the buffered items, with ``error`` unless an earlier error ended it."""
+        if error is not None and self._error is None:
+            self._error = error
+        self._ended = True
+        self._wakeup.set()
+
+    async def _next(self) -> T:
+        while True:
+            if self._buffer:
+                await trio.lowlevel.checkpoint()
+                return self._buffer.popleft()
+            if self._error is not None:
+                raise self._error
+            if self._ended:
+                raise StopAsyncIteration
+            self._wakeup = trio.Event()
+            await self._wakeup.wait()
+
+
+class PersistentWatch(EventBuffer[WatchedEvent]):
     """An async iterator of the events of a persistent (or persistent recursive) watch.
 
     Backpressure: the reader never waits for the consumer.  Up to ``max_buffered`` events are kept; if
@@ -101,31 +158,21 @@ class PersistentWatch:
     """
 
     def __init__(self, path: str, recursive: bool, max_buffered: int) -> None:
+        super().__init__()
         self.path = path
         self.recursive = recursive
         self.max_buffered = max_buffered
-        self._buffer: deque[WatchedEvent] = deque()
-        self._wakeup = trio.Event()
-        self._error: ZKError | None = None
         self.dropped = 0
 
     def _deliver(self, event: WatchedEvent) -> None:
-        if self._error is not None:
+        if not self._append_bounded(event, self.max_buffered):
             self.dropped += 1
-            return
-        if len(self._buffer) >= self.max_buffered:
-            self.dropped += 1
-            self._error = WatchOverflowError(
-                f"persistent watch on {self.path!r}: consumer fell {self.max_buffered} events behind"
-            )
-        else:
-            self._buffer.append(event)
-        self._wakeup.set()
+
+    def _overflow_error(self, limit: int) -> ZKError:
+        return WatchOverflowError(f"persistent watch on {self.path!r}: consumer fell {limit} events behind")
 
     def _fail(self, error: ZKError) -> None:
-        if self._error is None:
-            self._error = error
-        self._wakeup.set()
+        self._end(error)
 
     @property
     def overflowed(self) -> bool:
@@ -135,17 +182,10 @@ class PersistentWatch:
         return self
 
     async def __anext__(self) -> WatchedEvent:
-        while True:
-            if self._buffer:
-                await trio.lowlevel.checkpoint()
-                return self._buffer.popleft()
-            if self._error is not None:
-                raise self._error
-            self._wakeup = trio.Event()
-            await self._wakeup.wait()
+        return await self._next()
 
 
-class StateStream:
+class StateStream(EventBuffer[SessionState]):
     """An async iterator of session states, starting with the current one.
 
     It keeps the last ``keep`` states a slow reader has not taken yet (older ones are dropped, the newest
@@ -153,26 +193,16 @@ class StateStream:
     """
 
     def __init__(self, current: SessionState, keep: int = 64) -> None:
-        self._buffer: deque[SessionState] = deque([current], maxlen=keep)
-        self._wakeup = trio.Event()
-        self._finished = False
+        super().__init__([current], keep=keep)
 
     def _deliver(self, state: SessionState) -> None:
-        self._buffer.append(state)
-        self._wakeup.set()
+        self._append(state)
 
     def __aiter__(self) -> StateStream:
         return self
 
     async def __anext__(self) -> SessionState:
-        while True:
-            if self._buffer:
-                await trio.lowlevel.checkpoint()
-                state = self._buffer.popleft()
-                if state.is_terminal:
-                    self._finished = True
-                return state
-            if self._finished:
-                raise StopAsyncIteration
-            self._wakeup = trio.Event()
-            await self._wakeup.wait()
+        state = await self._next()
+        if state.is_terminal:
+            self._ended = True
+        return state

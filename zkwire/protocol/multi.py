@@ -9,6 +9,7 @@ appear, and their records, is in :mod:`zkwire.protocol.optable`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -19,6 +20,13 @@ from .records import MultiHeader, Record
 __all__ = ["MultiOp", "MultiResult", "MultiRequest", "MultiResponse"]
 
 _END = MultiHeader(-1, True, -1)
+
+
+def _headers(r: Reader) -> Iterator[MultiHeader]:
+    """The headers of a multi body up to its terminator (read, not yielded); the caller reads each
+    header's body before asking for the next header."""
+    while not (header := MultiHeader.read(r)).done:
+        yield header
 
 
 class MultiOp(NamedTuple):
@@ -54,14 +62,12 @@ class MultiRequest:
     @classmethod
     def read(cls, r: Reader) -> MultiRequest:
         ops: list[MultiOp] = []
-        while True:
-            h = MultiHeader.read(r)
-            if h.done:
-                return cls(tuple(ops))
+        for h in _headers(r):
             record = optable.MULTI_REQUEST_RECORDS.get(h.type)
             if record is None:
                 raise ProtocolError(f"op type {h.type} cannot appear in a multi request")
             ops.append(MultiOp(h.type, record.read(r)))
+        return cls(tuple(ops))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,15 +86,13 @@ class MultiResponse:
     @classmethod
     def read(cls, r: Reader) -> MultiResponse:
         results: list[MultiResult] = []
-        while True:
-            h = MultiHeader.read(r)
-            if h.done:
-                return cls(tuple(results))
-            table = optable.MULTI_RESULT_RECORDS
+        table = optable.MULTI_RESULT_RECORDS
+        for h in _headers(r):
             if h.type not in table:
                 raise ProtocolError(f"result type {h.type} cannot appear in a multi response")
             record = table[h.type]
             results.append(MultiResult(h.type, h.err, None if record is None else record.read(r)))
+        return cls(tuple(results))
 
 
 #: Names this module used to define, now derived in the op table.

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import ipaddress
 import os
+import random
 import socket
 import struct
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -204,6 +206,22 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     finally:
         for sock in socks:
             sock.close()
+
+
+def free_subnet(pool: ipaddress.IPv4Network, used: Iterable[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:
+    """A random /24 of ``pool`` that overlaps none of the networks ``used`` (default routes aside).
+
+    Raises:
+        ZooKeeperStartError: no free /24 was found in 200 tries.
+    """
+    taken = [network for network in used if network.prefixlen > 0]
+    rng = random.Random()
+    for _ in range(200):
+        start = int(pool.network_address) + 256 * rng.randrange(pool.num_addresses // 256)
+        candidate = ipaddress.IPv4Network((start, 24))
+        if not any(candidate.overlaps(network) for network in taken):
+            return candidate
+    raise ZooKeeperStartError(f"no free /24 in {pool} for the ensemble's network")
 
 
 def split_address(address: str | tuple[str, int]) -> tuple[str, int]:

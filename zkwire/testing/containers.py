@@ -16,9 +16,10 @@ the engine pulls from Docker Hub. Both images take the same environment variable
 
 testcontainers is configured for a local engine when the user has not configured it: its reaper
 container (Ryuk, pulled from Docker Hub) is off and replaced by our own clean-up -- containers and
-networks carry a label naming the process that made them, are removed by :meth:`stop`, at interpreter
-exit, and by the next process if this one died -- and the containers' published ports are reached on
-127.0.0.1 (testcontainers would pick a bridge address on a machine that has ``/.dockerenv``).
+networks carry a label naming the process that made them, are removed by :meth:`DockerZooKeeper.stop`
+and :meth:`DockerEnsemble.stop`, at interpreter exit, and by the next process if this one died -- and
+the containers' published ports are reached on 127.0.0.1 (testcontainers would pick a bridge address on a
+machine that has ``/.dockerenv``).
 
 Ports are published on 127.0.0.1 only, on ports chosen here (or given), so that a container that is
 stopped and started again keeps its address.
@@ -30,7 +31,6 @@ import atexit
 import contextlib
 import ipaddress
 import os
-import random
 import socket
 import subprocess
 import threading
@@ -50,6 +50,7 @@ from .base import (
     ZooKeeperStartError,
     four_letter_word,
     free_ports,
+    free_subnet,
     last_lines,
     pid_alive,
     probe_session,
@@ -270,12 +271,7 @@ def _pick_subnet() -> ipaddress.IPv4Network:
         for line in routes.stdout.splitlines():
             with contextlib.suppress(ValueError):
                 used.append(ipaddress.IPv4Network(line.split(" ", 1)[0], strict=False))
-    rng = random.Random()
-    for _ in range(200):
-        candidate = ipaddress.IPv4Network(f"10.{rng.randrange(220, 224)}.{rng.randrange(256)}.0/24")
-        if not any(candidate.overlaps(net) for net in used if net.prefixlen > 0):
-            return candidate
-    raise ZooKeeperStartError("no free /24 in 10.220.0.0/14 for the ensemble's network")
+    return free_subnet(ipaddress.IPv4Network("10.220.0.0/14"), used)
 
 
 def _is_port_conflict(exc: BaseException) -> bool:

@@ -20,16 +20,16 @@ Topology (Linux, root, ``ip`` from iproute2, ``nsenter`` and ``iptables-restore`
 Each member's JVM runs in its namespace (``nsenter --net=/var/run/netns/NAME`` executes it, so the
 process started is the JVM). A member has two addresses on one interface: its peer address, which the
 quorum and election ports listen on and which this process uses for probes (``srvr``, ``ruok``), and
-its client address, the one in :attr:`hosts`. Links are cut with packet filter rules in the member
-namespaces (the whole filter table is rewritten at each change): dropping a peer's address cuts member
-links, dropping the client address cuts clients -- whether they run in this process (host namespace)
-or in the client namespace (:meth:`client_command`) -- while probes still get through. Packets are
-dropped, not refused: the other side sees silence, as in a real partition.
+its client address, the one in :attr:`NetnsEnsemble.hosts`. Links are cut with packet filter rules in the
+member namespaces (the whole filter table is rewritten at each change): dropping a peer's address cuts
+member links, dropping the client address cuts clients -- whether they run in this process (host
+namespace) or in the client namespace (:meth:`NetnsEnsemble.client_command`) -- while probes still get
+through. Packets are dropped, not refused: the other side sees silence, as in a real partition.
 
 The bridge sits in a namespace of its own so that the host's packet filter (e.g. Docker's FORWARD
 policy, which bridged traffic passes through when ``br_netfilter`` is loaded) never sees the traffic.
-Names are ``zkw<6 hex>-...``; :meth:`stop` removes the namespaces (also after a failed start), and so
-does the next ensemble if a process died before it could (the owners are listed in
+Names are ``zkw<6 hex>-...``; :meth:`NetnsEnsemble.stop` removes the namespaces (also after a failed
+start), and so does the next ensemble if a process died before it could (the owners are listed in
 ``/run/zkwire-netns``). The kernel here has no ``netem`` qdisc, so there are no delays, only losses.
 """
 
@@ -39,7 +39,6 @@ import atexit
 import contextlib
 import ipaddress
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -48,7 +47,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .base import ServerOptions, ZooKeeperNotInstalledError, ZooKeeperStartError, pid_alive
+from .base import ServerOptions, ZooKeeperNotInstalledError, ZooKeeperStartError, free_subnet, pid_alive
 from .embedded import EmbeddedEnsemble, _Member
 
 __all__ = ["NetnsEnsemble", "netns_unavailable_reason"]
@@ -134,12 +133,7 @@ def _pick_subnet() -> ipaddress.IPv4Network:
         if word and word[0].isdigit():
             with contextlib.suppress(ValueError):
                 used.append(ipaddress.ip_network(word, strict=False))  # type: ignore[arg-type]
-    rng = random.Random()
-    for _ in range(200):
-        candidate = ipaddress.IPv4Network(f"10.{rng.randrange(200, 208)}.{rng.randrange(256)}.0/24")
-        if not any(candidate.overlaps(net) for net in used if net.prefixlen > 0):
-            return candidate
-    raise ZooKeeperStartError("no free /24 in 10.200.0.0/13 for the ensemble's network")
+    return free_subnet(ipaddress.IPv4Network("10.200.0.0/13"), used)
 
 
 class NetnsEnsemble(EmbeddedEnsemble):
