@@ -9,7 +9,7 @@ Mutated inputs go round the targets in turn until the time is up: the reply, req
 decoders (the fast codec against the construct schemas, interpreted and compiled), the frame splitter
 (and the tracer's frame-boundary follower), the traffic decoder on whole mutated conversations, and secret
 masking.  It prints, per target, the inputs tried and their outcomes by class (decoded / ProtocolError /
-split / other; see ``tests/fuzzing.py``), then up to 20 failing inputs in hex; it exits 1 if any input was
+split / other; see ``tests/helpers/fuzzing.py``), then up to 20 failing inputs in hex; it exits 1 if any input was
 classed "other" (a bug).  The same seed and time give the same inputs in the same order; a run is only
 as long as the machine lets it be, so its count of inputs varies.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import fuzzing as F
+from helpers import fuzzing as F
 
 TARGETS = ("codecs", "framing", "traffic", "secrets")
 

@@ -5,10 +5,10 @@ the contention tests guard."""
 from __future__ import annotations
 
 import trio
-from holds import Holds, now_us
 
 import zklock
 import zkwire
+from helpers.holds import Holds, now_us
 
 __all__ = [
     "EXCLUDES",

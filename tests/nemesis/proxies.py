@@ -1,4 +1,4 @@
-"""Per worker, one fault proxy (``tests/faultproxy.py``) in front of each ensemble member, so that a
+"""Per worker, one fault proxy (``tests/helpers/faultproxy.py``) in front of each ensemble member, so that a
 fault can hit one worker's connections and leave the others alone.  A worker's connect string lists
 its three proxies; :class:`ProxySet` applies a fault to all three at once (or to one member's)."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 _TESTS_DIR = str(Path(__file__).resolve().parents[1])
-if _TESTS_DIR not in sys.path:  # faultproxy is a top-level module of tests/ (conftest puts it on the path)
+if _TESTS_DIR not in sys.path:  # the suite's helpers are imported from tests/ (pytest puts it on the path)
     sys.path.append(_TESTS_DIR)
 
-import faultproxy  # noqa: E402
+from helpers import faultproxy  # noqa: E402
 
 __all__ = ["ProxySet", "open_proxy_sets"]
 

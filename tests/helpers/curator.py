@@ -1,0 +1,129 @@
+"""Apache Curator peers for the interoperability tests: Debian's libcurator-recipes-java and
+``java/CuratorLockWorker.java``, compiled once per session with the machine's javac."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import trio
+
+JAVA_DIR = Path(__file__).resolve().parents[1] / "java"
+SHARE = Path("/usr/share/java")
+COMPILE_CP = ":".join(
+    str(SHARE / jar)
+    for jar in (
+        "curator-recipes.jar",
+        "curator-framework.jar",
+        "curator-client.jar",
+        "zookeeper.jar",
+        "zookeeper-jute.jar",
+        "guava.jar",
+        "slf4j-api.jar",
+    )
+)
+
+
+_compiled: list[Path] = []
+
+
+def compile_worker(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Compiles the worker once per session (skips the test when javac or Curator is missing); returns
+    its class directory."""
+    if shutil.which("javac") is None or not (SHARE / "curator-recipes.jar").exists():
+        pytest.skip("javac or Debian's libcurator-recipes-java is not installed")
+    if not _compiled:
+        out = tmp_path_factory.mktemp("curator")
+        subprocess.run(
+            ["javac", "-d", str(out), "-cp", COMPILE_CP, str(JAVA_DIR / "CuratorLockWorker.java")],
+            check=True,
+            timeout=120,
+        )
+        _compiled.append(out)
+    return _compiled[0]
+
+
+def _java_cmd(curator_classes: Path, *args: str) -> list[str]:
+    return ["java", "-cp", f"{curator_classes}:{COMPILE_CP}:{SHARE}/*", "CuratorLockWorker", *args]
+
+
+class CuratorPeer:
+    """A ``CuratorLockWorker serve`` process: one Curator client answering ``try`` / ``release``."""
+
+    def __init__(self, curator_classes: Path, hosts: str) -> None:
+        self.process = subprocess.Popen(
+            _java_cmd(curator_classes, hosts, "serve"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        assert self.read() == "READY"
+
+    def read(self) -> str:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line, "the Curator peer exited"
+        return line.strip()
+
+    def ask(self, command: str) -> str:
+        assert self.process.stdin is not None
+        self.process.stdin.write(command + "\n")
+        self.process.stdin.flush()
+        return self.read()
+
+    async def try_(self, kind: str, path: str, millis: int) -> bool:
+        answer = await trio.to_thread.run_sync(self.ask, f"try {kind} {path} {millis}")
+        assert answer in ("GOT", "BUSY"), answer
+        return answer == "GOT"
+
+    async def release(self) -> None:
+        assert await trio.to_thread.run_sync(self.ask, "release") == "RELEASED"
+
+    def close(self) -> None:
+        try:
+            self.ask("quit")
+        except (AssertionError, OSError):
+            pass
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class CuratorWorker:
+    """A ``CuratorLockWorker`` loop process, started and waited for from trio."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self.output = b""
+
+    @classmethod
+    async def start(cls, curator_classes: Path, *args: str) -> CuratorWorker:
+        process = await trio.lowlevel.open_process(
+            _java_cmd(curator_classes, *args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        worker = cls(process)
+        assert process.stdout is not None
+        with trio.fail_after(60):
+            while b"READY\n" not in worker.output:
+                data = await process.stdout.receive_some(65536)
+                assert data, worker.output.decode()
+                worker.output += data
+        return worker
+
+    async def finish(self) -> str:
+        assert self.process.stdout is not None
+        while data := await self.process.stdout.receive_some(65536):
+            self.output += data
+        code = await self.process.wait()
+        text = self.output.decode()
+        assert code == 0, text[-3000:]
+        return text
+
+    def kill(self) -> None:
+        if self.process.returncode is None:
+            self.process.kill()
