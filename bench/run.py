@@ -489,7 +489,7 @@ def table(
                 cells.append("n/a" if not compared else "yes" if not behind else "NO (" + ", ".join(behind) + ")")
         verdicts.append(verdict)
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines), verdicts
+    return ("\n".join(lines) if verdicts else ""), verdicts
 
 
 def codec_table(codec: dict[str, Any] | None) -> str:
@@ -772,7 +772,8 @@ def main() -> int:
         f"{info['load_avg_at_end'][0]:.2f} at end"
     )
     print(header + "\n")
-    print(md)
+    if md:
+        print(md)
     if scale_md:
         print("\nScale:\n\n" + scale_md)
     codec_md = codec_table(codec)
