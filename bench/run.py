@@ -628,6 +628,13 @@ def main() -> int:
     parser.add_argument(
         "--mem-waiters", type=int, metavar="N", help="waiting contenders for the per-waiter memory figure"
     )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="bound on any single wait in a child (default 30 s; the scale waiters and sessions add 10 ms per "
+        "waiter or session); raise it on a loaded machine",
+    )
     parser.add_argument("--hosts", help="use this running server instead of starting one")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "latest.json")
     parser.add_argument("--png", type=Path, default=HERE / "results" / "latest.png")
@@ -661,6 +668,8 @@ def main() -> int:
         params = dataclasses.replace(params, waiters=max(1, args.herd_waiters))
     if args.mem_waiters is not None:
         params = dataclasses.replace(params, mem_waiters=max(1, args.mem_waiters))
+    if args.timeout is not None:
+        params = dataclasses.replace(params, timeout=max(1.0, args.timeout))
     rounds = args.rounds if args.rounds is not None else (2 if args.quick else 5)
     rounds = max(1, rounds)
     notes: list[str] = []
