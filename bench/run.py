@@ -153,13 +153,15 @@ class ScaleGroup:
         return payload_path(path, size) if self.name == "scale_payload" else path
 
     def rows(self, size: int) -> list[Row]:
+        n = _size(size) if self.name == "scale_payload" else f"{size:,}"
         return [
-            Row(self.key(size), fig, f"{self.title.format(n=_size(size))}: {label}", unit, higher, None, self.java_is)
+            Row(self.key(size), fig, f"{self.title.format(n=n)}: {label}", unit, higher, None, self.java_is)
             for fig, label, unit, higher in self.figures
         ]
 
 
 def _size(n: int) -> str:
+    """A byte count as the tables write it: 1 MB, 64 KiB, 100."""
     if n >= 1_000_000 and n % 1_000_000 == 0:
         return f"{n // 1_000_000} MB"
     if n >= 1024 and n % 1024 == 0:
