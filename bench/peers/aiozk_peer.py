@@ -368,6 +368,16 @@ async def _queued(holder_zk: ZKClient, hosts: str, lock_path: str, nodes: int, w
         await asyncio.sleep(0.02)
 
 
+async def _close_quietly(zk: ZKClient) -> bool:
+    """Close ``zk``; False if aiozk's close timed out (it can, after many waiters were cancelled): the
+    figures taken before stand."""
+    try:
+        await zk.close()
+    except TimeoutError:
+        return False
+    return True
+
+
 async def _waiters(hosts: str, path: str, p: Params) -> Result:
     """Scale: ``arg`` waiters in one session behind a holder in another (see zkwire_peer._waiters)."""
     n = p.arg
@@ -419,9 +429,9 @@ async def _waiters(hosts: str, path: str, p: Params) -> Result:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
     finally:
-        await zk.close()
-        await holder_zk.close()
+        closed = await _close_quietly(zk) and await _close_quietly(holder_zk)
     return {
+        "closed_in_time": closed,
         "queue_s": queue_s,
         "drain_grants_per_s": n / drain,
         "rss_kib": rss / n / 1024,
