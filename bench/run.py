@@ -2,12 +2,16 @@
 
     .venv/bin/python bench/run.py [--quick] [--rounds N] [--json PATH] [--png PATH]
                                   [--peers zkwire,raw,kazoo,aiozk,java] [--metrics ...] [--hosts H:P]
+                                  [--scale] [--scale-waiters N,N] [--scale-sessions N,N] [--scale-depth N,N]
+                                  [--scale-payload N,N] [--scale-children N,N] [--timeout S]
 
 Starts a fresh local ZooKeeper (standalone, tickTime 2000, forceSync=no: the clients' cost differs, not
 the disk's), compiles the Java peer with the machine's javac, and runs every (metric, peer) pair in a
 child process of its own, in interleaved rounds (A B C ... A B C ...); the first round is a warm-up and
-is discarded.  The herd check and the memory figures run once per peer after the rounds.  Prints a
-Markdown table of medians with ratios to the Java client (Curator for the lock metrics), writes JSON
+is discarded.  The scale rows (``--scale``, or scale_* groups in ``--metrics``) run in the same rounds,
+one child per (size, peer).  The herd check and the memory figures run once per peer after the rounds.
+Prints Markdown tables of medians (with each row's range over the rounds) with ratios to the Java
+client (Curator for the lock metrics), writes JSON
 (default bench/results/latest.json) and a PNG chart (matplotlib, Agg; skipped with a message when
 matplotlib is missing).  See bench/README.md for what each metric means.
 """
