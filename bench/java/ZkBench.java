@@ -328,11 +328,15 @@ public class ZkBench {
     }
 
     static String mntr() throws Exception {
+        return fourLetterWord("mntr");
+    }
+
+    static String fourLetterWord(String word) throws Exception {
         String[] hp = hosts.split(",")[0].split("/")[0].split(":");
         try (Socket s = new Socket(hp[0], Integer.parseInt(hp[1]))) {
-            s.setSoTimeout(5000);
+            s.setSoTimeout(30000);
             OutputStream out = s.getOutputStream();
-            out.write("mntr".getBytes(StandardCharsets.US_ASCII));
+            out.write(word.getBytes(StandardCharsets.US_ASCII));
             out.flush();
             InputStream in = s.getInputStream();
             ByteArrayOutputStream buf = new ByteArrayOutputStream();
@@ -416,10 +420,25 @@ public class ZkBench {
         return out;
     }
 
-    /** Waits (bounded) until the server holds `watches` watches and the lock has `nodes` children. */
+    /** As bench/peers/__init__.py lock_watch_count: watches on lockPath and below, from wchp. */
+    static long lockWatchCount(String lockPath) throws Exception {
+        long count = 0;
+        boolean inside = false;
+        for (String line : fourLetterWord("wchp").split("\n")) {
+            if (line.isBlank()) continue;
+            if (line.charAt(0) == ' ' || line.charAt(0) == '\t') {
+                if (inside) count++;
+            } else {
+                inside = line.equals(lockPath) || line.startsWith(lockPath + "/");
+            }
+        }
+        return count;
+    }
+
+    /** Waits (bounded) until the server holds `watches` watches on the lock and it has `nodes` children. */
     static void queued(CuratorFramework holderCf, String lockPath, int nodes, long watches) throws Exception {
         long limit = System.nanoTime() + waitBoundMillis() * 1_000_000L;
-        while (serverWatchCount() < watches || holderCf.getChildren().forPath(lockPath).size() < nodes) {
+        while (lockWatchCount(lockPath) < watches || holderCf.getChildren().forPath(lockPath).size() < nodes) {
             if (System.nanoTime() > limit) throw new IllegalStateException("waiters did not queue");
             Thread.sleep(20);
         }
@@ -434,7 +453,7 @@ public class ZkBench {
         holder.acquire();
         CountDownLatch done = new CountDownLatch(n);
         long heap0 = heapUsed(), rss0 = rss();
-        long watches = serverWatchCount() + n - 1;
+        long watches = lockWatchCount(lockPath) + n - 1;
         long t = System.nanoTime();
         for (int i = 0; i < n; i++) {
             InterProcessMutex m = new InterProcessMutex(cf, lockPath);

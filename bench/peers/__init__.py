@@ -132,6 +132,24 @@ def server_watch_count(hosts: str) -> int:
     raise RuntimeError("the server's mntr has no zk_watch_count")
 
 
+def lock_watch_count(hosts: str, lock_path: str) -> int:
+    """Watches the server holds on ``lock_path`` and the nodes under it (all sessions), from ``wchp``.
+
+    Unlike ``zk_watch_count`` this does not move with other sessions' watches, such as those of an
+    earlier child run whose session the server has not yet closed or expired."""
+    count = 0
+    inside = False
+    prefix = lock_path.rstrip("/") + "/"
+    for line in four_letter_word(hosts, "wchp", 30.0).splitlines():
+        if not line.strip():
+            continue
+        if line[0] in " \t":
+            count += inside
+        else:
+            inside = line == lock_path or line.startswith(prefix)
+    return count
+
+
 def server_counters(hosts: str) -> dict[str, int]:
     """What the server has sent so far: ``tcp_bytes_sent``, the bytes its established client
     connections have sent (``ss``'s ``bytes_sent``: replies, notifications and pings with their length

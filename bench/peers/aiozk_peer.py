@@ -16,6 +16,7 @@ from . import (
     Params,
     Result,
     children_path,
+    lock_watch_count,
     percentiles,
     rss_bytes,
     server_counters,
@@ -358,7 +359,7 @@ async def _queued(holder_zk: ZKClient, hosts: str, lock_path: str, nodes: int, w
     """Wait (bounded) until the server holds ``watches`` watches (polled in a thread) and the lock has
     ``nodes`` children: every waiter has queued and parked."""
     limit = time.monotonic() + p.wait_bound()
-    while await asyncio.to_thread(server_watch_count, hosts) < watches:
+    while await asyncio.to_thread(lock_watch_count, hosts, lock_path) < watches:
         if time.monotonic() > limit:
             raise TimeoutError("waiters did not queue")
         await asyncio.sleep(0.02)
@@ -400,7 +401,7 @@ async def _waiters(hosts: str, path: str, p: Params) -> Result:
         await holder.acquire()
         _settle()
         rss0 = rss_bytes()
-        watches = await asyncio.to_thread(server_watch_count, hosts) + n - 1
+        watches = await asyncio.to_thread(lock_watch_count, hosts, lock_path) + n - 1
         t = time.perf_counter()
         tasks = [asyncio.create_task(waiter()) for _ in range(n)]
         await _queued(holder_zk, hosts, lock_path, n + 1, watches, p)
@@ -419,7 +420,7 @@ async def _waiters(hosts: str, path: str, p: Params) -> Result:
             tracemalloc.start()
             _settle()
             heap0 = tracemalloc.get_traced_memory()[0]
-            watches = await asyncio.to_thread(server_watch_count, hosts) + n - 1
+            watches = await asyncio.to_thread(lock_watch_count, hosts, lock_path) + n - 1
             tasks = [asyncio.create_task(waiter()) for _ in range(n)]
             await _queued(holder_zk, hosts, lock_path, n + 1, watches, p)
             _settle()

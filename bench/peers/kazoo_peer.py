@@ -20,6 +20,7 @@ from . import (
     Params,
     Result,
     children_path,
+    lock_watch_count,
     percentiles,
     rss_bytes,
     server_counters,
@@ -403,7 +404,7 @@ def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
 def _queued(holder_kz: KazooClient, hosts: str, lock_path: str, nodes: int, watches: int, p: Params) -> None:
     """Wait (bounded) until the server holds ``watches`` watches and the lock has ``nodes`` children."""
     limit = time.monotonic() + p.wait_bound()
-    while server_watch_count(hosts) < watches or len(holder_kz.get_children(lock_path)) < nodes:
+    while lock_watch_count(hosts, lock_path) < watches or len(holder_kz.get_children(lock_path)) < nodes:
         if time.monotonic() > limit:
             raise TimeoutError("waiters did not queue")
         time.sleep(0.02)
@@ -440,7 +441,7 @@ def _waiters(hosts: str, path: str, p: Params) -> Result:
         holder.acquire()
         _settle()
         rss0 = rss_bytes()
-        watches = server_watch_count(hosts) + n - 1
+        watches = lock_watch_count(hosts, lock_path) + n - 1
         threads = [threading.Thread(target=waiter, daemon=True) for _ in range(n)]
         t = time.perf_counter()
         for th in threads:
@@ -462,7 +463,7 @@ def _waiters(hosts: str, path: str, p: Params) -> Result:
             tracemalloc.start()
             _settle()
             heap0 = tracemalloc.get_traced_memory()[0]
-            watches = server_watch_count(hosts) + n - 1
+            watches = lock_watch_count(hosts, lock_path) + n - 1
             for lk in locks:
                 threading.Thread(target=cancellable, args=(lk,), daemon=True).start()
             _queued(holder_kz, hosts, lock_path, n + 1, watches, p)

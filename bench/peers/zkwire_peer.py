@@ -20,6 +20,7 @@ from . import (
     Params,
     Result,
     children_path,
+    lock_watch_count,
     percentiles,
     rss_bytes,
     server_counters,
@@ -378,7 +379,7 @@ async def _queued(holder_zk: zkwire.Client, hosts: str, lock_path: str, nodes: i
     every waiter has queued and parked.  The watch count (polled in a thread) comes first, so the
     queue is listed once or twice, not every 20 ms."""
     with trio.fail_after(p.wait_bound()):
-        while await trio.to_thread.run_sync(server_watch_count, hosts) < watches:
+        while await trio.to_thread.run_sync(lock_watch_count, hosts, lock_path) < watches:
             await trio.sleep(0.02)
         while len(await holder_zk.get_children(lock_path)) < nodes:
             await trio.sleep(0.02)
@@ -407,7 +408,7 @@ async def _waiters(hosts: str, path: str, p: Params) -> Result:
 
         _settle()
         rss0 = rss_bytes()
-        watches = await trio.to_thread.run_sync(server_watch_count, hosts) + n - 1
+        watches = await trio.to_thread.run_sync(lock_watch_count, hosts, lock_path) + n - 1
         async with trio.open_nursery() as nursery:
             t = time.perf_counter()
             for _ in range(n):
@@ -432,7 +433,7 @@ async def _waiters(hosts: str, path: str, p: Params) -> Result:
             _settle()
             heap0 = tracemalloc.get_traced_memory()[0]
             async with trio.open_nursery() as nursery:
-                watches = await trio.to_thread.run_sync(server_watch_count, hosts) + n - 1
+                watches = await trio.to_thread.run_sync(lock_watch_count, hosts, lock_path) + n - 1
                 for _ in range(n):
                     nursery.start_soon(waiter)
                 await _queued(holder_zk, hosts, lock_path, n + 1, watches, p)
