@@ -1,7 +1,8 @@
 """Profile zkwire's hot paths under cProfile: where the client's time goes per operation.
 
-    .venv/bin/python bench/profile_zkwire.py [--scenario seq|pipelined|lock_cycle|floor|memory|all] [--ops N]
-                                             [--top K] [--hosts H:P]
+    .venv/bin/python bench/profile_zkwire.py [--scenario seq|pipelined|lock_cycle|floor|memory|drain|children|all]
+                                             [--ops N] [--top K] [--window W] [--waiters N] [--children N]
+                                             [--hosts H:P]
 
 Starts a fresh local ZooKeeper (like bench/run.py) unless ``--hosts`` is given, warms up, then runs
 ``--ops`` operations of each scenario under cProfile and prints the top entries by own time (tottime)
@@ -12,6 +13,12 @@ with their share of the run, and the wall time per operation with and without th
 with a blocking socket, with a single trio task that sends and reads itself, with a trio reader task
 that wakes the caller through a ``trio.Event`` (zkwire's structure, without zkwire), and with zkwire:
 the cost of the architecture apart from zkwire's own code.
+
+``drain`` queues ``--waiters`` zklock waiters (default 1,000) in one session behind a holder in another
+and profiles the queueing (every waiter's create + getChildren) and, apart, the drain (the holder
+releases, each waiter releases as soon as it holds).  ``children`` creates ``--children`` children
+(default 100,000) under one node and profiles getChildren of it.  ``pipelined`` keeps ``--window``
+requests in flight (default 128).  These three are not part of ``all``.
 
 ``memory`` profiles nothing either: the heap (tracemalloc) per idle session of bare trio structures
 that hold one TCP connection (one task that waits on the socket with a deadline; two tasks, a reader
@@ -34,6 +41,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 import trio
+import trio.testing
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -42,7 +50,7 @@ import zklock  # noqa: E402
 import zkwire  # noqa: E402
 
 
-async def _scenario(name: str, zk: zkwire.Client, path: str) -> Callable[[int], Awaitable[None]]:
+async def _scenario(name: str, zk: zkwire.Client, path: str, window: int = 128) -> Callable[[int], Awaitable[None]]:
     if name == "seq":
 
         async def seq(n: int) -> None:
@@ -53,14 +61,14 @@ async def _scenario(name: str, zk: zkwire.Client, path: str) -> Callable[[int], 
     if name == "pipelined":
 
         async def pipelined(n: int) -> None:
-            per = max(1, n // 128)
+            per = max(1, n // window)
 
             async def worker() -> None:
                 for _ in range(per):
                     await zk.get_data(path)
 
             async with trio.open_nursery() as nursery:
-                for _ in range(128):
+                for _ in range(window):
                     nursery.start_soon(worker)
 
         return pipelined
@@ -81,7 +89,7 @@ def _top(profile: cProfile.Profile, k: int) -> list[tuple[float, float, int, str
     total = sum(v[2] for v in stats.stats.values())  # type: ignore[attr-defined]
     rows = []
     for (filename, line, func), (_cc, nc, tt, _ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
-        short = filename.split("site-packages/")[-1].split("/work/main/")[-1]
+        short = filename.split("site-packages/")[-1].removeprefix(str(HERE.parent) + "/")
         rows.append((tt, tt / total * 100 if total else 0.0, nc, f"{short}:{line}({func})"))
     rows.sort(reverse=True)
     return rows[:k]
@@ -294,7 +302,104 @@ async def memory(hosts: str, sessions: int = 200) -> None:
         print(f"| {label} | {grown / sessions / 1024:.2f} |")
 
 
-async def profile(hosts: str, scenarios: list[str], ops: int, top: int) -> None:
+#: Bound on the drain scenario's waits (queueing, draining), in seconds.
+WAIT = 120.0
+
+
+def _print_top(title: str, prof: cProfile.Profile, top: int) -> None:
+    print(f"\n## {title}\n")
+    print("| tottime s | share | calls | function |")
+    print("|---:|---:|---:|---|")
+    for tt, share, nc, where in _top(prof, top):
+        print(f"| {tt:.3f} | {share:.1f}% | {nc} | `{where}` |")
+
+
+async def drain(hosts: str, path: str, waiters: int, top: int) -> None:
+    """Profile the queueing of ``waiters`` zklock waiters in one session and, apart, their drain."""
+    lock_path = f"{path}/drain-lock"
+    async with zkwire.open_client(hosts) as holder_zk, zkwire.open_client(hosts) as zk:
+        holder = zklock.Mutex(holder_zk, lock_path)
+        await holder.acquire()
+        done = 0
+        all_done = trio.Event()
+
+        async def waiter() -> None:
+            nonlocal done
+            async with zklock.Mutex(zk, lock_path):
+                pass
+            done += 1
+            if done == waiters:
+                all_done.set()
+
+        queue_prof, drain_prof = cProfile.Profile(), cProfile.Profile()
+        async with trio.open_nursery() as nursery:
+            t = time.perf_counter()
+            queue_prof.enable()
+            for _ in range(waiters):
+                nursery.start_soon(waiter)
+            with trio.fail_after(WAIT):
+                # Every waiter has created its node and read the queue once all nodes are there and
+                # the client has had no work for a while (its task queue is empty).
+                while len(await holder_zk.get_children(lock_path)) < waiters + 1:
+                    await trio.sleep(0.02)
+                await trio.testing.wait_all_tasks_blocked(0.05)
+            queue_prof.disable()
+            queued = time.perf_counter() - t
+            t = time.perf_counter()
+            drain_prof.enable()
+            await holder.release()
+            with trio.fail_after(WAIT):
+                await all_done.wait()
+            drain_prof.disable()
+            drained = time.perf_counter() - t
+    _print_top(f"drain queueing: {waiters} waiters queued in {queued:.2f} s (under cProfile)", queue_prof, top)
+    _print_top(
+        f"drain: {waiters} grants in {drained:.2f} s, {waiters / drained:.0f} grants/s (under cProfile)",
+        drain_prof,
+        top,
+    )
+
+
+async def children(hosts: str, path: str, count: int, calls: int, top: int) -> None:
+    """Profile getChildren of a node with ``count`` children (created here, 256 creates in flight)."""
+    parent = f"{path}/children-{count}"
+    async with zkwire.open_client(hosts) as zk:
+        await zk.create(parent)
+        width = max(5, len(str(count - 1)))
+        names = iter(range(count))
+
+        async def creator() -> None:
+            for i in names:
+                await zk.create(f"{parent}/{i:0{width}d}")
+
+        t = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            for _ in range(256):
+                nursery.start_soon(creator)
+        created = time.perf_counter() - t
+        await zk.get_children(parent)  # warm-up
+        t = time.perf_counter()
+        for _ in range(calls):
+            await zk.get_children(parent)
+        plain = (time.perf_counter() - t) / calls
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(calls):
+            got = await zk.get_children(parent)
+        prof.disable()
+        if len(got) != count:
+            raise RuntimeError(f"{parent} has {len(got)} children, expected {count}")
+    _print_top(
+        f"children: getChildren of {count} children, {calls} calls, {plain * 1e3:.1f} ms/call "
+        f"(created in {created:.1f} s)",
+        prof,
+        top,
+    )
+
+
+async def profile(
+    hosts: str, scenarios: list[str], ops: int, top: int, window: int = 128, waiters: int = 1000, count: int = 100_000
+) -> None:
     async with zkwire.open_client(hosts) as zk:
         path = f"/zkbench-profile-{int(time.time() * 1000)}"
         await zk.create(path, bytes(100))
@@ -305,8 +410,14 @@ async def profile(hosts: str, scenarios: list[str], ops: int, top: int) -> None:
             if name == "memory":
                 await memory(hosts)
                 continue
+            if name == "drain":
+                await drain(hosts, path, waiters, top)
+                continue
+            if name == "children":
+                await children(hosts, path, count, max(3, ops // 500), top)
+                continue
             n = ops if name != "lock_cycle" else max(1, ops // 5)
-            run = await _scenario(name, zk, path)
+            run = await _scenario(name, zk, path, window)
             await run(n // 2)  # warm-up
             t = time.perf_counter()
             await run(n)
@@ -317,30 +428,35 @@ async def profile(hosts: str, scenarios: list[str], ops: int, top: int) -> None:
             await run(n)
             prof.disable()
             profiled = (time.perf_counter() - t) / n
-            print(f"\n## {name}: {n} ops, {plain * 1e6:.0f} µs/op ({profiled * 1e6:.0f} µs/op under cProfile)\n")
-            print("| tottime s | share | calls | function |")
-            print("|---:|---:|---:|---|")
-            for tt, share, nc, where in _top(prof, top):
-                print(f"| {tt:.3f} | {share:.1f}% | {nc} | `{where}` |")
+            label = f"{name} ({window} in flight)" if name == "pipelined" else name
+            _print_top(
+                f"{label}: {n} ops, {plain * 1e6:.0f} µs/op ({profiled * 1e6:.0f} µs/op under cProfile)", prof, top
+            )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument(
-        "--scenario", default="all", choices=["seq", "pipelined", "lock_cycle", "floor", "memory", "all"]
+        "--scenario",
+        default="all",
+        choices=["seq", "pipelined", "lock_cycle", "floor", "memory", "drain", "children", "all"],
     )
     parser.add_argument("--ops", type=int, default=5000)
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--window", type=int, default=128, help="pipelined: requests in flight")
+    parser.add_argument("--waiters", type=int, default=1000, help="drain: waiters on the lock")
+    parser.add_argument("--children", type=int, default=100_000, help="children: children of the listed node")
     parser.add_argument("--hosts")
     args = parser.parse_args()
     scenarios = ["seq", "pipelined", "lock_cycle", "floor", "memory"] if args.scenario == "all" else [args.scenario]
+    extra = (args.window, max(1, args.waiters), max(1, args.children))
     if args.hosts:
-        trio.run(profile, args.hosts, scenarios, args.ops, args.top)
+        trio.run(profile, args.hosts, scenarios, args.ops, args.top, *extra)
         return 0
     from zkwire.testing.embedded import EmbeddedZooKeeper
 
     with EmbeddedZooKeeper(tick_time_ms=2000, jvm_flags=["-XX:TieredStopAtLevel=4", "-Xms256m", "-Xmx1g"]) as server:
-        trio.run(profile, server.hosts, scenarios, args.ops, args.top)
+        trio.run(profile, server.hosts, scenarios, args.ops, args.top, *extra)
     return 0
 
 

@@ -2,12 +2,16 @@
 
     .venv/bin/python bench/run.py [--quick] [--rounds N] [--json PATH] [--png PATH]
                                   [--peers zkwire,raw,kazoo,aiozk,java] [--metrics ...] [--hosts H:P]
+                                  [--scale] [--scale-waiters N,N] [--scale-sessions N,N] [--scale-depth N,N]
+                                  [--scale-payload N,N] [--scale-children N,N] [--timeout S]
 
 Starts a fresh local ZooKeeper (standalone, tickTime 2000, forceSync=no: the clients' cost differs, not
 the disk's), compiles the Java peer with the machine's javac, and runs every (metric, peer) pair in a
 child process of its own, in interleaved rounds (A B C ... A B C ...); the first round is a warm-up and
-is discarded.  The herd check and the memory figures run once per peer after the rounds.  Prints a
-Markdown table of medians with ratios to the Java client (Curator for the lock metrics), writes JSON
+is discarded.  The scale rows (``--scale``, or scale_* groups in ``--metrics``) run in the same rounds,
+one child per (size, peer).  The herd check and the memory figures run once per peer after the rounds.
+Prints Markdown tables of medians (with each row's range over the rounds) with ratios to the Java
+client (Curator for the lock metrics), writes JSON
 (default bench/results/latest.json) and a PNG chart (matplotlib, Agg; skipped with a message when
 matplotlib is missing).  See bench/README.md for what each metric means.
 """
@@ -39,7 +43,9 @@ sys.path.insert(1, str(ROOT))
 from peers import (  # noqa: E402
     PEERS,
     Params,
+    children_path,
     java_peer,
+    payload_path,
 )
 
 #: Metrics run in interleaved rounds, in this order.
@@ -90,6 +96,7 @@ class Row:
 ROWS = [
     Row("seq", "p50_us", "sequential getData latency, p50", "µs", False, ("<=", 1.5)),
     Row("seq", "p99_us", "sequential getData latency, p99", "µs", False, ("<=", 1.5)),
+    Row("seq", "cpu_us_per_op", "sequential getData, client CPU per op (process CPU / ops)", "µs", False),
     Row("pipelined", "ops_per_s", "pipelined getData, one session, 128 in flight", "ops/s", True, (">=", 0.9)),
     Row("create_delete", "ops_per_s", "create+delete, sequential (each request one op)", "ops/s", True),
     Row("lock_cycle", "ms", "uncontended lock acquire+release", "ms/cycle", False, ("<=", 1.0), "Curator"),
@@ -123,6 +130,106 @@ ROWS = [
     Row("mem_waiter", "rss_kib", "memory per waiting lock contender, RSS", "KiB", False, None, "Curator"),
     Row("mem_waiter", "heap_kib", "memory per waiting lock contender, heap", "KiB", False, None, "Curator"),
 ]
+
+
+@dataclass(frozen=True)
+class ScaleGroup:
+    """A family of scale rows: one child run per (size, peer, round), with the size in ``Params``."""
+
+    name: str
+    #: The peer metric that runs it (the depth and payload groups reuse ``pipelined`` and ``seq``).
+    peer_metric: str
+    sizes: tuple[int, ...]
+    title: str
+    #: (figure, label, unit, higher is better)
+    figures: tuple[tuple[str, str, str, bool], ...]
+    java_is: str = "Java client"
+
+    def key(self, size: int) -> str:
+        return f"{self.name}@{size}"
+
+    def params(self, p: Params, size: int) -> Params:
+        if self.peer_metric == "pipelined":
+            return dataclasses.replace(p, window=size)
+        return dataclasses.replace(p, arg=size)
+
+    def path(self, path: str, size: int) -> str:
+        return payload_path(path, size) if self.name == "scale_payload" else path
+
+    def rows(self, size: int) -> list[Row]:
+        n = _size(size) if self.name == "scale_payload" else f"{size:,}"
+        return [
+            Row(self.key(size), fig, f"{self.title.format(n=n)}: {label}", unit, higher, None, self.java_is)
+            for fig, label, unit, higher in self.figures
+        ]
+
+
+def _size(n: int) -> str:
+    """A byte count as the tables write it: 1 MB, 64 KiB, 100."""
+    if n >= 1_000_000 and n % 1_000_000 == 0:
+        return f"{n // 1_000_000} MB"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n // 1024} KiB"
+    return f"{n:,}"
+
+
+SCALE_GROUPS = [
+    ScaleGroup(
+        "scale_waiters",
+        "waiters",
+        (100, 1000),
+        "{n} waiters on one lock",
+        (
+            ("queue_s", "time until all queued", "s", False),
+            ("drain_grants_per_s", "drain", "grants/s", True),
+            ("rss_kib", "RSS per waiter", "KiB", False),
+            ("heap_kib", "heap per waiter", "KiB", False),
+            ("cpu_us_per_grant", "client CPU per grant", "µs", False),
+            ("server_bytes_per_grant", "bytes the server sent per grant", "bytes", False),
+            ("server_packets_per_grant", "server packets per grant", "count", False),
+        ),
+        "Curator",
+    ),
+    ScaleGroup(
+        "scale_sessions",
+        "sessions",
+        (10, 100, 1000),
+        "{n} sessions in one process",
+        (
+            ("rss_kib", "RSS per session", "KiB", False),
+            ("ops_per_s", "getData round-robin", "ops/s", True),
+            ("cpu_us_per_op", "client CPU per getData", "µs", False),
+        ),
+    ),
+    ScaleGroup(
+        "scale_depth",
+        "pipelined",
+        (1, 8, 64, 512, 4096),
+        "pipelined getData, {n} in flight",
+        (("ops_per_s", "throughput", "ops/s", True),),
+    ),
+    ScaleGroup(
+        "scale_payload",
+        "seq",
+        (1024, 65536, 1_000_000),
+        "getData of {n}",
+        (
+            ("mean_us", "time per op", "µs", False),
+            ("cpu_us_per_op", "client CPU per op", "µs", False),
+        ),
+    ),
+    ScaleGroup(
+        "scale_children",
+        "children",
+        (10_000, 100_000),
+        "getChildren of {n} children",
+        (
+            ("ms_per_call", "time per call (p50)", "ms", False),
+            ("cpu_ms_per_call", "client CPU per call", "ms", False),
+        ),
+    ),
+]
+SCALE = {g.name: g for g in SCALE_GROUPS}
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -231,7 +338,7 @@ def run_child(peer: str, metric: str, hosts: str, path: str, p: Params, java_cp:
         cmd = java_peer.command(java_cp, metric, hosts, path, p)
     else:
         cmd = [sys.executable, str(HERE / "run.py"), "--child", peer, metric, hosts, path, json.dumps(p.to_json())]
-    limit = p.warm + p.jit_warm + p.measure + 3 * p.timeout
+    limit = p.warm + p.jit_warm + 2 * p.measure + 3 * p.timeout + 4 * p.arg / 100
     load = os.getloadavg()[0]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, cwd=ROOT)
@@ -258,19 +365,43 @@ def fmt(v: float | None) -> str:
     return f"{v:.2f}"
 
 
+#: Keys of a child's figures that are bookkeeping, not figures.
+NOT_FIGURES = {"round"}
+
+
 def medians(results: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, dict[str, dict[str, float | None]]]:
-    out: dict[str, dict[str, dict[str, float | None]]] = {}
+    return _summary(results, statistics.median)
+
+
+def spreads(results: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per (metric, peer, figure): [min, max] over the measured rounds."""
+    return _summary(results, lambda vals: [min(vals), max(vals)])
+
+
+def _summary(results: dict[str, dict[str, list[dict[str, Any]]]], f: Callable[[list[float]], Any]) -> Any:
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for metric, by_peer in results.items():
         out[metric] = {}
         for peer, runs in by_peer.items():
             good = [r for r in runs if "error" not in r]
             if not good:
                 continue
-            keys = [k for k, v in good[0].items() if isinstance(v, int | float) or v is None]
+            keys = [k for k, v in good[0].items() if (isinstance(v, int | float) or v is None) and k not in NOT_FIGURES]
             out[metric][peer] = {}
             for k in keys:
                 vals = [r[k] for r in good if r.get(k) is not None]
-                out[metric][peer][k] = statistics.median(vals) if vals else None
+                out[metric][peer][k] = f(vals) if vals else None
+    return out
+
+
+def round_ratios(runs_z: list[dict[str, Any]], runs_j: list[dict[str, Any]], figure: str) -> list[float]:
+    """zkwire ÷ Java per measured round (runs paired by their round), where both have the figure."""
+    java = {r.get("round"): r.get(figure) for r in runs_j if "error" not in r}
+    out = []
+    for r in runs_z:
+        z, j = r.get(figure), java.get(r.get("round"))
+        if "error" not in r and z is not None and j:
+            out.append(z / j)
     return out
 
 
@@ -279,35 +410,68 @@ def _better_or_equal(a: float, b: float, higher: bool, slack: float = 0.0) -> bo
     return a >= b * 0.995 - slack if higher else a <= b * 1.005 + slack
 
 
+#: Between the two ends of a range in the tables.
+DASH = "\u2013"
+
+
+def _cell(v: float | None, spread: list[float] | None) -> str:
+    """The median, with the range over the rounds when there was more than one value."""
+    if v is None or not spread or fmt(spread[0]) == fmt(spread[1]):
+        return fmt(v)
+    return f"{fmt(v)} ({fmt(spread[0])}{DASH}{fmt(spread[1])})"
+
+
 def table(
-    med: dict[str, dict[str, dict[str, float | None]]], peers: list[str], metrics: list[str]
+    med: dict[str, dict[str, dict[str, float | None]]],
+    peers: list[str],
+    metrics: list[str],
+    rows: list[Row] | None = None,
+    results: dict[str, dict[str, list[dict[str, Any]]]] | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
+    """Markdown table of ``rows`` (default: the main rows) for ``metrics``: medians, with the minimum and maximum
+    over the measured rounds in parentheses when ``results`` holds more than one round; the ratio to
+    Java/Curator likewise (the ratio of the medians, and the range of the per-round ratios)."""
+    rows = ROWS if rows is None else rows
+    spread = spreads(results) if results else {}
     names = {p: PEERS[p][1] for p in peers}
     head = ["metric"] + [names[p] for p in peers]
     has_java = "java" in peers and "zkwire" in peers
+    has_targets = any(r.java_target is not None for r in rows if r.metric in metrics)
     if has_java:
-        head += ["zkwire ÷ Java/Curator", "target vs Java/Curator"]
+        head += ["zkwire ÷ Java/Curator (range over rounds)"] + (["target vs Java/Curator"] if has_targets else [])
     rivals = [p for p in ("kazoo", "aiozk") if p in peers]
     if "zkwire" in peers and rivals:
         head.append("ahead of " + " & ".join(rivals))
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     verdicts: list[dict[str, Any]] = []
-    for row in ROWS:
+    for row in rows:
         if row.metric not in metrics:
             continue
         vals = {p: med.get(row.metric, {}).get(p, {}).get(row.figure) for p in peers}
         if all(v is None for v in vals.values()):
             continue
         better = "higher" if row.higher_is_better else "lower"
-        cells = [f"{row.label} ({row.unit}, {better} is better)"] + [fmt(vals[p]) for p in peers]
+        ranges = {p: spread.get(row.metric, {}).get(p, {}).get(row.figure) for p in peers}
+        cells = [f"{row.label} ({row.unit}, {better} is better)"] + [_cell(vals[p], ranges[p]) for p in peers]
         verdict: dict[str, Any] = {"metric": row.metric, "figure": row.figure, "label": row.label}
         z = vals.get("zkwire")
         if has_java:
             j = vals.get("java")
             ratio = z / j if z is not None and j is not None and j else None
-            cells.append(f"{ratio:.2f}x" if ratio is not None else "n/a")
+            per_round = (
+                round_ratios(results[row.metric].get("zkwire", []), results[row.metric].get("java", []), row.figure)
+                if results and row.metric in results
+                else []
+            )
+            text = f"{ratio:.2f}x" if ratio is not None else "n/a"
+            if ratio is not None and len(per_round) > 1:
+                text += f" ({min(per_round):.2f}{DASH}{max(per_round):.2f})"
+            cells.append(text)
             verdict["ratio_to_java"] = ratio
-            if row.java_target is None:
+            verdict["ratio_to_java_per_round"] = per_round
+            if not has_targets:
+                pass
+            elif row.java_target is None:
                 cells.append("—")
             elif ratio is None:
                 cells.append(f"{row.java_target[0]} {row.java_target[1]}x: n/a")
@@ -331,7 +495,7 @@ def table(
                 cells.append("n/a" if not compared else "yes" if not behind else "NO (" + ", ".join(behind) + ")")
         verdicts.append(verdict)
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines), verdicts
+    return ("\n".join(lines) if verdicts else ""), verdicts
 
 
 def codec_table(codec: dict[str, Any] | None) -> str:
@@ -442,7 +606,21 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="2 rounds, shorter phases (about 2 minutes)")
     parser.add_argument("--rounds", type=int, help="rounds including the discarded warm-up round (full: 5, quick: 2)")
     parser.add_argument("--peers", default="zkwire,raw,kazoo,aiozk,java", help="comma-separated: " + ",".join(PEERS))
-    parser.add_argument("--metrics", default=",".join(ALL_METRICS), help="comma-separated: " + ",".join(ALL_METRICS))
+    parser.add_argument(
+        "--metrics",
+        default=",".join(ALL_METRICS),
+        help="comma-separated: " + ",".join(ALL_METRICS + list(SCALE)) + " (the scale_* groups only on request)",
+    )
+    parser.add_argument(
+        "--scale", action="store_true", help="add every scale_* group to --metrics (see bench/README.md, Scale)"
+    )
+    for group in SCALE_GROUPS:
+        short = group.name.removeprefix("scale_")
+        parser.add_argument(
+            f"--scale-{short}",
+            metavar="N,N",
+            help=f"sizes of {group.name} (default {','.join(str(n) for n in group.sizes)})",
+        )
     parser.add_argument("--no-codec", action="store_true", help="skip the codec micro-benchmark")
     parser.add_argument(
         "--busy-cpus",
@@ -456,6 +634,13 @@ def main() -> int:
     parser.add_argument(
         "--mem-waiters", type=int, metavar="N", help="waiting contenders for the per-waiter memory figure"
     )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="bound on any single wait in a child (default 30 s; the scale waiters and sessions add 10 ms per "
+        "waiter or session); raise it on a loaded machine",
+    )
     parser.add_argument("--hosts", help="use this running server instead of starting one")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "latest.json")
     parser.add_argument("--png", type=Path, default=HERE / "results" / "latest.png")
@@ -463,17 +648,34 @@ def main() -> int:
 
     peers = [p for p in args.peers.split(",") if p]
     metrics = [m for m in args.metrics.split(",") if m]
+    if args.scale:
+        metrics += [g for g in SCALE if g not in metrics]
     for p in peers:
         if p not in PEERS:
             parser.error(f"unknown peer {p!r}")
     for m in metrics:
-        if m not in ALL_METRICS:
+        if m not in ALL_METRICS and m not in SCALE:
             parser.error(f"unknown metric {m!r}")
+    sizes: dict[str, tuple[int, ...]] = {}
+    for group in SCALE_GROUPS:
+        given = getattr(args, "scale_" + group.name.removeprefix("scale_"))
+        try:
+            sizes[group.name] = tuple(int(x) for x in given.split(",") if x) if given else group.sizes
+        except ValueError:
+            parser.error(f"--scale-{group.name.removeprefix('scale_')}: comma-separated integers")
+        if any(n < 1 for n in sizes[group.name]):
+            parser.error(f"--scale-{group.name.removeprefix('scale_')}: sizes must be positive")
+    #: (result key, peer metric, group or None, size); the scale tasks after the round metrics.
+    tasks: list[tuple[str, str, ScaleGroup | None, int]] = [(m, m, None, 0) for m in ROUND_METRICS if m in metrics]
+    tasks += [(g.key(n), g.peer_metric, g, n) for g in SCALE_GROUPS if g.name in metrics for n in sizes[g.name]]
+    scale_rows = [row for g in SCALE_GROUPS if g.name in metrics for n in sizes[g.name] for row in g.rows(n)]
     params = QUICK if args.quick else FULL
     if args.herd_waiters is not None:
         params = dataclasses.replace(params, waiters=max(1, args.herd_waiters))
     if args.mem_waiters is not None:
         params = dataclasses.replace(params, mem_waiters=max(1, args.mem_waiters))
+    if args.timeout is not None:
+        params = dataclasses.replace(params, timeout=max(1.0, args.timeout))
     rounds = args.rounds if args.rounds is not None else (2 if args.quick else 5)
     rounds = max(1, rounds)
     notes: list[str] = []
@@ -489,7 +691,8 @@ def main() -> int:
         for _ in range(max(0, args.busy_cpus))
     ]
     server = Server()
-    results: dict[str, dict[str, list[dict[str, Any]]]] = {m: {p: [] for p in peers} for m in metrics}
+    results: dict[str, dict[str, list[dict[str, Any]]]] = {m: {p: [] for p in peers} for m in metrics if m not in SCALE}
+    results.update({key: {p: [] for p in peers} for key, _, group, _ in tasks if group is not None})
     tmp = tempfile.TemporaryDirectory(prefix="zkbench-java-")
     javac: subprocess.Popen[bytes] | None = None
     java_cp: str | None = None
@@ -511,18 +714,29 @@ def main() -> int:
         server_info = four_letter_word(hosts, "srvr").splitlines()[0]
         path = _prepare(hosts)
         log(f"server {hosts} ({server.how}); {server_info}; {rounds} rounds; peers {','.join(peers)}")
+        if "scale_payload" in metrics or "scale_children" in metrics:
+            t = time.monotonic()
+            _prepare_scale(
+                hosts,
+                path,
+                sizes["scale_payload"] if "scale_payload" in metrics else (),
+                sizes["scale_children"] if "scale_children" in metrics else (),
+            )
+            log(f"scale nodes created under {path} in {time.monotonic() - t:.1f} s")
 
-        round_metrics = [m for m in ROUND_METRICS if m in metrics]
         for r in range(rounds):
-            for metric in round_metrics:
+            for key, metric, group, size in tasks:
                 for peer in peers:
                     if metric not in support[peer]:
                         continue
-                    figure = run_child(peer, metric, hosts, path, params, java_cp)
+                    child_params = group.params(params, size) if group else params
+                    child_path = group.path(path, size) if group else path
+                    figure = run_child(peer, metric, hosts, child_path, child_params, java_cp)
+                    figure["round"] = r
                     tag = "warm-up" if r == 0 and rounds > 1 else f"round {r}"
-                    log(f"{tag:<8} {metric:<14} {peer:<7} {_brief(figure)}")
+                    log(f"{tag:<8} {key:<22} {peer:<7} {_brief(figure)}")
                     if r > 0 or rounds == 1:
-                        results[metric][peer].append(figure)
+                        results[key][peer].append(figure)
         for metric in [m for m in ONCE_METRICS if m in metrics]:
             for peer in peers:
                 if metric not in support[peer]:
@@ -541,7 +755,8 @@ def main() -> int:
             spinner.wait()
 
     med = medians(results)
-    md, verdicts = table(med, peers, metrics)
+    md, verdicts = table(med, peers, metrics, results=results)
+    scale_md, scale_verdicts = table(med, peers, list(results), scale_rows, results) if scale_rows else ("", [])
     errors = [
         f"{peer} {metric}: {run['error']}"
         for metric, by_peer in results.items()
@@ -550,7 +765,14 @@ def main() -> int:
         if "error" in run
     ]
     unsupported = sorted(
-        f"{p}: {', '.join(m for m in metrics if m not in support[p])}" for p in peers if set(metrics) - support[p]
+        f"{p}: {', '.join(k for k, m, _, _ in tasks if m not in support[p])}"
+        for p in peers
+        if {m for _, m, _, _ in tasks} - support[p]
+    )
+    unsupported += sorted(
+        f"{p}: {', '.join(m for m in ONCE_METRICS if m in metrics and m not in support[p])}"
+        for p in peers
+        if {m for m in ONCE_METRICS if m in metrics} - support[p]
     )
     elapsed = time.monotonic() - started
     info = machine()
@@ -565,7 +787,10 @@ def main() -> int:
         f"{info['load_avg_at_end'][0]:.2f} at end"
     )
     print(header + "\n")
-    print(md)
+    if md:
+        print(md)
+    if scale_md:
+        print("\nScale:\n\n" + scale_md)
     codec_md = codec_table(codec)
     if codec_md:
         print("\n" + codec_md)
@@ -583,9 +808,13 @@ def main() -> int:
         "server": {"how": server.how, "srvr": server_info, "settings": Server.SETTINGS, "hosts": hosts},
         "params": params.to_json(),
         "peers": peers,
+        "scale_sizes": {g: list(n) for g, n in sizes.items() if g in metrics},
         "medians": med,
+        "spreads": spreads(results),
         "runs": results,
         "verdicts": verdicts,
+        "scale_verdicts": scale_verdicts,
+        "scale_markdown": scale_md,
         "codec": codec,
         "markdown": md,
         "codec_markdown": codec_md,
@@ -624,6 +853,42 @@ def _prepare(hosts: str) -> str:
     finally:
         conn.close()
     return path
+
+
+def _prepare_scale(hosts: str, path: str, payloads: tuple[int, ...], children: tuple[int, ...]) -> None:
+    """Create the nodes of the scale rows under ``path``, once per run: one node per payload size with
+    that many bytes, one node per count with that many children (5-digit names, empty data), created in
+    pipelined batches of 1,000 over a raw connection."""
+    from peers.raw_peer import _HEADER, CREATE, RawConnection
+
+    from zkwire.acl import OPEN_ACL_UNSAFE
+    from zkwire.protocol.codec import encode_request
+    from zkwire.protocol.records import CreateRequest
+
+    conn = RawConnection(hosts)
+    try:
+        for size in payloads:
+            conn.call(CREATE, CreateRequest(payload_path(path, size), bytes(size), OPEN_ACL_UNSAFE, 0))
+        for count in children:
+            parent = children_path(path, count)
+            conn.call(CREATE, CreateRequest(parent, b"", OPEN_ACL_UNSAFE, 0))
+            width = max(5, len(str(count - 1)))
+            for start in range(0, count, 1000):
+                batch = range(start, min(count, start + 1000))
+                conn.sock.sendall(
+                    b"".join(
+                        encode_request(
+                            conn.next_xid(), CREATE, CreateRequest(f"{parent}/{i:0{width}d}", b"", OPEN_ACL_UNSAFE, 0)
+                        )
+                        for i in batch
+                    )
+                )
+                for _ in batch:
+                    err = _HEADER.unpack_from(conn.frame())[2]
+                    if err:
+                        raise RuntimeError(f"creating the children of {parent}: server error {err}")
+    finally:
+        conn.close()
 
 
 if __name__ == "__main__":

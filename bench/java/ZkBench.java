@@ -6,6 +6,7 @@
 import java.io.ByteArrayOutputStream;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.lang.management.ManagementFactory;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -80,6 +81,16 @@ public class ZkBench {
         return cf;
     }
 
+    /** CPU time of this process (all threads: the client's, the JIT's, the GC's), in nanoseconds. */
+    static long cpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
+    }
+
+    /** Bound on a wait that grows with the size: timeout plus 10 ms per waiter or session. */
+    static long waitBoundMillis() {
+        return (long) ((param("timeout") + param("arg") / 100) * 1000);
+    }
+
     static double[] percentiles(long[] lat, int n, double scale) {
         long[] s = Arrays.copyOf(lat, n);
         Arrays.sort(s);
@@ -109,15 +120,19 @@ public class ZkBench {
         int samples = iparam("samples");
         long[] lat = new long[samples];
         int n = 0;
-        end = deadlineAfter(param("measure"));
+        long cpu0 = cpuNanos(), t0 = System.nanoTime();
+        end = t0 + (long) (param("measure") * 1e9);
         while (n < samples && System.nanoTime() < end) {
             long t = System.nanoTime();
             zk.getData(path, false, null);
             lat[n++] = System.nanoTime() - t;
         }
+        long cpu = cpuNanos() - cpu0, elapsed = System.nanoTime() - t0;
         zk.close();
         double[] pc = percentiles(lat, n, 1e-3);
-        return json("p50_us", pc[0], "p99_us", pc[1], "samples", n);
+        int k = Math.max(1, n);
+        return json("p50_us", pc[0], "p99_us", pc[1], "mean_us", elapsed / 1e3 / k, "cpu_us_per_op", cpu / 1e3 / k,
+                "samples", n);
     }
 
     static double[] pipelinedPhase(ZooKeeper zk, double seconds) throws Exception {
@@ -313,11 +328,15 @@ public class ZkBench {
     }
 
     static String mntr() throws Exception {
+        return fourLetterWord("mntr");
+    }
+
+    static String fourLetterWord(String word) throws Exception {
         String[] hp = hosts.split(",")[0].split("/")[0].split(":");
         try (Socket s = new Socket(hp[0], Integer.parseInt(hp[1]))) {
-            s.setSoTimeout(5000);
+            s.setSoTimeout(30000);
             OutputStream out = s.getOutputStream();
-            out.write("mntr".getBytes(StandardCharsets.US_ASCII));
+            out.write(word.getBytes(StandardCharsets.US_ASCII));
             out.flush();
             InputStream in = s.getInputStream();
             ByteArrayOutputStream buf = new ByteArrayOutputStream();
@@ -381,6 +400,152 @@ public class ZkBench {
         holderCf.close();
         return json("server_triggers_per_release", (after - before) / (double) waiters, "wakeups_per_release", null,
                 "drain_grants_per_s", waiters / drain, "waiters", waiters);
+    }
+
+    /** As bench/peers/__init__.py server_counters: ss's bytes_sent of the server's connections, mntr's zk_packets_sent. */
+    static Map<String, Long> serverCounters() throws Exception {
+        Map<String, Long> out = new HashMap<>();
+        for (String line : mntr().split("\n")) {
+            String[] f = line.split("\t");
+            if (f.length == 2 && f[0].equals("zk_packets_sent")) out.put(f[0], (long) Double.parseDouble(f[1].trim()));
+        }
+        String port = hosts.split(",")[0].split("/")[0].split(":")[1];
+        Process ss = new ProcessBuilder("ss", "-tinH", "state", "established", "( sport = :" + port + " )").start();
+        String text = new String(ss.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!ss.waitFor(10, TimeUnit.SECONDS) || ss.exitValue() != 0) throw new IllegalStateException("ss failed");
+        long sent = 0;
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("bytes_sent:(\\d+)").matcher(text);
+        while (m.find()) sent += Long.parseLong(m.group(1));
+        out.put("tcp_bytes_sent", sent);
+        return out;
+    }
+
+    /** As bench/peers/__init__.py lock_watch_count: watches on lockPath and below, from wchp. */
+    static long lockWatchCount(String lockPath) throws Exception {
+        long count = 0;
+        boolean inside = false;
+        for (String line : fourLetterWord("wchp").split("\n")) {
+            if (line.isBlank()) continue;
+            if (line.charAt(0) == ' ' || line.charAt(0) == '\t') {
+                if (inside) count++;
+            } else {
+                inside = line.equals(lockPath) || line.startsWith(lockPath + "/");
+            }
+        }
+        return count;
+    }
+
+    /** Waits (bounded) until the server holds `watches` watches on the lock and it has `nodes` children. */
+    static void queued(CuratorFramework holderCf, String lockPath, int nodes, long watches) throws Exception {
+        long limit = System.nanoTime() + waitBoundMillis() * 1_000_000L;
+        while (lockWatchCount(lockPath) < watches || holderCf.getChildren().forPath(lockPath).size() < nodes) {
+            if (System.nanoTime() > limit) throw new IllegalStateException("waiters did not queue");
+            Thread.sleep(20);
+        }
+    }
+
+    /** Scale: `arg` waiters (one thread each: Curator's acquire blocks) in one session behind a holder. */
+    static String waiters() throws Exception {
+        int n = iparam("arg");
+        CuratorFramework holderCf = curator(), cf = curator();
+        String lockPath = path + "/" + unique("curator-scale");
+        InterProcessMutex holder = new InterProcessMutex(holderCf, lockPath);
+        holder.acquire();
+        CountDownLatch done = new CountDownLatch(n);
+        long heap0 = heapUsed(), rss0 = rss();
+        long watches = lockWatchCount(lockPath) + n - 1;
+        long t = System.nanoTime();
+        for (int i = 0; i < n; i++) {
+            InterProcessMutex m = new InterProcessMutex(cf, lockPath);
+            Thread th = new Thread(() -> {
+                try {
+                    if (m.acquire(waitBoundMillis(), TimeUnit.MILLISECONDS)) {
+                        m.release();
+                        done.countDown();
+                    }
+                } catch (Exception e) {
+                    // the session closed under it
+                }
+            });
+            th.setDaemon(true);
+            th.start();
+        }
+        queued(holderCf, lockPath, n + 1, watches);
+        double queueS = (System.nanoTime() - t) / 1e9;
+        long heap = heapUsed() - heap0, rss = rss() - rss0;
+        Map<String, Long> before = serverCounters();
+        long cpu0 = cpuNanos();
+        t = System.nanoTime();
+        holder.release();
+        if (!done.await(waitBoundMillis(), TimeUnit.MILLISECONDS)) throw new IllegalStateException("the queue did not drain");
+        double drain = (System.nanoTime() - t) / 1e9;
+        long cpu = cpuNanos() - cpu0;
+        Map<String, Long> after = serverCounters();
+        cf.close();
+        holderCf.close();
+        return json("queue_s", queueS, "drain_grants_per_s", n / drain, "rss_kib", rss / (double) n / 1024,
+                "heap_kib", heap / (double) n / 1024, "cpu_us_per_grant", cpu / 1e3 / n,
+                "server_bytes_per_grant", (after.get("tcp_bytes_sent") - before.get("tcp_bytes_sent")) / (double) n,
+                "server_packets_per_grant", (after.get("zk_packets_sent") - before.get("zk_packets_sent")) / (double) n,
+                "waiters", n);
+    }
+
+    /** Scale: `arg` sessions in one process; RSS per session, then one getData per session in turn. */
+    static String sessions() throws Exception {
+        int n = iparam("arg");
+        ZooKeeper first = connect();  // one-time costs
+        first.getData(path, false, null);
+        heapUsed();
+        long rss0 = rss();
+        List<ZooKeeper> clients = new ArrayList<>();
+        long t = System.nanoTime();
+        long limit = t + waitBoundMillis() * 1_000_000L;
+        for (int i = 0; i < n; i++) {
+            if (System.nanoTime() > limit) throw new IllegalStateException("sessions did not open");
+            clients.add(connect());
+        }
+        double openS = (System.nanoTime() - t) / 1e9;
+        Thread.sleep(300);
+        heapUsed();
+        long rss = rss() - rss0;
+        double[] r = null;
+        for (double seconds : new double[] {warm(), param("measure")}) {
+            long maxOps = (long) param("max_ops");
+            long i = 0, cpu0 = cpuNanos(), t0 = System.nanoTime();
+            long end = t0 + (long) (seconds * 1e9);
+            while (i < maxOps && (i < n || System.nanoTime() < end)) {
+                clients.get((int) (i % n)).getData(path, false, null);
+                i++;
+            }
+            r = new double[] {i, (System.nanoTime() - t0) / 1e9, (cpuNanos() - cpu0) / 1e9};
+        }
+        for (ZooKeeper zk : clients) zk.close();
+        first.close();
+        return json("rss_kib", rss / (double) n / 1024, "open_ms", openS / n * 1e3, "ops_per_s", r[0] / r[1],
+                "cpu_us_per_op", r[2] / r[0] * 1e6, "sessions", n);
+    }
+
+    /** Scale: getChildren of a node with `arg` children: wall time and process CPU per call. */
+    static String children() throws Exception {
+        int n = iparam("arg");
+        String node = path + "/children-" + n;
+        ZooKeeper zk = connect();
+        int calls = iparam("calls");
+        long end = deadlineAfter(warm());
+        for (int i = 0; i < calls && System.nanoTime() < end; i++) zk.getChildren(node, false);
+        long[] lat = new long[calls];
+        int k = 0, count = 0;
+        long cpu0 = cpuNanos();
+        end = deadlineAfter(param("measure"));
+        while (k < calls && (k < 3 || System.nanoTime() < end)) {
+            long t = System.nanoTime();
+            count = zk.getChildren(node, false).size();
+            lat[k++] = System.nanoTime() - t;
+        }
+        long cpu = cpuNanos() - cpu0;
+        zk.close();
+        if (count != n) throw new IllegalStateException(node + " has " + count + " children, expected " + n);
+        return json("ms_per_call", percentiles(lat, k, 1e-6)[0], "cpu_ms_per_call", cpu / 1e6 / k, "calls", k);
     }
 
     // ------------------------------------------------------------------ memory
@@ -474,6 +639,9 @@ public class ZkBench {
             case "herd": out = herd(); break;
             case "mem_session": out = memSession(); break;
             case "mem_waiter": out = memWaiter(); break;
+            case "waiters": out = waiters(); break;
+            case "sessions": out = sessions(); break;
+            case "children": out = children(); break;
             default: throw new IllegalArgumentException(metric);
         }
         System.out.println("RESULT " + out);

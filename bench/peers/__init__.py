@@ -12,7 +12,9 @@ whichever comes first.
 from __future__ import annotations
 
 import os
+import re
 import socket
+import subprocess
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -22,14 +24,17 @@ Result = dict[str, Any]
 ALL_METRICS = frozenset(
     {"seq", "pipelined", "create_delete", "lock_cycle", "contended", "handoff", "herd", "mem_session", "mem_waiter"}
 )
+#: The scale metrics a peer implements itself (``Params.arg`` is the size); the depth and payload rows
+#: of bench/run.py reuse ``pipelined`` and ``seq`` with another window or node.
+SCALE_METRICS = frozenset({"waiters", "sessions", "children"})
 
 #: Peer name -> (module under bench/peers, name in the table, metrics supported).
 PEERS: dict[str, tuple[str, str, frozenset[str]]] = {
-    "zkwire": ("zkwire_peer", "zkwire / zklock", ALL_METRICS),
-    "raw": ("raw_peer", "raw socket", frozenset({"seq", "pipelined", "create_delete"})),
-    "kazoo": ("kazoo_peer", "kazoo 2.11", ALL_METRICS),
-    "aiozk": ("aiozk_peer", "aiozk 0.32", ALL_METRICS),
-    "java": ("java_peer", "Java client / Curator", ALL_METRICS),
+    "zkwire": ("zkwire_peer", "zkwire / zklock", ALL_METRICS | SCALE_METRICS),
+    "raw": ("raw_peer", "raw socket", frozenset({"seq", "pipelined", "create_delete", "children"})),
+    "kazoo": ("kazoo_peer", "kazoo 2.11", ALL_METRICS | SCALE_METRICS),
+    "aiozk": ("aiozk_peer", "aiozk 0.32", ALL_METRICS | SCALE_METRICS),
+    "java": ("java_peer", "Java client / Curator", ALL_METRICS | SCALE_METRICS),
 }
 
 
@@ -50,6 +55,13 @@ class Params:
     idle_sessions: int = 20  # memory: sessions opened for the per-session figure
     mem_waiters: int = 100  # memory: waiting contenders for the per-waiter figure
     timeout: float = 30.0  # bound on any single wait (enqueueing, a drain, a connection)
+    arg: int = 0  # scale metrics: waiters on the lock, sessions, or children of the listed node
+    calls: int = 200  # scale getChildren: measured calls (also bounded by ``measure``, at least 3)
+    heap_max: int = 2000  # scale waiters: heap (a second queue under tracemalloc) only up to this many
+
+    def wait_bound(self) -> float:
+        """Bound on a wait that grows with the size: ``timeout`` plus 10 ms per waiter or session."""
+        return self.timeout + self.arg / 100
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -118,6 +130,60 @@ def server_watch_count(hosts: str) -> int:
         if key == "zk_watch_count":
             return int(float(value))
     raise RuntimeError("the server's mntr has no zk_watch_count")
+
+
+def lock_watch_count(hosts: str, lock_path: str) -> int:
+    """Watches the server holds on ``lock_path`` and the nodes under it (all sessions), from ``wchp``.
+
+    Unlike ``zk_watch_count`` this does not move with other sessions' watches, such as those of an
+    earlier child run whose session the server has not yet closed or expired."""
+    count = 0
+    inside = False
+    prefix = lock_path.rstrip("/") + "/"
+    for line in four_letter_word(hosts, "wchp", 30.0).splitlines():
+        if not line.strip():
+            continue
+        if line[0] in " \t":
+            count += inside
+        else:
+            inside = line == lock_path or line.startswith(prefix)
+    return count
+
+
+def server_counters(hosts: str) -> dict[str, int]:
+    """What the server has sent so far: ``tcp_bytes_sent``, the bytes its established client
+    connections have sent (``ss``'s ``bytes_sent``: replies, notifications and pings with their length
+    prefixes, as written to the socket), and ``mntr``'s ``zk_packets_sent`` (replies and notifications).
+    ``mntr``'s own ``zk_response_bytes`` leaves watch notifications out, hence ``ss``."""
+    out = {"tcp_bytes_sent": server_tcp_bytes_sent(hosts), "zk_packets_sent": 0}
+    for line in four_letter_word(hosts, "mntr").splitlines():
+        key, _, value = line.partition("\t")
+        if key == "zk_packets_sent":
+            out[key] = int(float(value))
+    return out
+
+
+def server_tcp_bytes_sent(hosts: str) -> int:
+    """Sum of ``bytes_sent`` over the server's established connections (``ss -ti``, Linux)."""
+    port = hosts.split(",")[0].split("/")[0].rsplit(":", 1)[1]
+    out = subprocess.run(
+        ["ss", "-tinH", "state", "established", f"( sport = :{port} )"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=True,
+    ).stdout
+    return sum(int(n) for n in re.findall(r"bytes_sent:(\d+)", out))
+
+
+def children_path(path: str, n: int) -> str:
+    """The node with ``n`` children that bench/run.py sets up for the scale getChildren rows."""
+    return f"{path}/children-{n}"
+
+
+def payload_path(path: str, size: int) -> str:
+    """The node with ``size`` bytes of data that bench/run.py sets up for the scale payload rows."""
+    return f"{path}/payload-{size}"
 
 
 def unique(prefix: str) -> str:

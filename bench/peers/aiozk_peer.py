@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import statistics
 import time
 import tracemalloc
 from typing import Any
@@ -11,7 +12,18 @@ from typing import Any
 from aiozk import ZKClient
 from aiozk.recipes.sequential import SequentialRecipe
 
-from . import Params, Result, percentiles, rss_bytes, server_watch_count, server_watch_triggers, unique
+from . import (
+    Params,
+    Result,
+    children_path,
+    lock_watch_count,
+    percentiles,
+    rss_bytes,
+    server_counters,
+    server_watch_count,
+    server_watch_triggers,
+    unique,
+)
 
 
 def run(metric: str, hosts: str, path: str, p: Params) -> Result:
@@ -42,15 +54,24 @@ async def _seq(hosts: str, path: str, p: Params) -> Result:
             await zk.get_data(path)
             i += 1
         lat: list[float] = []
-        deadline = time.perf_counter() + p.measure
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        deadline = t0 + p.measure
         while len(lat) < p.samples and time.perf_counter() < deadline:
             t = time.perf_counter()
             await zk.get_data(path)
             lat.append(time.perf_counter() - t)
+        cpu, elapsed = time.process_time() - cpu0, time.perf_counter() - t0
     finally:
         await zk.close()
     pc = percentiles(lat, 1e6)
-    return {"p50_us": pc["p50"], "p99_us": pc["p99"], "samples": len(lat)}
+    n = max(1, len(lat))
+    return {
+        "p50_us": pc["p50"],
+        "p99_us": pc["p99"],
+        "mean_us": elapsed / n * 1e6,
+        "cpu_us_per_op": cpu / n * 1e6,
+        "samples": len(lat),
+    }
 
 
 async def _pipelined(hosts: str, path: str, p: Params) -> Result:
@@ -219,7 +240,7 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
             if done == p.waiters:
                 all_done.set()
 
-        watches = server_watch_count(hosts) + p.waiters - 1
+        watches = await asyncio.to_thread(server_watch_count, hosts) + p.waiters - 1
         tasks = [asyncio.create_task(waiter()) for _ in range(p.waiters)]
         limit = time.monotonic() + p.timeout
         while (
@@ -230,14 +251,14 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
                 raise TimeoutError("waiters did not queue")
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.2)
-        before = server_watch_triggers(hosts)
+        before = await asyncio.to_thread(server_watch_triggers, hosts)
         wakeups = 0
         t = time.perf_counter()
         await holder.release()
         await asyncio.wait_for(all_done.wait(), p.timeout)
         drain = time.perf_counter() - t
         await asyncio.sleep(0.2)
-        after = server_watch_triggers(hosts)
+        after = await asyncio.to_thread(server_watch_triggers, hosts)
         await asyncio.gather(*tasks)
     finally:
         SequentialRecipe.wait_on_sibling = original  # type: ignore[method-assign]
@@ -300,7 +321,7 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
             pass
 
     async def queue(k: int) -> None:
-        watches = server_watch_count(hosts) + k - 1
+        watches = await asyncio.to_thread(server_watch_count, hosts) + k - 1
         tasks.extend(asyncio.create_task(waiter()) for _ in range(k))
         limit = time.monotonic() + p.timeout
         while (
@@ -334,6 +355,165 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
     return {"rss_kib": rss / n / 1024, "heap_kib": heap / n / 1024, "n": n}
 
 
+async def _queued(holder_zk: ZKClient, hosts: str, lock_path: str, nodes: int, watches: int, p: Params) -> None:
+    """Wait (bounded) until the server holds ``watches`` watches (polled in a thread) and the lock has
+    ``nodes`` children: every waiter has queued and parked."""
+    limit = time.monotonic() + p.wait_bound()
+    while await asyncio.to_thread(lock_watch_count, hosts, lock_path) < watches:
+        if time.monotonic() > limit:
+            raise TimeoutError("waiters did not queue")
+        await asyncio.sleep(0.02)
+    while len(await holder_zk.get_children(lock_path)) < nodes:
+        if time.monotonic() > limit:
+            raise TimeoutError("waiters did not queue")
+        await asyncio.sleep(0.02)
+
+
+async def _close_quietly(zk: ZKClient) -> bool:
+    """Close ``zk``; False if aiozk's close timed out (it can, after many waiters were cancelled): the
+    figures taken before stand."""
+    try:
+        await zk.close()
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _waiters(hosts: str, path: str, p: Params) -> Result:
+    """Scale: ``arg`` waiters in one session behind a holder in another (see zkwire_peer._waiters)."""
+    n = p.arg
+    holder_zk, zk = await _client(hosts, p), await _client(hosts, p)
+    lock_path = f"{path}/{unique('aiozk-scale')}"
+    holder = holder_zk.recipes.Lock(lock_path)
+    done = 0
+    all_done = asyncio.Event()
+
+    async def waiter() -> None:
+        nonlocal done
+        async with zk.recipes.Lock(lock_path):
+            pass
+        done += 1
+        if done == n:
+            all_done.set()
+
+    heap: float | None = None
+    try:
+        await holder.acquire()
+        _settle()
+        rss0 = rss_bytes()
+        watches = await asyncio.to_thread(lock_watch_count, hosts, lock_path) + n - 1
+        t = time.perf_counter()
+        tasks = [asyncio.create_task(waiter()) for _ in range(n)]
+        await _queued(holder_zk, hosts, lock_path, n + 1, watches, p)
+        queue_s = time.perf_counter() - t
+        _settle()
+        rss = rss_bytes() - rss0
+        before = await asyncio.to_thread(server_counters, hosts)
+        cpu0, t = time.process_time(), time.perf_counter()
+        await holder.release()
+        await asyncio.wait_for(all_done.wait(), p.wait_bound())
+        drain, cpu = time.perf_counter() - t, time.process_time() - cpu0
+        after = await asyncio.to_thread(server_counters, hosts)
+        await asyncio.gather(*tasks)
+        if n <= p.heap_max:
+            await holder.acquire()
+            tracemalloc.start()
+            _settle()
+            heap0 = tracemalloc.get_traced_memory()[0]
+            watches = await asyncio.to_thread(lock_watch_count, hosts, lock_path) + n - 1
+            tasks = [asyncio.create_task(waiter()) for _ in range(n)]
+            await _queued(holder_zk, hosts, lock_path, n + 1, watches, p)
+            _settle()
+            heap = (tracemalloc.get_traced_memory()[0] - heap0) / n / 1024
+            tracemalloc.stop()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        closed = await _close_quietly(zk) and await _close_quietly(holder_zk)
+    return {
+        "closed_in_time": closed,
+        "queue_s": queue_s,
+        "drain_grants_per_s": n / drain,
+        "rss_kib": rss / n / 1024,
+        "heap_kib": heap,
+        "cpu_us_per_grant": cpu / n * 1e6,
+        "server_bytes_per_grant": (after["tcp_bytes_sent"] - before["tcp_bytes_sent"]) / n,
+        "server_packets_per_grant": (after["zk_packets_sent"] - before["zk_packets_sent"]) / n,
+        "waiters": n,
+    }
+
+
+async def _sessions(hosts: str, path: str, p: Params) -> Result:
+    """Scale: ``arg`` sessions in one process (see zkwire_peer._sessions)."""
+    n = p.arg
+    first = await _client(hosts, p)
+    clients: list[ZKClient] = []
+    try:
+        await first.get_data(path)
+        _settle()
+        rss0 = rss_bytes()
+        t = time.perf_counter()
+        limit = time.monotonic() + p.wait_bound()
+        for _ in range(n):
+            if time.monotonic() > limit:
+                raise TimeoutError("sessions did not open")
+            clients.append(await _client(hosts, p))
+        open_s = time.perf_counter() - t
+        await asyncio.sleep(0.3)
+        _settle()
+        rss = rss_bytes() - rss0
+
+        async def phase(seconds: float) -> tuple[int, float, float]:
+            i = 0
+            cpu0, t = time.process_time(), time.perf_counter()
+            deadline = t + seconds
+            while i < p.max_ops and (i < n or time.perf_counter() < deadline):
+                await clients[i % n].get_data(path)
+                i += 1
+            return i, time.perf_counter() - t, time.process_time() - cpu0
+
+        await phase(p.warm)
+        ops, elapsed, cpu = await phase(p.measure)
+    finally:
+        for zk in clients:
+            await zk.close()
+        await first.close()
+    return {
+        "rss_kib": rss / n / 1024,
+        "open_ms": open_s / n * 1e3,
+        "ops_per_s": ops / elapsed,
+        "cpu_us_per_op": cpu / ops * 1e6,
+        "sessions": n,
+    }
+
+
+async def _children(hosts: str, path: str, p: Params) -> Result:
+    """Scale: getChildren of a node with ``arg`` children: wall time and process CPU per call."""
+    node = children_path(path, p.arg)
+    zk = await _client(hosts, p)
+    try:
+        deadline = time.perf_counter() + p.warm
+        i = 0
+        while i < p.calls and time.perf_counter() < deadline:
+            await zk.get_children(node)
+            i += 1
+        lat: list[float] = []
+        count = 0
+        cpu0 = time.process_time()
+        deadline = time.perf_counter() + p.measure
+        while len(lat) < p.calls and (len(lat) < 3 or time.perf_counter() < deadline):
+            t = time.perf_counter()
+            count = len(await zk.get_children(node))
+            lat.append(time.perf_counter() - t)
+        cpu = time.process_time() - cpu0
+    finally:
+        await zk.close()
+    if count != p.arg:
+        raise RuntimeError(f"{node} has {count} children, expected {p.arg}")
+    return {"ms_per_call": statistics.median(lat) * 1e3, "cpu_ms_per_call": cpu / len(lat) * 1e3, "calls": len(lat)}
+
+
 _METRICS = {
     "seq": _seq,
     "pipelined": _pipelined,
@@ -344,4 +524,7 @@ _METRICS = {
     "herd": _herd,
     "mem_session": _mem_session,
     "mem_waiter": _mem_waiter,
+    "waiters": _waiters,
+    "sessions": _sessions,
+    "children": _children,
 }

@@ -6,6 +6,7 @@ kazoo's Lock blocks a thread per contender, so the lock metrics use one thread p
 from __future__ import annotations
 
 import gc
+import statistics
 import threading
 import time
 import tracemalloc
@@ -15,7 +16,18 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.recipe.lock import Lock
 
-from . import Params, Result, percentiles, rss_bytes, server_watch_count, server_watch_triggers, unique
+from . import (
+    Params,
+    Result,
+    children_path,
+    lock_watch_count,
+    percentiles,
+    rss_bytes,
+    server_counters,
+    server_watch_count,
+    server_watch_triggers,
+    unique,
+)
 
 
 def _client(hosts: str, p: Params) -> KazooClient:
@@ -42,15 +54,24 @@ def _seq(hosts: str, path: str, p: Params) -> Result:
             kz.get(path)
             i += 1
         lat: list[float] = []
-        deadline = time.perf_counter() + p.measure
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        deadline = t0 + p.measure
         while len(lat) < p.samples and time.perf_counter() < deadline:
             t = time.perf_counter()
             kz.get(path)
             lat.append(time.perf_counter() - t)
+        cpu, elapsed = time.process_time() - cpu0, time.perf_counter() - t0
     finally:
         _close(kz)
     pc = percentiles(lat, 1e6)
-    return {"p50_us": pc["p50"], "p99_us": pc["p99"], "samples": len(lat)}
+    n = max(1, len(lat))
+    return {
+        "p50_us": pc["p50"],
+        "p99_us": pc["p99"],
+        "mean_us": elapsed / n * 1e6,
+        "cpu_us_per_op": cpu / n * 1e6,
+        "samples": len(lat),
+    }
 
 
 def _pipelined(hosts: str, path: str, p: Params) -> Result:
@@ -380,6 +401,162 @@ def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
     return {"rss_kib": rss / n / 1024, "heap_kib": heap / n / 1024, "n": n}
 
 
+def _queued(holder_kz: KazooClient, hosts: str, lock_path: str, nodes: int, watches: int, p: Params) -> None:
+    """Wait (bounded) until the server holds ``watches`` watches and the lock has ``nodes`` children."""
+    limit = time.monotonic() + p.wait_bound()
+    while lock_watch_count(hosts, lock_path) < watches or len(holder_kz.get_children(lock_path)) < nodes:
+        if time.monotonic() > limit:
+            raise TimeoutError("waiters did not queue")
+        time.sleep(0.02)
+
+
+def _waiters(hosts: str, path: str, p: Params) -> Result:
+    """Scale: ``arg`` waiters (one thread each: kazoo's Lock blocks) in one session behind a holder in
+    another (see zkwire_peer._waiters)."""
+    n = p.arg
+    holder_kz, kz = _client(hosts, p), _client(hosts, p)
+    lock_path = f"{path}/{unique('kazoo-scale')}"
+    holder = holder_kz.Lock(lock_path)
+    done = [0]
+    all_done = threading.Event()
+    guard = threading.Lock()
+
+    def waiter() -> None:
+        with kz.Lock(lock_path):
+            pass
+        with guard:
+            done[0] += 1
+            if done[0] == n:
+                all_done.set()
+
+    def cancellable(lock: Lock) -> None:
+        try:
+            lock.acquire()
+            lock.release()
+        except Exception:
+            pass  # cancelled
+
+    heap: float | None = None
+    try:
+        holder.acquire()
+        _settle()
+        rss0 = rss_bytes()
+        watches = lock_watch_count(hosts, lock_path) + n - 1
+        threads = [threading.Thread(target=waiter, daemon=True) for _ in range(n)]
+        t = time.perf_counter()
+        for th in threads:
+            th.start()
+        _queued(holder_kz, hosts, lock_path, n + 1, watches, p)
+        queue_s = time.perf_counter() - t
+        _settle()
+        rss = rss_bytes() - rss0
+        before = server_counters(hosts)
+        cpu0, t = time.process_time(), time.perf_counter()
+        holder.release()
+        if not all_done.wait(p.wait_bound()):
+            raise TimeoutError("the queue did not drain")
+        drain, cpu = time.perf_counter() - t, time.process_time() - cpu0
+        after = server_counters(hosts)
+        if n <= p.heap_max:
+            holder.acquire()
+            locks = [kz.Lock(lock_path) for _ in range(n)]
+            tracemalloc.start()
+            _settle()
+            heap0 = tracemalloc.get_traced_memory()[0]
+            watches = lock_watch_count(hosts, lock_path) + n - 1
+            for lk in locks:
+                threading.Thread(target=cancellable, args=(lk,), daemon=True).start()
+            _queued(holder_kz, hosts, lock_path, n + 1, watches, p)
+            _settle()
+            heap = (tracemalloc.get_traced_memory()[0] - heap0) / n / 1024
+            tracemalloc.stop()
+            for lk in locks:
+                lk.cancel()
+    finally:
+        _close(kz)
+        _close(holder_kz)
+    return {
+        "queue_s": queue_s,
+        "drain_grants_per_s": n / drain,
+        "rss_kib": rss / n / 1024,
+        "heap_kib": heap,
+        "cpu_us_per_grant": cpu / n * 1e6,
+        "server_bytes_per_grant": (after["tcp_bytes_sent"] - before["tcp_bytes_sent"]) / n,
+        "server_packets_per_grant": (after["zk_packets_sent"] - before["zk_packets_sent"]) / n,
+        "waiters": n,
+    }
+
+
+def _sessions(hosts: str, path: str, p: Params) -> Result:
+    """Scale: ``arg`` sessions in one process (see zkwire_peer._sessions)."""
+    n = p.arg
+    first = _client(hosts, p)
+    clients: list[KazooClient] = []
+    try:
+        first.get(path)
+        _settle()
+        rss0 = rss_bytes()
+        t = time.perf_counter()
+        limit = time.monotonic() + p.wait_bound()
+        for _ in range(n):
+            if time.monotonic() > limit:
+                raise TimeoutError("sessions did not open")
+            clients.append(_client(hosts, p))
+        open_s = time.perf_counter() - t
+        time.sleep(0.3)
+        _settle()
+        rss = rss_bytes() - rss0
+
+        def phase(seconds: float) -> tuple[int, float, float]:
+            i = 0
+            cpu0, t = time.process_time(), time.perf_counter()
+            deadline = t + seconds
+            while i < p.max_ops and (i < n or time.perf_counter() < deadline):
+                clients[i % n].get(path)
+                i += 1
+            return i, time.perf_counter() - t, time.process_time() - cpu0
+
+        phase(p.warm)
+        ops, elapsed, cpu = phase(p.measure)
+    finally:
+        for kz in clients:
+            _close(kz)
+        _close(first)
+    return {
+        "rss_kib": rss / n / 1024,
+        "open_ms": open_s / n * 1e3,
+        "ops_per_s": ops / elapsed,
+        "cpu_us_per_op": cpu / ops * 1e6,
+        "sessions": n,
+    }
+
+
+def _children(hosts: str, path: str, p: Params) -> Result:
+    """Scale: getChildren of a node with ``arg`` children: wall time and process CPU per call."""
+    node = children_path(path, p.arg)
+    kz = _client(hosts, p)
+    try:
+        deadline = time.perf_counter() + p.warm
+        i = 0
+        while i < p.calls and time.perf_counter() < deadline:
+            kz.get_children(node)
+            i += 1
+        lat: list[float] = []
+        count = 0
+        cpu0 = time.process_time()
+        deadline = time.perf_counter() + p.measure
+        while len(lat) < p.calls and (len(lat) < 3 or time.perf_counter() < deadline):
+            t = time.perf_counter()
+            count = len(kz.get_children(node))
+            lat.append(time.perf_counter() - t)
+        cpu = time.process_time() - cpu0
+    finally:
+        _close(kz)
+    if count != p.arg:
+        raise RuntimeError(f"{node} has {count} children, expected {p.arg}")
+    return {"ms_per_call": statistics.median(lat) * 1e3, "cpu_ms_per_call": cpu / len(lat) * 1e3, "calls": len(lat)}
+
+
 _METRICS = {
     "seq": _seq,
     "pipelined": _pipelined,
@@ -390,4 +567,7 @@ _METRICS = {
     "herd": _herd,
     "mem_session": _mem_session,
     "mem_waiter": _mem_waiter,
+    "waiters": _waiters,
+    "sessions": _sessions,
+    "children": _children,
 }

@@ -7,18 +7,25 @@ what a Python client can cost, not a client to use.
 from __future__ import annotations
 
 import socket
+import statistics
 import struct
 import time
 
 from zkwire.acl import OPEN_ACL_UNSAFE
 from zkwire.protocol.codec import encode_connect_request, encode_request
-from zkwire.protocol.records import ConnectRequest, CreateRequest, DeleteRequest, GetDataRequest
+from zkwire.protocol.records import (
+    ConnectRequest,
+    CreateRequest,
+    DeleteRequest,
+    GetChildrenRequest,
+    GetDataRequest,
+)
 
-from . import Params, Result, percentiles, unique
+from . import Params, Result, children_path, percentiles, unique
 
 _LEN = struct.Struct(">i")
 _HEADER = struct.Struct(">iqi")  # xid, zxid, err
-GET_DATA, CREATE, DELETE = 4, 1, 2
+GET_DATA, CREATE, DELETE, GET_CHILDREN = 4, 1, 2, 8
 EPHEMERAL_SEQUENTIAL = 3
 
 
@@ -99,13 +106,22 @@ def _seq(conn: RawConnection, path: str, p: Params) -> Result:
         conn.call(GET_DATA, request)
         i += 1
     lat: list[float] = []
-    deadline = time.perf_counter() + p.measure
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    deadline = t0 + p.measure
     while len(lat) < p.samples and time.perf_counter() < deadline:
         t = time.perf_counter()
         conn.call(GET_DATA, request)
         lat.append(time.perf_counter() - t)
+    cpu, elapsed = time.process_time() - cpu0, time.perf_counter() - t0
     pc = percentiles(lat, 1e6)
-    return {"p50_us": pc["p50"], "p99_us": pc["p99"], "samples": len(lat)}
+    n = max(1, len(lat))
+    return {
+        "p50_us": pc["p50"],
+        "p99_us": pc["p99"],
+        "mean_us": elapsed / n * 1e6,
+        "cpu_us_per_op": cpu / n * 1e6,
+        "samples": len(lat),
+    }
 
 
 def _pipelined(conn: RawConnection, path: str, p: Params) -> Result:
@@ -154,4 +170,39 @@ def _create_delete(conn: RawConnection, path: str, p: Params) -> Result:
     return {"ops_per_s": ops / elapsed, "ops": ops}
 
 
-_METRICS = {"seq": _seq, "pipelined": _pipelined, "create_delete": _create_delete}
+def _names(reply: bytes) -> list[str]:
+    """The child names of a getChildren reply (after the 16-byte header): a count, then
+    length-prefixed UTF-8 strings."""
+    count = _LEN.unpack_from(reply, 16)[0]
+    names = []
+    pos = 20
+    for _ in range(count):
+        size = _LEN.unpack_from(reply, pos)[0]
+        names.append(reply[pos + 4 : pos + 4 + size].decode())
+        pos += 4 + size
+    return names
+
+
+def _children(conn: RawConnection, path: str, p: Params) -> Result:
+    """Scale: getChildren of a node with ``arg`` children, names decoded to str."""
+    request = GetChildrenRequest(children_path(path, p.arg), False)
+    deadline = time.perf_counter() + p.warm
+    i = 0
+    while i < p.calls and time.perf_counter() < deadline:
+        _names(conn.call(GET_CHILDREN, request))
+        i += 1
+    lat: list[float] = []
+    count = 0
+    cpu0 = time.process_time()
+    deadline = time.perf_counter() + p.measure
+    while len(lat) < p.calls and (len(lat) < 3 or time.perf_counter() < deadline):
+        t = time.perf_counter()
+        count = len(_names(conn.call(GET_CHILDREN, request)))
+        lat.append(time.perf_counter() - t)
+    cpu = time.process_time() - cpu0
+    if count != p.arg:
+        raise RuntimeError(f"{request.path} has {count} children, expected {p.arg}")
+    return {"ms_per_call": statistics.median(lat) * 1e3, "cpu_ms_per_call": cpu / len(lat) * 1e3, "calls": len(lat)}
+
+
+_METRICS = {"seq": _seq, "pipelined": _pipelined, "create_delete": _create_delete, "children": _children}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import statistics
 import time
 import tracemalloc
 from contextlib import AsyncExitStack
@@ -15,7 +16,18 @@ import zklock.recipe
 import zkwire
 import zkwire.client.watchers
 
-from . import Params, Result, percentiles, rss_bytes, server_watch_count, server_watch_triggers, unique
+from . import (
+    Params,
+    Result,
+    children_path,
+    lock_watch_count,
+    percentiles,
+    rss_bytes,
+    server_counters,
+    server_watch_count,
+    server_watch_triggers,
+    unique,
+)
 
 
 def run(metric: str, hosts: str, path: str, p: Params) -> Result:
@@ -41,13 +53,22 @@ async def _seq(hosts: str, path: str, p: Params) -> Result:
             await zk.get_data(path)
             i += 1
         lat: list[float] = []
-        deadline = time.perf_counter() + p.measure
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        deadline = t0 + p.measure
         while len(lat) < p.samples and time.perf_counter() < deadline:
             t = time.perf_counter()
             await zk.get_data(path)
             lat.append(time.perf_counter() - t)
+        cpu, elapsed = time.process_time() - cpu0, time.perf_counter() - t0
     pc = percentiles(lat, 1e6)
-    return {"p50_us": pc["p50"], "p99_us": pc["p99"], "samples": len(lat)}
+    n = max(1, len(lat))
+    return {
+        "p50_us": pc["p50"],
+        "p99_us": pc["p99"],
+        "mean_us": elapsed / n * 1e6,
+        "cpu_us_per_op": cpu / n * 1e6,
+        "samples": len(lat),
+    }
 
 
 async def _pipelined(hosts: str, path: str, p: Params) -> Result:
@@ -240,7 +261,7 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
             if done == p.waiters:
                 all_done.set()
 
-        watches = server_watch_count(hosts) + p.waiters - 1
+        watches = await trio.to_thread.run_sync(server_watch_count, hosts) + p.waiters - 1
         async with trio.open_nursery() as nursery:
             for _ in range(p.waiters):
                 nursery.start_soon(waiter)
@@ -250,7 +271,7 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
                 while await trio.to_thread.run_sync(server_watch_count, hosts) < watches:
                     await trio.sleep(0.01)
             await trio.sleep(0.2)
-            before = server_watch_triggers(hosts)
+            before = await trio.to_thread.run_sync(server_watch_triggers, hosts)
             relists = deliveries = 0
             t = time.perf_counter()
             await holder.release()
@@ -258,7 +279,7 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
                 await all_done.wait()
             drain = time.perf_counter() - t
             await trio.sleep(0.2)
-            after = server_watch_triggers(hosts)
+            after = await trio.to_thread.run_sync(server_watch_triggers, hosts)
     zklock.recipe._Attempt._list = original_list  # type: ignore[method-assign]
     zkwire.client.watchers.Watch._deliver = original_deliver  # type: ignore[method-assign]
     n = p.waiters
@@ -332,7 +353,7 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
         _settle()
         rss0 = rss_bytes()
         async with trio.open_nursery() as nursery:
-            watches = server_watch_count(hosts) + n - 1
+            watches = await trio.to_thread.run_sync(server_watch_count, hosts) + n - 1
             for _ in range(n):
                 nursery.start_soon(waiter)
             await queue_n(watches)
@@ -342,7 +363,7 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
         _settle()
         heap0 = tracemalloc.get_traced_memory()[0]
         async with trio.open_nursery() as nursery:
-            watches = server_watch_count(hosts) + n - 1
+            watches = await trio.to_thread.run_sync(server_watch_count, hosts) + n - 1
             for _ in range(n):
                 nursery.start_soon(waiter)
             await queue_n(watches)
@@ -351,6 +372,151 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
         tracemalloc.stop()
         await holder.release()
     return {"rss_kib": rss / n / 1024, "heap_kib": heap / n / 1024, "n": n}
+
+
+async def _queued(holder_zk: zkwire.Client, hosts: str, lock_path: str, nodes: int, watches: int, p: Params) -> None:
+    """Wait (bounded) until the server holds ``watches`` watches and the lock has ``nodes`` children:
+    every waiter has queued and parked.  The watch count (polled in a thread) comes first, so the
+    queue is listed once or twice, not every 20 ms."""
+    with trio.fail_after(p.wait_bound()):
+        while await trio.to_thread.run_sync(lock_watch_count, hosts, lock_path) < watches:
+            await trio.sleep(0.02)
+        while len(await holder_zk.get_children(lock_path)) < nodes:
+            await trio.sleep(0.02)
+
+
+async def _waiters(hosts: str, path: str, p: Params) -> Result:
+    """Scale: ``arg`` waiters in one session queue behind a holder in another.  Time until all are
+    queued and parked, RSS growth per waiter, then the drain (each waiter releases as soon as it holds):
+    grants per second, process CPU per grant, the server's reply bytes and packets per grant.  The heap
+    per waiter comes from a second queue under tracemalloc (up to ``heap_max`` waiters)."""
+    n = p.arg
+    lock_path = f"{path}/{unique('zklock-scale')}"
+    async with zkwire.open_client(hosts) as holder_zk, zkwire.open_client(hosts) as zk:
+        holder = zklock.Mutex(holder_zk, lock_path)
+        await holder.acquire()
+        done = 0
+        all_done = trio.Event()
+
+        async def waiter() -> None:
+            nonlocal done
+            async with zklock.Mutex(zk, lock_path):
+                pass
+            done += 1
+            if done == n:
+                all_done.set()
+
+        _settle()
+        rss0 = rss_bytes()
+        watches = await trio.to_thread.run_sync(lock_watch_count, hosts, lock_path) + n - 1
+        async with trio.open_nursery() as nursery:
+            t = time.perf_counter()
+            for _ in range(n):
+                nursery.start_soon(waiter)
+            await _queued(holder_zk, hosts, lock_path, n + 1, watches, p)
+            queue_s = time.perf_counter() - t
+            _settle()
+            rss = rss_bytes() - rss0
+            before = await trio.to_thread.run_sync(server_counters, hosts)
+            cpu0, t = time.process_time(), time.perf_counter()
+            await holder.release()
+            with trio.fail_after(p.wait_bound()):
+                await all_done.wait()
+            drain, cpu = time.perf_counter() - t, time.process_time() - cpu0
+            after = await trio.to_thread.run_sync(server_counters, hosts)
+        heap: float | None = None
+        if n <= p.heap_max:
+            await holder.acquire()
+            done = 0
+            all_done = trio.Event()
+            tracemalloc.start()
+            _settle()
+            heap0 = tracemalloc.get_traced_memory()[0]
+            async with trio.open_nursery() as nursery:
+                watches = await trio.to_thread.run_sync(lock_watch_count, hosts, lock_path) + n - 1
+                for _ in range(n):
+                    nursery.start_soon(waiter)
+                await _queued(holder_zk, hosts, lock_path, n + 1, watches, p)
+                _settle()
+                heap = (tracemalloc.get_traced_memory()[0] - heap0) / n / 1024
+                nursery.cancel_scope.cancel()
+            tracemalloc.stop()
+            await holder.release()
+    return {
+        "queue_s": queue_s,
+        "drain_grants_per_s": n / drain,
+        "rss_kib": rss / n / 1024,
+        "heap_kib": heap,
+        "cpu_us_per_grant": cpu / n * 1e6,
+        "server_bytes_per_grant": (after["tcp_bytes_sent"] - before["tcp_bytes_sent"]) / n,
+        "server_packets_per_grant": (after["zk_packets_sent"] - before["zk_packets_sent"]) / n,
+        "waiters": n,
+    }
+
+
+async def _sessions(hosts: str, path: str, p: Params) -> Result:
+    """Scale: ``arg`` sessions in one process (after a first one that takes the one-time costs): RSS
+    growth per session, then one getData per session in turn (round-robin, one in flight): ops/s and
+    process CPU per op."""
+    n = p.arg
+    async with zkwire.open_client(hosts) as first:
+        await first.get_data(path)
+        _settle()
+        rss0 = rss_bytes()
+        async with AsyncExitStack() as stack:
+            t = time.perf_counter()
+            clients = []
+            limit = time.monotonic() + p.wait_bound()
+            for _ in range(n):
+                if time.monotonic() > limit:
+                    raise TimeoutError("sessions did not open")
+                clients.append(await stack.enter_async_context(zkwire.open_client(hosts)))
+            open_s = time.perf_counter() - t
+            await trio.sleep(0.3)
+            _settle()
+            rss = rss_bytes() - rss0
+
+            async def phase(seconds: float) -> tuple[int, float, float]:
+                i = 0
+                cpu0, t = time.process_time(), time.perf_counter()
+                deadline = t + seconds
+                while i < p.max_ops and (i < n or time.perf_counter() < deadline):
+                    await clients[i % n].get_data(path)
+                    i += 1
+                return i, time.perf_counter() - t, time.process_time() - cpu0
+
+            await phase(p.warm)
+            ops, elapsed, cpu = await phase(p.measure)
+    return {
+        "rss_kib": rss / n / 1024,
+        "open_ms": open_s / n * 1e3,
+        "ops_per_s": ops / elapsed,
+        "cpu_us_per_op": cpu / ops * 1e6,
+        "sessions": n,
+    }
+
+
+async def _children(hosts: str, path: str, p: Params) -> Result:
+    """Scale: getChildren of a node with ``arg`` children: wall time and process CPU per call."""
+    node = children_path(path, p.arg)
+    async with zkwire.open_client(hosts) as zk:
+        deadline = time.perf_counter() + p.warm
+        i = 0
+        while i < p.calls and time.perf_counter() < deadline:
+            await zk.get_children(node)
+            i += 1
+        lat: list[float] = []
+        count = 0
+        cpu0 = time.process_time()
+        deadline = time.perf_counter() + p.measure
+        while len(lat) < p.calls and (len(lat) < 3 or time.perf_counter() < deadline):
+            t = time.perf_counter()
+            count = len(await zk.get_children(node))
+            lat.append(time.perf_counter() - t)
+        cpu = time.process_time() - cpu0
+    if count != p.arg:
+        raise RuntimeError(f"{node} has {count} children, expected {p.arg}")
+    return {"ms_per_call": statistics.median(lat) * 1e3, "cpu_ms_per_call": cpu / len(lat) * 1e3, "calls": len(lat)}
 
 
 _METRICS = {
@@ -363,4 +529,7 @@ _METRICS = {
     "herd": _herd,
     "mem_session": _mem_session,
     "mem_waiter": _mem_waiter,
+    "waiters": _waiters,
+    "sessions": _sessions,
+    "children": _children,
 }
