@@ -40,13 +40,7 @@ _FORMER_MODULES = {"zkwire.codec", "zkwire.session", "zkwire.tracer", "zkwire.cl
 
 #: Known stale references, ``(file, target)``, left to the owners of files being edited elsewhere.  Each is an
 #: error to fix in that file; the entry then goes (a test fails while an entry is no longer stale).
-_KNOWN_STALE: set[tuple[str, str]] = {
-    # The profile table names module files from before the package was split into layers.
-    ("bench/README.md", "zkwire/client.py"),
-    ("bench/README.md", "zkwire/session.py"),
-    ("bench/README.md", "zkwire/framing.py"),
-    ("bench/README.md", "zkwire/codec.py"),
-}
+_KNOWN_STALE: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)
