@@ -35,6 +35,7 @@ import trio
 
 from ..constants import EventType, KeeperState
 from ..errors import ClientClosedError, ConnectionLossError, ServerError, ZKError
+from ..protocol.framing import READ_SIZE
 from ..protocol.records import Record
 from ..sansio.session import (
     AuthResult,
@@ -62,6 +63,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("zkwire.client")
+
+#: Reads at most per wake-up of a socket reader (each one a full buffer's worth).
+_READS_PER_WAKEUP = 8
 
 #: A connection that ends sooner than this after it was opened, without answering any request, counts
 #: as a failed attempt (back-off) even when its handshake succeeded: a server that accepts and drops
@@ -134,6 +138,8 @@ class ConnectionDriver:
         self._conn_scope: trio.CancelScope | None = None
         self._connection_ended = trio.Event()
         self._writing = False
+        #: The scope of a blocked write (its deadline follows the core's liveness deadline).
+        self._write_scope: trio.CancelScope | None = None
         #: The raw socket a caller is reading its own reply from (the reader task steps aside meanwhile).
         self._socket_reader: socket.socket | None = None
         self._reader_scope: trio.CancelScope | None = None
@@ -313,7 +319,8 @@ class ConnectionDriver:
                 with trio.CancelScope() as scope:
                     self._reader_scope = scope
                     if raw is None:
-                        data = await stream.receive_some(65536)
+                        view = core.receive_buffer()
+                        data = await stream.receive_some(READ_SIZE if view is None else max(READ_SIZE, len(view)))
                     else:
                         await trio.lowlevel.wait_readable(raw)
                 self._reader_scope = None
@@ -323,19 +330,49 @@ class ConnectionDriver:
                     # the socket and would not be woken if we took its reply.
                     continue
                 if raw is not None:
-                    try:
-                        data = raw.recv(65536)
-                    except BlockingIOError:
-                        continue
-                if not data:
-                    break
-                self.dispatch(core.receive_data(data, trio.current_time()))
+                    if not self._receive(raw):
+                        break
+                else:
+                    if not data:
+                        break
+                    self.dispatch(core.receive_data(data, trio.current_time()))
                 if core.has_data_to_send:
                     await self.flush()
         except TRANSPORT_ERRORS as e:
             self._transport_failed("reading from", e)
             return
         self._server_closed()
+
+    def _receive(self, raw: socket.socket) -> bool:
+        """Read what the (readable) socket holds and hand it to the core; False at the end of the stream.
+
+        A large reply is read straight into one buffer sized from its length prefix (``recv_into``),
+        as much of it per call as has arrived; reading goes on while reads come back full (a few
+        times at most: the caller's wait for the socket is the scheduling point).
+        """
+        core = self.core
+        for _ in range(_READS_PER_WAKEUP):
+            view = core.receive_buffer()
+            try:
+                if view is None:
+                    data = raw.recv(READ_SIZE)
+                    if not data:
+                        return False
+                    self.dispatch(core.receive_data(data, trio.current_time()))
+                    full = len(data) == READ_SIZE
+                else:
+                    want = len(view)
+                    n = raw.recv_into(view)
+                    view.release()
+                    if not n:
+                        return False
+                    self.dispatch(core.received_into(n, trio.current_time()))
+                    full = n == want
+            except BlockingIOError:
+                return True
+            if not full or self._raw is not raw:
+                return True
+        return True
 
     def _close_raw(self) -> None:
         raw, self._raw = self._raw, None
@@ -377,7 +414,11 @@ class ConnectionDriver:
         """Write what is queued: a non-blocking send first, then a shielded loop for the rest.
 
         The loop is shielded from the caller's cancellation (a frame is written whole or not at all),
-        but not unbounded: a server that takes nothing for the read timeout loses the connection.
+        but not unbounded.  A write blocked while the server keeps answering is not stalled (the server
+        is busy, e.g. working through a deep queue of requests): the bound is the core's
+        :attr:`~zkwire.sansio.session.SessionCore.liveness_deadline`, moved on by every answer that
+        arrives meanwhile (:meth:`dispatch`).  Only when nothing sent has been answered for the read
+        timeout is the connection dropped.
         """
         core = self.core
         raw = self._raw
@@ -396,20 +437,27 @@ class ConnectionDriver:
                 return
             core.push_front(data[sent:])
         self._writing = True
+        started = trio.current_time()
         try:
-            with trio.CancelScope(shield=True, deadline=trio.current_time() + core.read_timeout) as scope:
+            with trio.CancelScope(shield=True, deadline=core.liveness_deadline) as scope:
+                self._write_scope = scope
                 while True:
                     data = core.data_to_send()
                     if not data:
                         break
                     await stream.send_all(data)
             if scope.cancelled_caught:
-                log.info("write to %s stalled for %.2fs", core.current_host, core.read_timeout)
+                log.info(
+                    "write to %s blocked for %.2fs while nothing sent was answered",
+                    core.current_host,
+                    trio.current_time() - started,
+                )
                 self.drop_connection()
         except TRANSPORT_ERRORS as e:
             self._transport_failed("write to", e)
         finally:
             self._writing = False
+            self._write_scope = None
 
     def wake_timer(self) -> None:
         self._timer_wakeup.set()
@@ -431,6 +479,8 @@ class ConnectionDriver:
     def dispatch(self, events: list[Event[PendingCall, Watcher]]) -> None:
         """Hand the core's events on: replies to their callers, notifications to watches, state changes
         to streams and listeners; a DropConnection drops the connection."""
+        if self._write_scope is not None:
+            self._write_scope.deadline = self.core.liveness_deadline
         if self._room_wanted and self.core.outstanding < self.max_in_flight:
             self._room_wanted = False
             self._room.set()
@@ -612,16 +662,13 @@ class ConnectionDriver:
                     except trio.ClosedResourceError:
                         continue  # closed by drop_connection: the call has failed by now
                     try:
-                        data = raw.recv(65536)
-                    except BlockingIOError:
-                        continue
+                        open_ = self._receive(raw)
                     except TRANSPORT_ERRORS as e:
                         self._transport_failed("reading from", e)
                         continue
-                    if not data:
+                    if not open_:
                         self._server_closed()
                         continue
-                    self.dispatch(core.receive_data(data, trio.current_time()))
                     if core.has_data_to_send:
                         await self.flush()
         finally:
