@@ -65,7 +65,8 @@ class FrameDecoder:
 
     ``feed(data)`` returns the payloads completed by ``data``, oldest first.  A frame of at least
     :data:`LARGE_FRAME` bytes is copied once into a buffer of its announced size; a driver can also read
-    the socket straight into that buffer (:meth:`receive_buffer`, then :meth:`received`).
+    the socket straight into that buffer (:meth:`receive_buffer`, then :meth:`received`).  Such a
+    payload comes as a read-only view of that buffer (not copied again); the others as bytes.
 
     With ``skip_oversize``, a frame longer than ``max_frame`` is not read: ``feed`` hands back an
     :class:`OversizeFrame` (its length and header) in its place as soon as the header has come, and
@@ -117,7 +118,7 @@ class FrameDecoder:
             return memoryview(scratch)[: min(self._skip, READ_SIZE)]
         return None
 
-    def received(self, n: int) -> list[bytes | OversizeFrame]:
+    def received(self, n: int) -> list[bytes | memoryview | OversizeFrame]:
         """``n`` bytes were read into the view :meth:`receive_buffer` returned: the frames completed."""
         large = self._large
         if large is not None:
@@ -126,14 +127,14 @@ class FrameDecoder:
                 return []
             self._large = None
             self._filled = 0
-            return [bytes(large)]
+            return [memoryview(large).toreadonly()]
         self._skip -= n
         return []
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | OversizeFrame]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | memoryview | OversizeFrame]:
         if self._failed is not None:
             raise self._failed
-        frames: list[bytes | OversizeFrame] = []
+        frames: list[bytes | memoryview | OversizeFrame] = []
         if self._large is not None or self._skip:
             data = self._continue(data, frames)
             if not data:
@@ -191,7 +192,7 @@ class FrameDecoder:
         return frames
 
     def _continue(
-        self, data: bytes | bytearray | memoryview, frames: list[bytes | OversizeFrame]
+        self, data: bytes | bytearray | memoryview, frames: list[bytes | memoryview | OversizeFrame]
     ) -> bytes | bytearray | memoryview:
         """Feed ``data`` to the large or oversize frame in progress; return what is left of it."""
         large = self._large

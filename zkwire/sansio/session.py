@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Generic, NamedTuple, TypeAlias, TypeVar
+from typing import Any, Generic, NamedTuple, TypeAlias, TypeVar, cast
 
 from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
 from ..errors import (
@@ -66,6 +66,7 @@ from ..protocol.records import (
     ConnectResponse,
     Create2Response,
     CreateResponse,
+    GetDataResponse,
     Record,
     SetWatches,
     SetWatches2,
@@ -674,7 +675,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         return self._handle_frames(self._decoder.received(n), now, events)
 
     def _handle_frames(
-        self, frames: list[bytes | OversizeFrame], now: float, events: list[Event[TokenT, WatcherT]]
+        self, frames: list[bytes | memoryview | OversizeFrame], now: float, events: list[Event[TokenT, WatcherT]]
     ) -> list[Event[TokenT, WatcherT]]:
         for payload in frames:
             try:
@@ -734,14 +735,16 @@ class SessionCore(Generic[TokenT, WatcherT]):
         )
         events.append(Reply(p.token, zxid, None, ReplyTooLargeError(frame.length, self.max_frame, p.path)))
 
-    def _handle_connect_response(self, payload: bytes, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
+    def _handle_connect_response(
+        self, payload: bytes | memoryview, now: float, events: list[Event[TokenT, WatcherT]]
+    ) -> None:
         if len(payload) == 16:
             # Observed on 3.8.0: a read-only server refuses to create a session (without local sessions
             # enabled) by answering the ConnectRequest with a bare ReplyHeader carrying the error.
             _, _, err = _REPLY_HEADER.unpack_from(payload, 0)
             events.append(DropConnection(f"server refused the session: {error_for_code(err)}"))
             return
-        resp = decode_connect_response(payload)
+        resp = decode_connect_response(bytes(payload))
         presented = self.session_id if self.seen_read_write else 0  # as in connection_made
         if resp.expired:
             if not presented:
@@ -844,7 +847,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
             self._phase = _Phase.OPEN
             self._set_state(events, SessionState.READ_ONLY if self._read_only_connection else SessionState.CONNECTED)
 
-    def _handle_frame(self, payload: bytes, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
+    def _handle_frame(self, payload: bytes | memoryview, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
         if len(payload) < 16:
             raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload, 0)
@@ -877,7 +880,11 @@ class SessionCore(Generic[TokenT, WatcherT]):
             if len(payload) != 16:
                 raise ProtocolError(f"error reply carries {len(payload) - 16} unexpected body bytes")
         else:
-            body = decode_response_body(p.op, payload)
+            # The decoders read any buffer; a large reply comes as a view (see FrameDecoder), which only
+            # getData's data would keep: it is made bytes here.
+            body = decode_response_body(p.op, cast("bytes", payload))
+            if type(body) is GetDataResponse and isinstance(body.data, memoryview):
+                body = GetDataResponse(bytes(body.data), body.stat)
             if p.op in _CHECKED_REPLIES:
                 _check_reply(p, body)
         self._pending.popleft()
@@ -938,7 +945,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
             self._set_state(events, SessionState.AUTH_FAILED, error)
         events.append(DropConnection("authentication failed"))
 
-    def _handle_notification(self, payload: bytes, events: list[Event[TokenT, WatcherT]]) -> None:
+    def _handle_notification(self, payload: bytes | memoryview, events: list[Event[TokenT, WatcherT]]) -> None:
         r = Reader(payload, 16)
         ev = WatcherEvent.read(r)
         r.expect_end("WatcherEvent")
