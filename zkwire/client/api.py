@@ -481,12 +481,17 @@ class Client:
         return await self._send(self._requests.set_data(SetData(path, data, version)))
 
     @overload
-    async def get_children(self, path: str, *, watch: Literal[False] = False) -> list[str]: ...
+    async def get_children(self, path: str, *, watch: Literal[False] = False, sort: bool = True) -> list[str]: ...
     @overload
-    async def get_children(self, path: str, *, watch: Literal[True]) -> tuple[list[str], Watch]: ...
+    async def get_children(self, path: str, *, watch: Literal[True], sort: bool = True) -> tuple[list[str], Watch]: ...
 
-    async def get_children(self, path: str, *, watch: bool = False) -> list[str] | tuple[list[str], Watch]:
+    async def get_children(
+        self, path: str, *, watch: bool = False, sort: bool = True
+    ) -> list[str] | tuple[list[str], Watch]:
         """Child names, sorted.  With ``watch=True`` also a :class:`Watch` for child changes / deletion.
+
+        ``sort=False`` returns the names in the server's order (no order is defined), saving the sort:
+        for 100,000 children that is about half the client's work.
 
         Raises:
             NoNodeError: the node does not exist (no watch is set).
@@ -496,18 +501,23 @@ class Client:
             SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         w = Watch(path) if watch else None
-        children = await self._send(self._requests.get_children(path, w))
+        children = await self._send(self._requests.get_children(path, w, sort=sort))
         return (children, w) if w is not None else children
 
     @overload
-    async def get_children_with_stat(self, path: str, *, watch: Literal[False] = False) -> tuple[list[str], Stat]: ...
+    async def get_children_with_stat(
+        self, path: str, *, watch: Literal[False] = False, sort: bool = True
+    ) -> tuple[list[str], Stat]: ...
     @overload
-    async def get_children_with_stat(self, path: str, *, watch: Literal[True]) -> tuple[list[str], Stat, Watch]: ...
+    async def get_children_with_stat(
+        self, path: str, *, watch: Literal[True], sort: bool = True
+    ) -> tuple[list[str], Stat, Watch]: ...
 
     async def get_children_with_stat(
-        self, path: str, *, watch: bool = False
+        self, path: str, *, watch: bool = False, sort: bool = True
     ) -> tuple[list[str], Stat] | tuple[list[str], Stat, Watch]:
-        """Child names (sorted) and the node's Stat (op getChildren2).
+        """Child names (sorted unless ``sort`` is false, as :meth:`get_children`) and the node's Stat (op
+        getChildren2).
 
         Raises:
             NoNodeError, NoAuthError, InvalidPathError: as :meth:`get_children`.
@@ -515,7 +525,7 @@ class Client:
             SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         w = Watch(path) if watch else None
-        children, stat = await self._send(self._requests.get_children2(path, w))
+        children, stat = await self._send(self._requests.get_children2(path, w, sort=sort))
         return (children, stat, w) if w is not None else (children, stat)
 
     async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
