@@ -147,8 +147,9 @@ class ConnectionDriver:
         self._state_changed = trio.Event()
         self._timer_wakeup = trio.Event()
         #: Set when replies made room below ``max_in_flight`` for a caller waiting to send.
-        self._room = trio.Event()
-        self._room_wanted = False
+        #: Callers waiting for room below ``max_in_flight``, oldest first; replies wake only as many as
+        #: there is room for (10,000 waiters are not all woken by every reply).
+        self._room = trio.lowlevel.ParkingLot()
         self.state_streams: list[StateStream] = []
         self.state_listeners: list[Callable[[SessionState], None]] = []
         self.nursery: trio.Nursery | None = None
@@ -481,10 +482,10 @@ class ConnectionDriver:
         to streams and listeners; a DropConnection drops the connection."""
         if self._write_scope is not None:
             self._write_scope.deadline = self.core.liveness_deadline
-        if self._room_wanted and self.core.outstanding < self.max_in_flight:
-            self._room_wanted = False
-            self._room.set()
-            self._room = trio.Event()
+        if self._room:
+            free = self.max_in_flight - self.core.outstanding
+            if free > 0:
+                self._room.unpark(count=free)
         for ev in events:
             if isinstance(ev, Reply | AuthResult):
                 if ev.error is None:
@@ -635,8 +636,7 @@ class ConnectionDriver:
         flight: a larger burst then goes out whole)."""
         core = self.core
         while core.outstanding and core.outstanding + count > self.max_in_flight:
-            self._room_wanted = True
-            await self._room.wait()
+            await self._room.park()
 
     async def _read_replies(self, raw: socket.socket, calls: Sequence[PendingCall]) -> None:
         """Read the socket in the caller's own task until every one of ``calls`` has its reply.
