@@ -309,3 +309,26 @@ async def test_waiters_for_room_are_woken_only_as_room_frees() -> None:
             assert len(done) == 2000
             # Waking every waiter on every reply would be about a million task switches.
             assert counter.count < 20 * 2000, counter.count
+
+
+async def test_requests_allocate_no_event_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A caller waiting for its reply is parked directly on the scheduler: no trio.Event per request."""
+    real_event = trio.Event
+    made: list[trio.Event] = []
+
+    def counting_event() -> trio.Event:
+        event = real_event()
+        made.append(event)
+        return event
+
+    async with open_hostile_server(honest) as server:
+        async with zkwire.open_client(server.hosts) as zk:
+            monkeypatch.setattr(trio, "Event", counting_event)
+            with trio.fail_after(30):
+                async with trio.open_nursery() as nursery:
+                    for _ in range(500):
+                        nursery.start_soon(zk.get_data, "/n")
+                for _ in range(100):  # sequential: the caller reads its own reply
+                    await zk.get_data("/n")
+            monkeypatch.setattr(trio, "Event", real_event)
+            assert len(made) < 50, len(made)

@@ -620,7 +620,7 @@ class Client:
         """
         call = self._queue_auth(scheme, credential)
         await self._driver.flush()
-        await call.done.wait()
+        await call.wait()
         assert isinstance(call.reply, AuthResult)
         if call.reply.error is not None:
             raise call.reply.error

@@ -83,17 +83,69 @@ Connect = Callable[[HostPort], Awaitable[trio.abc.Stream]]
 
 
 class PendingCall:
-    """Where the reader leaves a reply for the task waiting on it (the token the core hands back)."""
+    """Where the reader leaves a reply for the task waiting on it (the token the core hands back).
 
-    __slots__ = ("done", "reply")
+    One task waits on it (:meth:`wait`), parked directly on trio's scheduler: no Event (with its
+    parking lot) per request, and none at all for a caller that reads its own reply.
+    """
+
+    __slots__ = ("_task", "reply")
 
     def __init__(self) -> None:
-        self.done = trio.Event()
+        self._task: trio.lowlevel.Task | None = None
         self.reply: Reply[PendingCall] | AuthResult[PendingCall] | None = None
+
+    async def wait(self) -> None:
+        """Wait, in the caller's cancel scope, until the reply is in (a checkpoint even if it is)."""
+        if self.reply is not None:
+            await trio.lowlevel.checkpoint()
+            return
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: object) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def resolve(self, reply: Reply[PendingCall] | AuthResult[PendingCall]) -> None:
         self.reply = reply
-        self.done.set()
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+
+
+class _Wakeup:
+    """A reusable wake-up for one waiting task: what a fresh trio.Event per round would do (``clear``
+    starts a round), without allocating one for every request or burst."""
+
+    __slots__ = ("_set", "_task")
+
+    def __init__(self) -> None:
+        self._task: trio.lowlevel.Task | None = None
+        self._set = False
+
+    def clear(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+        else:
+            self._set = True
+
+    async def wait(self) -> None:
+        if self._set:
+            await trio.lowlevel.checkpoint()
+            return
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: object) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 ClientCore = SessionCore[PendingCall, Watcher]
@@ -143,9 +195,9 @@ class ConnectionDriver:
         #: The raw socket a caller is reading its own reply from (the reader task steps aside meanwhile).
         self._socket_reader: socket.socket | None = None
         self._reader_scope: trio.CancelScope | None = None
-        self._reader_resume = trio.Event()
+        self._reader_resume = _Wakeup()
         self._state_changed = trio.Event()
-        self._timer_wakeup = trio.Event()
+        self._timer_wakeup = _Wakeup()
         #: Set when replies made room below ``max_in_flight`` for a caller waiting to send.
         #: Callers waiting for room below ``max_in_flight``, oldest first; replies wake only as many as
         #: there is room for (10,000 waiters are not all woken by every reply).
@@ -312,7 +364,7 @@ class ConnectionDriver:
             while True:
                 if self._socket_reader is not None:
                     # A caller reads its own reply; it wakes us when it is done.
-                    self._reader_resume = trio.Event()
+                    self._reader_resume.clear()
                     await self._reader_resume.wait()
                     continue
                 if raw is not None and self._raw is not raw:
@@ -468,7 +520,7 @@ class ConnectionDriver:
         core = self.core
         with self.task_scope():
             while not core.state.is_terminal:
-                self._timer_wakeup = trio.Event()
+                self._timer_wakeup.clear()
                 with trio.move_on_at(core.next_deadline()):
                     await self._timer_wakeup.wait()
                 self.dispatch(core.handle_timer(trio.current_time()))
@@ -492,7 +544,10 @@ class ConnectionDriver:
                     self._answered += 1
                 call = ev.token  # PendingCall.resolve, inlined (once per reply)
                 call.reply = ev
-                call.done.set()
+                task = call._task
+                if task is not None:
+                    call._task = None
+                    trio.lowlevel.reschedule(task)
             elif isinstance(ev, WatchNotification):
                 if ev.watchers:
                     watched = WatchedEvent(EventType(ev.type), ev.path, KeeperState(ev.state))
@@ -582,7 +637,7 @@ class ConnectionDriver:
         if call.reply is None and self._raw is not None and self._socket_reader is None and core.outstanding == 1:
             await self._read_replies(self._raw, (call,))
         else:
-            await call.done.wait()
+            await call.wait()
         reply = call.reply
         assert isinstance(reply, Reply)
         return reply
@@ -623,7 +678,7 @@ class ConnectionDriver:
         else:
             for call in calls:
                 if call.reply is None:
-                    await call.done.wait()
+                    await call.wait()
             await trio.lowlevel.checkpoint_if_cancelled()
         replies: list[Reply[PendingCall]] = []
         for call in calls:
@@ -655,7 +710,7 @@ class ConnectionDriver:
             for call in calls:
                 while call.reply is None:
                     if self._raw is not raw:
-                        await call.done.wait()  # the connection has ended
+                        await call.wait()  # the connection has ended
                         break
                     try:
                         await trio.lowlevel.wait_readable(raw)
