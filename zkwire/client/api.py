@@ -83,6 +83,11 @@ async def open_client(
     int32 of milliseconds on the wire), ``max_frame`` from 1 KiB to 256 MiB.  Whatever goes wrong, the
     block raises one exception, never an exception group of zkwire's making.
 
+    ``max_frame`` also bounds what the client reads: a longer reply is skipped and its request fails
+    with :class:`~zkwire.errors.ReplyTooLargeError`; the connection and the session carry on.  A watch
+    notification that long is dropped with a warning (see
+    :meth:`~zkwire.sansio.session.SessionCore.receive_data`).
+
     Raises:
         InvalidArgumentError: a malformed connect string or an option out of range (nothing is sent).
         AuthFailedError: the server rejected a credential given with ``auth``.

@@ -16,7 +16,14 @@ The request path avoids task switches where it can.  A lone request (nothing els
 by its caller with a non-blocking send; on a plain socket connection that caller then also reads the
 socket itself until its reply has come (the reader steps aside meanwhile and takes over again
 afterwards), so a sequential request costs one scheduler pass instead of two.  Frames are written whole
-or not at all: a send that would block continues in a shielded loop.
+or not at all: a send that would block continues in a shielded loop, for as long as the server keeps
+answering (a busy server reads slowly; only one that answers nothing for the read timeout is dropped).
+
+A large reply is read on a plain socket with ``recv_into`` straight into one buffer sized from its
+length prefix; a reply over ``max_frame`` is skipped as it arrives and fails only its request
+(:class:`~zkwire.errors.ReplyTooLargeError`).  Callers waiting for room below
+:attr:`ConnectionDriver.max_in_flight` are woken only as room frees, and a caller waiting for its
+reply is parked directly on trio's scheduler (no Event per request).
 
 Transport failures (:data:`TRANSPORT_ERRORS`) all go to one handler,
 :meth:`ConnectionDriver._transport_failed`: the connection is dropped and the core told; callers see

@@ -648,6 +648,12 @@ class SessionCore(Generic[TokenT, WatcherT]):
     # ------------------------------------------------------------------ incoming bytes
 
     def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> list[Event[TokenT, WatcherT]]:
+        """Bytes from the server: the events they complete.
+
+        A frame over ``max_frame`` is skipped as its bytes come (the connection is kept): the request it
+        answers fails with :class:`~zkwire.errors.ReplyTooLargeError`; a watch notification that long
+        is dropped with a warning (its watchers cannot be told apart without its path).
+        """
         events: list[Event[TokenT, WatcherT]] = []
         if self._phase is _Phase.IDLE:
             return events
