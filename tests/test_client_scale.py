@@ -332,3 +332,47 @@ async def test_requests_allocate_no_event_each(monkeypatch: pytest.MonkeyPatch) 
                     await zk.get_data("/n")
             monkeypatch.setattr(trio, "Event", real_event)
             assert len(made) < 50, len(made)
+
+
+class _OpaqueStream(trio.abc.Stream):
+    """A TCP stream the driver cannot see the socket of (as under TLS): it reads with receive_some."""
+
+    def __init__(self, inner: trio.SocketStream) -> None:
+        self.inner = inner
+        self.largest_read = 0
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        data = await self.inner.receive_some(max_bytes)
+        self.largest_read = max(self.largest_read, len(data))
+        return data
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_large_and_oversize_replies_on_a_stream_connection(zk_connect_string: str) -> None:
+    streams: list[_OpaqueStream] = []
+
+    async def connect(host: HostPort) -> trio.abc.Stream:
+        stream = _OpaqueStream(await trio.open_tcp_stream(host.host, host.port))
+        streams.append(stream)
+        return stream
+
+    data = bytes(range(256)) * (900_000 // 256)
+    async with zkwire.open_client(zk_connect_string, connect=connect) as zk:
+        await zk.create("/big", data)
+        for _ in range(3):
+            got, _ = await zk.get_data("/big")
+            assert got == data
+    async with zkwire.open_client(zk_connect_string, connect=connect, max_frame=100_000) as small:
+        with pytest.raises(ReplyTooLargeError):
+            await small.get_data("/big")
+        assert await small.exists("/big") is not None
+        assert small.state is SessionState.CONNECTED
+    assert len(streams) == 2
