@@ -93,7 +93,7 @@ class PendingCall:
     """Where the reader leaves a reply for the task waiting on it (the token the core hands back).
 
     One task waits on it (:meth:`wait`), parked directly on trio's scheduler: no Event (with its
-    parking lot) per request, and none at all for a caller that reads its own reply.
+    parking lot) per request.
     """
 
     __slots__ = ("_task", "reply")
@@ -205,7 +205,6 @@ class ConnectionDriver:
         self._reader_resume = _Wakeup()
         self._state_changed = trio.Event()
         self._timer_wakeup = _Wakeup()
-        #: Set when replies made room below ``max_in_flight`` for a caller waiting to send.
         #: Callers waiting for room below ``max_in_flight``, oldest first; replies wake only as many as
         #: there is room for (10,000 waiters are not all woken by every reply).
         self._room = trio.lowlevel.ParkingLot()
