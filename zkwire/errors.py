@@ -20,6 +20,7 @@ __all__ = [
     "ZKError",
     "WatchOverflowError",
     "ProtocolError",
+    "ReplyTooLargeError",
     "InvalidInputError",
     "InvalidPathError",
     "DataTooLargeError",
@@ -70,6 +71,25 @@ class ZKError(Exception):
 
 class ProtocolError(ZKError):
     """The byte stream is not valid ZooKeeper framing or jute encoding."""
+
+
+class ReplyTooLargeError(ProtocolError):
+    """A reply was longer than the client's ``max_frame``.
+
+    The server answered (and applied the request, if it was a write), but its reply was skipped unread:
+    only this request fails, the connection and the session carry on.  Raise ``max_frame`` (an
+    ``open_client`` option) to read such replies, or ask for less (e.g. fewer children per node).
+    """
+
+    def __init__(self, size: int, max_frame: int, path: str | None = None) -> None:
+        where = f" for {path}" if path is not None else ""
+        super().__init__(f"reply of {size} bytes{where} exceeds max_frame ({max_frame} bytes)")
+        self.size = size
+        self.max_frame = max_frame
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.size, self.max_frame, self.path))
 
 
 class InvalidInputError(ZKError, ValueError):

@@ -828,8 +828,9 @@ async def test_chroot_error_paths_are_relative(zk_hosts: str, zk_path: str) -> N
 async def test_unreadable_data(zk_hosts: str, zk_path: str) -> None:
     """Both ends limit frames to jute.maxbuffer (1 MiB - 1).  A getData reply is 88 bytes longer than the
     data, a setData request only 20 + path bytes longer: with a short path, data that fits a request
-    cannot come back.  The server sends the reply anyway; the client drops the connection (as the Java
-    client does), and only a client with a larger ``max_frame`` can read the node."""
+    cannot come back.  The server sends the reply anyway; the client skips it and fails only that
+    request (ReplyTooLargeError, the connection is kept), and only a client with a larger ``max_frame``
+    can read the node."""
     n = 0xFFFFF - 88 + 1  # the getData reply is one byte over the limit
     assert 8 + (4 + len(zk_path.encode())) + (4 + n) + 4 <= 0xFFFFF, "zk_path too long for this test"
     with trio.fail_after(LIMIT):
@@ -840,12 +841,12 @@ async def test_unreadable_data(zk_hosts: str, zk_path: str) -> None:
             assert stat.data_length == n
             try:
                 await zk.get_data(zk_path)
-            except zkwire.ConnectionLossError:
-                pass
+            except zkwire.ReplyTooLargeError as e:
+                assert e.size == 0xFFFFF + 1 and e.max_frame == 0xFFFFF
             else:
-                raise AssertionError("ConnectionLossError expected")
-            stat2 = await zk.exists(zk_path)  # the session recovers
-            assert stat2 == stat and zk.session_id == sid
+                raise AssertionError("ReplyTooLargeError expected")
+            stat2 = await zk.exists(zk_path)  # on the same connection
+            assert stat2 == stat and zk.session_id == sid and zk.state is zkwire.SessionState.CONNECTED
         async with zkwire.open_client(zk_hosts, max_frame=2 << 20) as big:
             data, stat3 = await big.get_data(zk_path)
             assert len(data) == n and stat3 == stat

@@ -94,7 +94,7 @@ def test_replies_in_the_chunk_of_a_bad_length_reach_their_callers() -> None:
     get(pair, "second")
     pair.to_server()
     data = pair.server.answer(GetDataResponse(b"1", STAT)) + pair.server.answer(GetDataResponse(b"2", STAT))
-    events = pair.core.receive_data(data + FakeServer.bad_length((1 << 31) - 1), 1.1)
+    events = pair.core.receive_data(data + FakeServer.bad_length(-(1 << 31)), 1.1)
     assert [(r.token, r.body) for r in only(events, Reply)] == [
         ("first", GetDataResponse(b"1", STAT)),
         ("second", GetDataResponse(b"2", STAT)),

@@ -25,6 +25,7 @@ from zkwire.errors import (
     ConnectionLossError,
     NoAuthError,
     NoNodeError,
+    ReplyTooLargeError,
     SessionExpiredError,
 )
 from zkwire.protocol.codec import decode_connect_response
@@ -1122,16 +1123,24 @@ def test_malformed_connect_response_drops(payload: bytes) -> None:
     assert pair.core.state is SessionState.CONNECTING
 
 
-def test_frame_over_max_frame_drops() -> None:
+def test_frame_over_max_frame_fails_only_its_request() -> None:
     pair = connected(max_frame=4096)
     _pending_get(pair)
+    get_data(pair.core, "/next", "next", 1.0)
+    pair.to_server()
     big = pair.server.answer(data_reply(b"x" * 5000))
-    [drop] = pair.core.receive_data(big[:100], 1.1)
-    assert isinstance(drop, DropConnection) and "4096" in drop.reason
-    # A frame of exactly max_frame is fine.
-    pair.lose(1.2)
-    pair.open(1.3)
-    pair.to_client(pair.server.accept(session_id=SID), 1.4)
+    stream = big + pair.server.answer(data_reply(b"small"))
+    events = []
+    for at in range(0, len(stream), 100):  # the oversize frame's bytes are skipped as they come
+        events += pair.core.receive_data(stream[at : at + 100], 1.1)
+    assert not drops(events)
+    [victim, following] = only(events, Reply)
+    assert victim.token == "victim" and isinstance(victim.error, ReplyTooLargeError)
+    assert victim.error.size == len(big) - 4 and victim.error.max_frame == 4096
+    assert "max_frame" in str(victim.error) and "/victim" in str(victim.error)
+    assert following.token == "next" and following.body == data_reply(b"small")
+    assert pair.core.state is SessionState.CONNECTED and pair.core.outstanding == 0
+    # A frame of exactly max_frame is read.
     _pending_get(pair)
     payload_len = 4096
     body = data_reply(b"y" * (payload_len - 16 - 4 - 68))

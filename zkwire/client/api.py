@@ -83,6 +83,11 @@ async def open_client(
     int32 of milliseconds on the wire), ``max_frame`` from 1 KiB to 256 MiB.  Whatever goes wrong, the
     block raises one exception, never an exception group of zkwire's making.
 
+    ``max_frame`` also bounds what the client reads: a longer reply is skipped and its request fails
+    with :class:`~zkwire.errors.ReplyTooLargeError`; the connection and the session carry on.  A watch
+    notification that long is dropped with a warning (see
+    :meth:`~zkwire.sansio.session.SessionCore.receive_data`).
+
     Raises:
         InvalidArgumentError: a malformed connect string or an option out of range (nothing is sent).
         AuthFailedError: the server rejected a credential given with ``auth``.
@@ -481,12 +486,17 @@ class Client:
         return await self._send(self._requests.set_data(SetData(path, data, version)))
 
     @overload
-    async def get_children(self, path: str, *, watch: Literal[False] = False) -> list[str]: ...
+    async def get_children(self, path: str, *, watch: Literal[False] = False, sort: bool = True) -> list[str]: ...
     @overload
-    async def get_children(self, path: str, *, watch: Literal[True]) -> tuple[list[str], Watch]: ...
+    async def get_children(self, path: str, *, watch: Literal[True], sort: bool = True) -> tuple[list[str], Watch]: ...
 
-    async def get_children(self, path: str, *, watch: bool = False) -> list[str] | tuple[list[str], Watch]:
+    async def get_children(
+        self, path: str, *, watch: bool = False, sort: bool = True
+    ) -> list[str] | tuple[list[str], Watch]:
         """Child names, sorted.  With ``watch=True`` also a :class:`Watch` for child changes / deletion.
+
+        ``sort=False`` returns the names in the server's order (no order is defined), saving the sort:
+        for 100,000 children that is about half the client's work.
 
         Raises:
             NoNodeError: the node does not exist (no watch is set).
@@ -496,18 +506,23 @@ class Client:
             SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         w = Watch(path) if watch else None
-        children = await self._send(self._requests.get_children(path, w))
+        children = await self._send(self._requests.get_children(path, w, sort=sort))
         return (children, w) if w is not None else children
 
     @overload
-    async def get_children_with_stat(self, path: str, *, watch: Literal[False] = False) -> tuple[list[str], Stat]: ...
+    async def get_children_with_stat(
+        self, path: str, *, watch: Literal[False] = False, sort: bool = True
+    ) -> tuple[list[str], Stat]: ...
     @overload
-    async def get_children_with_stat(self, path: str, *, watch: Literal[True]) -> tuple[list[str], Stat, Watch]: ...
+    async def get_children_with_stat(
+        self, path: str, *, watch: Literal[True], sort: bool = True
+    ) -> tuple[list[str], Stat, Watch]: ...
 
     async def get_children_with_stat(
-        self, path: str, *, watch: bool = False
+        self, path: str, *, watch: bool = False, sort: bool = True
     ) -> tuple[list[str], Stat] | tuple[list[str], Stat, Watch]:
-        """Child names (sorted) and the node's Stat (op getChildren2).
+        """Child names (sorted unless ``sort`` is false, as :meth:`get_children`) and the node's Stat (op
+        getChildren2).
 
         Raises:
             NoNodeError, NoAuthError, InvalidPathError: as :meth:`get_children`.
@@ -515,7 +530,7 @@ class Client:
             SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         w = Watch(path) if watch else None
-        children, stat = await self._send(self._requests.get_children2(path, w))
+        children, stat = await self._send(self._requests.get_children2(path, w, sort=sort))
         return (children, stat, w) if w is not None else (children, stat)
 
     async def get_acl(self, path: str) -> tuple[list[ACL], Stat]:
@@ -610,7 +625,7 @@ class Client:
         """
         call = self._queue_auth(scheme, credential)
         await self._driver.flush()
-        await call.done.wait()
+        await call.wait()
         assert isinstance(call.reply, AuthResult)
         if call.reply.error is not None:
             raise call.reply.error

@@ -16,7 +16,14 @@ The request path avoids task switches where it can.  A lone request (nothing els
 by its caller with a non-blocking send; on a plain socket connection that caller then also reads the
 socket itself until its reply has come (the reader steps aside meanwhile and takes over again
 afterwards), so a sequential request costs one scheduler pass instead of two.  Frames are written whole
-or not at all: a send that would block continues in a shielded loop.
+or not at all: a send that would block continues in a shielded loop, for as long as the server keeps
+answering (a busy server reads slowly; only one that answers nothing for the read timeout is dropped).
+
+A large reply is read on a plain socket with ``recv_into`` straight into one buffer sized from its
+length prefix; a reply over ``max_frame`` is skipped as it arrives and fails only its request
+(:class:`~zkwire.errors.ReplyTooLargeError`).  Callers waiting for room below
+:attr:`ConnectionDriver.max_in_flight` are woken only as room frees, and a caller waiting for its
+reply is parked directly on trio's scheduler (no Event per request).
 
 Transport failures (:data:`TRANSPORT_ERRORS`) all go to one handler,
 :meth:`ConnectionDriver._transport_failed`: the connection is dropped and the core told; callers see
@@ -35,6 +42,7 @@ import trio
 
 from ..constants import EventType, KeeperState
 from ..errors import ClientClosedError, ConnectionLossError, ServerError, ZKError
+from ..protocol.framing import READ_SIZE
 from ..protocol.records import Record
 from ..sansio.session import (
     AuthResult,
@@ -63,6 +71,9 @@ __all__ = [
 
 log = logging.getLogger("zkwire.client")
 
+#: Reads at most per wake-up of a socket reader (each one a full buffer's worth).
+_READS_PER_WAKEUP = 8
+
 #: A connection that ends sooner than this after it was opened, without answering any request, counts
 #: as a failed attempt (back-off) even when its handshake succeeded: a server that accepts and drops
 #: every session is not hammered.
@@ -79,17 +90,69 @@ Connect = Callable[[HostPort], Awaitable[trio.abc.Stream]]
 
 
 class PendingCall:
-    """Where the reader leaves a reply for the task waiting on it (the token the core hands back)."""
+    """Where the reader leaves a reply for the task waiting on it (the token the core hands back).
 
-    __slots__ = ("done", "reply")
+    One task waits on it (:meth:`wait`), parked directly on trio's scheduler: no Event (with its
+    parking lot) per request.
+    """
+
+    __slots__ = ("_task", "reply")
 
     def __init__(self) -> None:
-        self.done = trio.Event()
+        self._task: trio.lowlevel.Task | None = None
         self.reply: Reply[PendingCall] | AuthResult[PendingCall] | None = None
+
+    async def wait(self) -> None:
+        """Wait, in the caller's cancel scope, until the reply is in (a checkpoint even if it is)."""
+        if self.reply is not None:
+            await trio.lowlevel.checkpoint()
+            return
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: object) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
     def resolve(self, reply: Reply[PendingCall] | AuthResult[PendingCall]) -> None:
         self.reply = reply
-        self.done.set()
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+
+
+class _Wakeup:
+    """A reusable wake-up for one waiting task: what a fresh trio.Event per round would do (``clear``
+    starts a round), without allocating one for every request or burst."""
+
+    __slots__ = ("_set", "_task")
+
+    def __init__(self) -> None:
+        self._task: trio.lowlevel.Task | None = None
+        self._set = False
+
+    def clear(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        task = self._task
+        if task is not None:
+            self._task = None
+            trio.lowlevel.reschedule(task)
+        else:
+            self._set = True
+
+    async def wait(self) -> None:
+        if self._set:
+            await trio.lowlevel.checkpoint()
+            return
+        self._task = trio.lowlevel.current_task()
+        await trio.lowlevel.wait_task_rescheduled(self._abort)
+
+    def _abort(self, _: object) -> trio.lowlevel.Abort:
+        self._task = None
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 ClientCore = SessionCore[PendingCall, Watcher]
@@ -134,15 +197,17 @@ class ConnectionDriver:
         self._conn_scope: trio.CancelScope | None = None
         self._connection_ended = trio.Event()
         self._writing = False
+        #: The scope of a blocked write (its deadline follows the core's liveness deadline).
+        self._write_scope: trio.CancelScope | None = None
         #: The raw socket a caller is reading its own reply from (the reader task steps aside meanwhile).
         self._socket_reader: socket.socket | None = None
         self._reader_scope: trio.CancelScope | None = None
-        self._reader_resume = trio.Event()
+        self._reader_resume = _Wakeup()
         self._state_changed = trio.Event()
-        self._timer_wakeup = trio.Event()
-        #: Set when replies made room below ``max_in_flight`` for a caller waiting to send.
-        self._room = trio.Event()
-        self._room_wanted = False
+        self._timer_wakeup = _Wakeup()
+        #: Callers waiting for room below ``max_in_flight``, oldest first; replies wake only as many as
+        #: there is room for (10,000 waiters are not all woken by every reply).
+        self._room = trio.lowlevel.ParkingLot()
         self.state_streams: list[StateStream] = []
         self.state_listeners: list[Callable[[SessionState], None]] = []
         self.nursery: trio.Nursery | None = None
@@ -305,7 +370,7 @@ class ConnectionDriver:
             while True:
                 if self._socket_reader is not None:
                     # A caller reads its own reply; it wakes us when it is done.
-                    self._reader_resume = trio.Event()
+                    self._reader_resume.clear()
                     await self._reader_resume.wait()
                     continue
                 if raw is not None and self._raw is not raw:
@@ -313,7 +378,8 @@ class ConnectionDriver:
                 with trio.CancelScope() as scope:
                     self._reader_scope = scope
                     if raw is None:
-                        data = await stream.receive_some(65536)
+                        view = core.receive_buffer()
+                        data = await stream.receive_some(READ_SIZE if view is None else max(READ_SIZE, len(view)))
                     else:
                         await trio.lowlevel.wait_readable(raw)
                 self._reader_scope = None
@@ -323,19 +389,49 @@ class ConnectionDriver:
                     # the socket and would not be woken if we took its reply.
                     continue
                 if raw is not None:
-                    try:
-                        data = raw.recv(65536)
-                    except BlockingIOError:
-                        continue
-                if not data:
-                    break
-                self.dispatch(core.receive_data(data, trio.current_time()))
+                    if not self._receive(raw):
+                        break
+                else:
+                    if not data:
+                        break
+                    self.dispatch(core.receive_data(data, trio.current_time()))
                 if core.has_data_to_send:
                     await self.flush()
         except TRANSPORT_ERRORS as e:
             self._transport_failed("reading from", e)
             return
         self._server_closed()
+
+    def _receive(self, raw: socket.socket) -> bool:
+        """Read what the (readable) socket holds and hand it to the core; False at the end of the stream.
+
+        A large reply is read straight into one buffer sized from its length prefix (``recv_into``),
+        as much of it per call as has arrived; reading goes on while reads come back full (a few
+        times at most: the caller's wait for the socket is the scheduling point).
+        """
+        core = self.core
+        for _ in range(_READS_PER_WAKEUP):
+            view = core.receive_buffer()
+            try:
+                if view is None:
+                    data = raw.recv(READ_SIZE)
+                    if not data:
+                        return False
+                    self.dispatch(core.receive_data(data, trio.current_time()))
+                    full = len(data) == READ_SIZE
+                else:
+                    want = len(view)
+                    n = raw.recv_into(view)
+                    view.release()
+                    if not n:
+                        return False
+                    self.dispatch(core.received_into(n, trio.current_time()))
+                    full = n == want
+            except BlockingIOError:
+                return True
+            if not full or self._raw is not raw:
+                return True
+        return True
 
     def _close_raw(self) -> None:
         raw, self._raw = self._raw, None
@@ -377,7 +473,11 @@ class ConnectionDriver:
         """Write what is queued: a non-blocking send first, then a shielded loop for the rest.
 
         The loop is shielded from the caller's cancellation (a frame is written whole or not at all),
-        but not unbounded: a server that takes nothing for the read timeout loses the connection.
+        but not unbounded.  A write blocked while the server keeps answering is not stalled (the server
+        is busy, e.g. working through a deep queue of requests): the bound is the core's
+        :attr:`~zkwire.sansio.session.SessionCore.liveness_deadline`, moved on by every answer that
+        arrives meanwhile (:meth:`dispatch`).  Only when nothing sent has been answered for the read
+        timeout is the connection dropped.
         """
         core = self.core
         raw = self._raw
@@ -396,20 +496,27 @@ class ConnectionDriver:
                 return
             core.push_front(data[sent:])
         self._writing = True
+        started = trio.current_time()
         try:
-            with trio.CancelScope(shield=True, deadline=trio.current_time() + core.read_timeout) as scope:
+            with trio.CancelScope(shield=True, deadline=core.liveness_deadline) as scope:
+                self._write_scope = scope
                 while True:
                     data = core.data_to_send()
                     if not data:
                         break
                     await stream.send_all(data)
             if scope.cancelled_caught:
-                log.info("write to %s stalled for %.2fs", core.current_host, core.read_timeout)
+                log.info(
+                    "write to %s blocked for %.2fs while nothing sent was answered",
+                    core.current_host,
+                    trio.current_time() - started,
+                )
                 self.drop_connection()
         except TRANSPORT_ERRORS as e:
             self._transport_failed("write to", e)
         finally:
             self._writing = False
+            self._write_scope = None
 
     def wake_timer(self) -> None:
         self._timer_wakeup.set()
@@ -419,7 +526,7 @@ class ConnectionDriver:
         core = self.core
         with self.task_scope():
             while not core.state.is_terminal:
-                self._timer_wakeup = trio.Event()
+                self._timer_wakeup.clear()
                 with trio.move_on_at(core.next_deadline()):
                     await self._timer_wakeup.wait()
                 self.dispatch(core.handle_timer(trio.current_time()))
@@ -431,17 +538,22 @@ class ConnectionDriver:
     def dispatch(self, events: list[Event[PendingCall, Watcher]]) -> None:
         """Hand the core's events on: replies to their callers, notifications to watches, state changes
         to streams and listeners; a DropConnection drops the connection."""
-        if self._room_wanted and self.core.outstanding < self.max_in_flight:
-            self._room_wanted = False
-            self._room.set()
-            self._room = trio.Event()
+        if self._write_scope is not None:
+            self._write_scope.deadline = self.core.liveness_deadline
+        if self._room:
+            free = self.max_in_flight - self.core.outstanding
+            if free > 0:
+                self._room.unpark(count=free)
         for ev in events:
             if isinstance(ev, Reply | AuthResult):
                 if ev.error is None:
                     self._answered += 1
                 call = ev.token  # PendingCall.resolve, inlined (once per reply)
                 call.reply = ev
-                call.done.set()
+                task = call._task
+                if task is not None:
+                    call._task = None
+                    trio.lowlevel.reschedule(task)
             elif isinstance(ev, WatchNotification):
                 if ev.watchers:
                     watched = WatchedEvent(EventType(ev.type), ev.path, KeeperState(ev.state))
@@ -531,7 +643,7 @@ class ConnectionDriver:
         if call.reply is None and self._raw is not None and self._socket_reader is None and core.outstanding == 1:
             await self._read_replies(self._raw, (call,))
         else:
-            await call.done.wait()
+            await call.wait()
         reply = call.reply
         assert isinstance(reply, Reply)
         return reply
@@ -572,7 +684,7 @@ class ConnectionDriver:
         else:
             for call in calls:
                 if call.reply is None:
-                    await call.done.wait()
+                    await call.wait()
             await trio.lowlevel.checkpoint_if_cancelled()
         replies: list[Reply[PendingCall]] = []
         for call in calls:
@@ -585,8 +697,7 @@ class ConnectionDriver:
         flight: a larger burst then goes out whole)."""
         core = self.core
         while core.outstanding and core.outstanding + count > self.max_in_flight:
-            self._room_wanted = True
-            await self._room.wait()
+            await self._room.park()
 
     async def _read_replies(self, raw: socket.socket, calls: Sequence[PendingCall]) -> None:
         """Read the socket in the caller's own task until every one of ``calls`` has its reply.
@@ -605,23 +716,20 @@ class ConnectionDriver:
             for call in calls:
                 while call.reply is None:
                     if self._raw is not raw:
-                        await call.done.wait()  # the connection has ended
+                        await call.wait()  # the connection has ended
                         break
                     try:
                         await trio.lowlevel.wait_readable(raw)
                     except trio.ClosedResourceError:
                         continue  # closed by drop_connection: the call has failed by now
                     try:
-                        data = raw.recv(65536)
-                    except BlockingIOError:
-                        continue
+                        open_ = self._receive(raw)
                     except TRANSPORT_ERRORS as e:
                         self._transport_failed("reading from", e)
                         continue
-                    if not data:
+                    if not open_:
                         self._server_closed()
                         continue
-                    self.dispatch(core.receive_data(data, trio.current_time()))
                     if core.has_data_to_send:
                         await self.flush()
         finally:

@@ -3,13 +3,15 @@ the length prefix and of the request and reply headers, which everything else im
 
 :class:`FrameDecoder` accepts bytes in chunks of any size (one byte at a time works) and hands back
 complete payloads.  A length below zero or above the maximum is a
-:class:`~zkwire.errors.ProtocolError`; the same maximum is enforced on what we send
-(:func:`frame`, raising :class:`~zkwire.errors.DataTooLargeError`).
+:class:`~zkwire.errors.ProtocolError`, unless the decoder is told to skip oversize frames (the
+client's sessions do): then such a frame is reported as an :class:`OversizeFrame`.  The same maximum
+is enforced on what we send (:func:`frame`, raising :class:`~zkwire.errors.DataTooLargeError`).
 """
 
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 from ..constants import DEFAULT_MAX_FRAME
 from ..errors import DataTooLargeError, ProtocolError
@@ -17,6 +19,10 @@ from .jute import INT
 
 __all__ = [
     "FrameDecoder",
+    "OversizeFrame",
+    "OVERSIZE_HEAD",
+    "LARGE_FRAME",
+    "READ_SIZE",
     "frame",
     "DEFAULT_MAX_FRAME",
     "LENGTH",
@@ -37,22 +43,55 @@ REPLY_HEADER = struct.Struct(">iqi")
 _LEN = LENGTH
 
 
+class OversizeFrame(NamedTuple):
+    """A frame longer than the decoder's maximum: its payload length and its first :data:`OVERSIZE_HEAD`
+    bytes (a reply's header).  The rest of its payload is skipped, never held in memory."""
+
+    length: int
+    head: bytes
+
+
+#: How much of an oversize frame's payload :class:`FrameDecoder` keeps (a ReplyHeader).
+OVERSIZE_HEAD = REPLY_HEADER.size
+#: Frames at least this long are read into one buffer sized from their length prefix (see
+#: :meth:`FrameDecoder.receive_buffer`) instead of being reassembled from chunks.
+LARGE_FRAME = 32 * 1024
+#: The size of one read a driver does when no large frame is in progress.
+READ_SIZE = 65536
+
+
 class FrameDecoder:
     """Incremental frame splitter.
 
-    ``feed(data)`` returns the payloads completed by ``data``, oldest first.  A bad length fails the
-    stream for good, but the complete frames in front of it are still delivered: when ``data`` holds
-    some, ``feed`` returns them and sets :attr:`error`; otherwise it raises the
-    :class:`ProtocolError`.  Every later ``feed`` raises it.  A caller checks :attr:`error` after
-    handling what ``feed`` returned.
+    ``feed(data)`` returns the payloads completed by ``data``, oldest first.  A frame of at least
+    :data:`LARGE_FRAME` bytes is copied once into a buffer of its announced size; a driver can also read
+    the socket straight into that buffer (:meth:`receive_buffer`, then :meth:`received`).  Such a
+    payload comes as a read-only view of that buffer (not copied again); the others as bytes.
+
+    With ``skip_oversize``, a frame longer than ``max_frame`` is not read: ``feed`` hands back an
+    :class:`OversizeFrame` (its length and header) in its place as soon as the header has come, and
+    drops the rest of its bytes as they arrive; the frames after it are delivered as usual.
+
+    A negative length, one that reads as text, or (without ``skip_oversize``) one over ``max_frame``
+    fails the stream for good, but the complete frames
+    in front of it are still delivered: when ``data`` holds some, ``feed`` returns them and sets
+    :attr:`error`; otherwise it raises the :class:`ProtocolError`.  Every later ``feed`` raises it.  A
+    caller checks :attr:`error` after handling what ``feed`` returned.
     """
 
-    __slots__ = ("_buf", "_failed", "max_frame")
+    __slots__ = ("_buf", "_failed", "_filled", "_large", "_scratch", "_skip", "max_frame", "skip_oversize")
 
-    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, *, skip_oversize: bool = False) -> None:
         self._buf = bytearray()
         self.max_frame = max_frame
+        self.skip_oversize = skip_oversize
         self._failed: ProtocolError | None = None
+        #: The payload buffer of the large frame in progress (None between frames).
+        self._large: bytearray | None = None
+        self._filled = 0
+        #: Bytes of an oversize frame still to drop.
+        self._skip = 0
+        self._scratch: bytearray | None = None
 
     @property
     def error(self) -> ProtocolError | None:
@@ -62,41 +101,110 @@ class FrameDecoder:
     @property
     def buffered(self) -> int:
         """Bytes received but not yet part of a complete frame."""
-        return len(self._buf)
+        return len(self._buf) + (4 + self._filled if self._large is not None else 0)
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+    def receive_buffer(self) -> memoryview | None:
+        """Where the next bytes read should go while a large frame is in progress (the unfilled rest of
+        its buffer) or an oversize one is being skipped (a scratch buffer no larger than what is left of
+        it); None otherwise (read up to :data:`READ_SIZE` bytes and :meth:`feed` them).  Bytes read into
+        the view are handed over with :meth:`received`."""
+        large = self._large
+        if large is not None:
+            return memoryview(large)[self._filled :]
+        if self._skip:
+            scratch = self._scratch
+            if scratch is None:
+                scratch = self._scratch = bytearray(READ_SIZE)
+            return memoryview(scratch)[: min(self._skip, READ_SIZE)]
+        return None
+
+    def received(self, n: int) -> list[bytes | memoryview | OversizeFrame]:
+        """``n`` bytes were read into the view :meth:`receive_buffer` returned: the frames completed."""
+        large = self._large
+        if large is not None:
+            self._filled += n
+            if self._filled < len(large):
+                return []
+            self._large = None
+            self._filled = 0
+            return [memoryview(large).toreadonly()]
+        self._skip -= n
+        return []
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | memoryview | OversizeFrame]:
         if self._failed is not None:
             raise self._failed
+        frames: list[bytes | memoryview | OversizeFrame] = []
+        if self._large is not None or self._skip:
+            data = self._continue(data, frames)
+            if not data:
+                return frames
         buf = self._buf
         if buf:
             buf += data
             src: bytes | bytearray | memoryview = buf
         else:
             src = data
-        frames: list[bytes] = []
         pos = 0
         end = len(src)
+        max_frame = self.max_frame
         while end - pos >= 4:
             n = _LEN.unpack_from(src, pos)[0]
-            if n < 0 or n > self.max_frame:
+            stop = pos + 4 + n
+            if stop <= end and 0 <= n <= max_frame:
+                frames.append(bytes(src[pos + 4 : stop]))
+                pos = stop
+                continue
+            if n < 0 or (n > max_frame and (not self.skip_oversize or _looks_like_text(src, pos))):
                 self._failed = ProtocolError(
-                    f"frame length {n} outside 0..{self.max_frame}"
+                    f"frame length {n} outside 0..{max_frame}"
                     + (" (looks like text: not a ZooKeeper stream?)" if _looks_like_text(src, pos) else "")
                 )
                 if not frames:
                     raise self._failed
                 buf.clear()
                 return frames
-            stop = pos + 4 + n
-            if stop > end:
+            if n > max_frame:
+                if end - pos < 4 + OVERSIZE_HEAD:
+                    break  # wait for the header
+                head = pos + 4 + OVERSIZE_HEAD
+                frames.append(OversizeFrame(n, bytes(src[pos + 4 : head])))
+                skip = n - OVERSIZE_HEAD
+                if end - head >= skip:
+                    pos = head + skip
+                    continue
+                self._skip = skip - (end - head)
+                pos = end
                 break
-            frames.append(bytes(src[pos + 4 : stop]))
-            pos = stop
+            if n >= LARGE_FRAME:
+                # A large frame, incomplete: move what has come into a buffer of its full size.
+                large = self._large = bytearray(n)
+                have = end - pos - 4
+                with memoryview(src) as view:
+                    large[:have] = view[pos + 4 : end]
+                self._filled = have
+                pos = end
+            break
         if buf:
             del buf[:pos]
         elif pos < end:
             buf += src[pos:]
         return frames
+
+    def _continue(
+        self, data: bytes | bytearray | memoryview, frames: list[bytes | memoryview | OversizeFrame]
+    ) -> bytes | bytearray | memoryview:
+        """Feed ``data`` to the large or oversize frame in progress; return what is left of it."""
+        large = self._large
+        if large is not None:
+            filled = self._filled
+            take = min(len(large) - filled, len(data))
+            large[filled : filled + take] = data[:take] if take < len(data) else data
+            frames.extend(self.received(take))
+        else:
+            take = min(self._skip, len(data))
+            self._skip -= take
+        return memoryview(data)[take:] if take < len(data) else b""
 
 
 def _looks_like_text(src: bytes | bytearray | memoryview, pos: int) -> bool:

@@ -12,6 +12,7 @@ a reply in the low microseconds.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, Self
 
@@ -725,25 +726,39 @@ class GetACLResponse:
         return cls(None if acl is None else tuple(acl), Stat.read(r))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class GetChildrenResponse:
-    """getChildren (8): child names, in no defined order."""
+    """getChildren (8): child names, in no defined order.
 
-    children: tuple[str | None, ...] | None
+    A decoded reply keeps the list the decoder built (100,000 names are not copied into a tuple);
+    records built by hand may hold any sequence.  Records compare equal when their names do, whatever
+    the sequence type.
+    """
+
+    children: Sequence[str | None] | None
 
     def write(self, out: bytearray) -> None:
         write_string_vector(out, self.children)
 
     @classmethod
     def read(cls, r: Reader) -> GetChildrenResponse:
-        return cls(_opt_tuple(r.string_vector()))
+        return cls(r.string_vector())
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not GetChildrenResponse:
+            return NotImplemented
+        return _same_names(self.children, other.children)
+
+    def __hash__(self) -> int:
+        return hash(_names_key(self.children))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class GetChildren2Response:
-    """getChildren2 (12): child names and the parent's Stat."""
+    """getChildren2 (12): child names and the parent's Stat (names kept as :class:`GetChildrenResponse`
+    keeps them)."""
 
-    children: tuple[str | None, ...] | None
+    children: Sequence[str | None] | None
     stat: Stat
 
     def write(self, out: bytearray) -> None:
@@ -752,7 +767,25 @@ class GetChildren2Response:
 
     @classmethod
     def read(cls, r: Reader) -> GetChildren2Response:
-        return cls(_opt_tuple(r.string_vector()), Stat.read(r))
+        return cls(r.string_vector(), Stat.read(r))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not GetChildren2Response:
+            return NotImplemented
+        return self.stat == other.stat and _same_names(self.children, other.children)
+
+    def __hash__(self) -> int:
+        return hash((_names_key(self.children), self.stat))
+
+
+def _names_key(names: Sequence[str | None] | None) -> tuple[str | None, ...] | None:
+    return None if names is None else tuple(names)
+
+
+def _same_names(a: Sequence[str | None] | None, b: Sequence[str | None] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and tuple(a) == tuple(b)
 
 
 @dataclass(frozen=True, slots=True)

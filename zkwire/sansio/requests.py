@@ -508,16 +508,31 @@ def encodable(text: str) -> bool:
 
 
 def sorted_names(names: Sequence[str | None] | None) -> list[str]:
-    """Child names from a reply, sorted (a null entry, which no server sends, is dropped)."""
-    out = child_names(names)
-    out.sort()
-    return out
+    """Child names from a reply, sorted (a null entry, which no server sends, is dropped).
+
+    A list (what a decoded reply holds) is sorted in place and returned, not copied: the reply is read
+    once.  Sorting also finds a null entry (it cannot be compared), so no separate scan is needed.
+    """
+    if not names:
+        return []
+    out = names if type(names) is list else list(names)
+    try:
+        out.sort()
+    except TypeError:
+        out = [c for c in out if c is not None]
+        out.sort()
+    if len(out) == 1 and out[0] is None:
+        return []
+    return cast("list[str]", out)
 
 
 def child_names(names: Sequence[str | None] | None) -> list[str]:
-    """Child names from a reply, in the server's order (a null entry, which no server sends, is dropped)."""
+    """Child names from a reply, in the server's order (a null entry, which no server sends, is dropped).
+
+    A list (what a decoded reply holds) is returned as it is, not copied: the reply is read once.
+    """
     if not names:
         return []
     if None in names:
         return [c for c in names if c is not None]
-    return cast("list[str]", list(names))
+    return cast("list[str]", names if type(names) is list else list(names))

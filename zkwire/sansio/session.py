@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Generic, NamedTuple, TypeAlias, TypeVar
+from typing import Any, Generic, NamedTuple, TypeAlias, TypeVar, cast
 
 from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
 from ..errors import (
@@ -42,6 +42,7 @@ from ..errors import (
     InvalidArgumentError,
     NoNodeError,
     ProtocolError,
+    ReplyTooLargeError,
     ServerError,
     SessionExpiredError,
     UnknownServerError,
@@ -56,7 +57,7 @@ from ..protocol.codec import (
     op_name,
 )
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
-from ..protocol.framing import FrameDecoder
+from ..protocol.framing import FrameDecoder, OversizeFrame
 from ..protocol.jute import Reader
 from ..protocol.multi import MultiRequest, MultiResponse
 from ..protocol.records import (
@@ -65,6 +66,7 @@ from ..protocol.records import (
     ConnectResponse,
     Create2Response,
     CreateResponse,
+    GetDataResponse,
     Record,
     SetWatches,
     SetWatches2,
@@ -328,7 +330,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self.watches: WatchRegistry[WatcherT] = WatchRegistry()
 
         self._phase = _Phase.IDLE
-        self._decoder = FrameDecoder(max_frame)
+        self._decoder = FrameDecoder(max_frame, skip_oversize=True)
         self._out = bytearray()
         self._pending: deque[_Pending[TokenT, WatcherT]] = deque()
         self._auth_pending: list[_Credential[TokenT]] = []  # rare: a list is smaller than a deque
@@ -362,6 +364,25 @@ class SessionCore(Generic[TokenT, WatcherT]):
     @property
     def read_timeout(self) -> float:
         return (self.negotiated_timeout or self.requested_timeout) * 2 / 3
+
+    @property
+    def session_timeout(self) -> float:
+        """The negotiated session timeout (the requested one before any session): the longest a request
+        may stay unanswered on a connection whose server answers later ones (then the connection is
+        dropped as broken and the request fails with ConnectionLossError)."""
+        return self.negotiated_timeout or self.requested_timeout
+
+    @property
+    def liveness_deadline(self) -> float:
+        """When the connection counts as dead unless the server answers something sent before then: the
+        read timeout after the send time of the newest answered request or ping (the connect timeout
+        during the handshake; inf without a connection).  It moves only as answers arrive, so an I/O
+        layer blocked in a write while the server keeps answering (busy, not dead) waits on."""
+        if self._phase is _Phase.IDLE:
+            return float("inf")
+        if self._phase is _Phase.HANDSHAKE:
+            return self._connect_deadline
+        return self._last_confirmed + self.read_timeout
 
     @property
     def ping_interval(self) -> float:
@@ -400,6 +421,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
         elif self._phase in (_Phase.SYNCING, _Phase.OPEN):
             deadlines.append(self._last_confirmed + self.read_timeout)
             deadlines.append(self._last_send + self.ping_interval)
+            if self._pending:
+                deadlines.append(self._pending[0].sent + self.session_timeout)
         if self._last_heard is not None and self.negotiated_timeout is not None and not self.state.is_connected:
             deadlines.append(self._last_heard + self.negotiated_timeout)
         return min(deadlines)
@@ -427,6 +450,15 @@ class SessionCore(Generic[TokenT, WatcherT]):
                 events.append(
                     DropConnection(f"nothing sent in the last {now - self._last_confirmed:.2f}s was answered")
                 )
+            elif self._pending and now >= self._pending[0].sent + self.session_timeout:
+                # The server answers what was sent later (pings) but not this request: it has lost it.
+                # A server answers a session's requests in order, so no healthy one gets here.
+                oldest = self._pending[0]
+                events.append(
+                    DropConnection(
+                        f"{op_name(oldest.op)} request (xid {oldest.xid}) unanswered for {now - oldest.sent:.2f}s"
+                    )
+                )
             elif now >= self._last_send + self.ping_interval:
                 self._out += encode_request(PING_XID, OpCode.PING)
                 self._pings.append(now)
@@ -441,7 +473,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
             raise self.terminal_error()
         self.current_host = host
         self._phase = _Phase.HANDSHAKE
-        self._decoder = FrameDecoder(self.max_frame)
+        self._decoder = FrameDecoder(self.max_frame, skip_oversize=True)
         self._out.clear()
         self._connect_deadline = now + self.connect_timeout
         self._last_send = self._last_confirmed = now
@@ -615,7 +647,13 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     # ------------------------------------------------------------------ incoming bytes
 
-    def receive_data(self, data: bytes | bytearray, now: float) -> list[Event[TokenT, WatcherT]]:
+    def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> list[Event[TokenT, WatcherT]]:
+        """Bytes from the server: the events they complete.
+
+        A frame over ``max_frame`` is skipped as its bytes come (the connection is kept): the request it
+        answers fails with :class:`~zkwire.errors.ReplyTooLargeError`; a watch notification that long
+        is dropped with a warning (its watchers cannot be told apart without its path).
+        """
         events: list[Event[TokenT, WatcherT]] = []
         if self._phase is _Phase.IDLE:
             return events
@@ -624,9 +662,32 @@ class SessionCore(Generic[TokenT, WatcherT]):
         except ProtocolError as e:
             events.append(DropConnection(f"bad framing from server: {e}"))
             return events
+        return self._handle_frames(frames, now, events)
+
+    def receive_buffer(self) -> memoryview | None:
+        """Where the I/O layer may read the next bytes directly (``recv_into``), then report them with
+        :meth:`received_into`: the rest of a large reply's buffer, sized from its length prefix; None
+        when no large reply is in progress (read up to :data:`~zkwire.protocol.framing.READ_SIZE`
+        bytes and hand them to :meth:`receive_data`)."""
+        if self._phase is _Phase.IDLE:
+            return None
+        return self._decoder.receive_buffer()
+
+    def received_into(self, n: int, now: float) -> list[Event[TokenT, WatcherT]]:
+        """``n`` bytes were read into the view :meth:`receive_buffer` returned."""
+        events: list[Event[TokenT, WatcherT]] = []
+        if self._phase is _Phase.IDLE:
+            return events
+        return self._handle_frames(self._decoder.received(n), now, events)
+
+    def _handle_frames(
+        self, frames: list[bytes | memoryview | OversizeFrame], now: float, events: list[Event[TokenT, WatcherT]]
+    ) -> list[Event[TokenT, WatcherT]]:
         for payload in frames:
             try:
-                if self._phase is _Phase.HANDSHAKE:
+                if isinstance(payload, OversizeFrame):
+                    self._handle_oversize(payload, now, events)
+                elif self._phase is _Phase.HANDSHAKE:
                     self._handle_connect_response(payload, now, events)
                 else:
                     self._handle_frame(payload, now, events)
@@ -640,14 +701,56 @@ class SessionCore(Generic[TokenT, WatcherT]):
             events.append(DropConnection(f"bad framing from server: {self._decoder.error}"))
         return events
 
-    def _handle_connect_response(self, payload: bytes, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
+    def _handle_oversize(self, frame: OversizeFrame, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
+        """A frame over ``max_frame`` (its bytes are being skipped): the request it answers fails with
+        :class:`~zkwire.errors.ReplyTooLargeError`, the connection carries on.
+
+        A watch notification that large (possible only for a persistent recursive watch on a path nearly
+        ``max_frame`` long, or a ``max_frame`` below the server's) cannot be read: which watchers it
+        wakes depends on its path.  It is dropped with a warning, the connection kept (a reconnect would
+        not bring it back).  Anything else that large -- a connect response, a ping or auth reply, a
+        reply to no outstanding request -- is a broken stream.
+        """
+        if self._phase is _Phase.HANDSHAKE:
+            raise ProtocolError(f"connect response of {frame.length} bytes exceeds max_frame ({self.max_frame})")
+        xid, zxid, err = _REPLY_HEADER.unpack(frame.head)
+        if xid == WATCH_XID:
+            log.warning(
+                "session 0x%x: skipped a watch notification of %d bytes (over max_frame, %d bytes)",
+                self.session_id,
+                frame.length,
+                self.max_frame,
+            )
+            return
+        if not self._pending or self._pending[0].xid != xid:
+            raise ProtocolError(f"frame of {frame.length} bytes (xid {xid}) answers no outstanding request")
+        if err:
+            raise ProtocolError(f"error reply of {frame.length} bytes")
+        p = self._pending.popleft()
+        self._confirm(p.sent)
+        if zxid > self.last_zxid:
+            self.last_zxid = zxid
+        if p.token is None:
+            raise ProtocolError(f"{op_name(p.op)} reply of {frame.length} bytes")
+        log.warning(
+            "session 0x%x: %s reply of %d bytes skipped (over max_frame, %d bytes)",
+            self.session_id,
+            op_name(p.op),
+            frame.length,
+            self.max_frame,
+        )
+        events.append(Reply(p.token, zxid, None, ReplyTooLargeError(frame.length, self.max_frame, p.path)))
+
+    def _handle_connect_response(
+        self, payload: bytes | memoryview, now: float, events: list[Event[TokenT, WatcherT]]
+    ) -> None:
         if len(payload) == 16:
             # Observed on 3.8.0: a read-only server refuses to create a session (without local sessions
             # enabled) by answering the ConnectRequest with a bare ReplyHeader carrying the error.
             _, _, err = _REPLY_HEADER.unpack_from(payload, 0)
             events.append(DropConnection(f"server refused the session: {error_for_code(err)}"))
             return
-        resp = decode_connect_response(payload)
+        resp = decode_connect_response(bytes(payload))
         presented = self.session_id if self.seen_read_write else 0  # as in connection_made
         if resp.expired:
             if not presented:
@@ -750,7 +853,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
             self._phase = _Phase.OPEN
             self._set_state(events, SessionState.READ_ONLY if self._read_only_connection else SessionState.CONNECTED)
 
-    def _handle_frame(self, payload: bytes, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
+    def _handle_frame(self, payload: bytes | memoryview, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
         if len(payload) < 16:
             raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload, 0)
@@ -783,7 +886,11 @@ class SessionCore(Generic[TokenT, WatcherT]):
             if len(payload) != 16:
                 raise ProtocolError(f"error reply carries {len(payload) - 16} unexpected body bytes")
         else:
-            body = decode_response_body(p.op, payload)
+            # The decoders read any buffer; a large reply comes as a view (see FrameDecoder), which only
+            # getData's data would keep: it is made bytes here.
+            body = decode_response_body(p.op, cast("bytes", payload))
+            if type(body) is GetDataResponse and isinstance(body.data, memoryview):
+                body = GetDataResponse(bytes(body.data), body.stat)
             if p.op in _CHECKED_REPLIES:
                 _check_reply(p, body)
         self._pending.popleft()
@@ -844,7 +951,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
             self._set_state(events, SessionState.AUTH_FAILED, error)
         events.append(DropConnection("authentication failed"))
 
-    def _handle_notification(self, payload: bytes, events: list[Event[TokenT, WatcherT]]) -> None:
+    def _handle_notification(self, payload: bytes | memoryview, events: list[Event[TokenT, WatcherT]]) -> None:
         r = Reader(payload, 16)
         ev = WatcherEvent.read(r)
         r.expect_end("WatcherEvent")

@@ -1,0 +1,378 @@
+"""The client at scale: large replies, replies over ``max_frame``, long listings, a write blocked behind
+a busy server, and a request a server never answers.
+
+Real-server tests use the pytest plugin's server; the misbehaving servers are ``hostileserver.py``
+scripts built on ``fakeserver.py``.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import pytest
+import trio
+from fakeserver import STAT, FakeServer
+from hostileserver import HostileConnection, honest, open_hostile_server, reply_for
+
+import zkwire
+from zkwire import SessionState
+from zkwire.constants import DEFAULT_MAX_FRAME, WATCH_XID, EventType, KeeperState, OpCode
+from zkwire.errors import ConnectionLossError, ProtocolError, ReplyTooLargeError
+from zkwire.protocol.framing import LARGE_FRAME, FrameDecoder, OversizeFrame, frame
+from zkwire.protocol.records import GetChildrenResponse, GetDataRequest, GetDataResponse, ReplyHeader, WatcherEvent
+from zkwire.sansio.ops import Create, GetChildren
+from zkwire.sansio.requests import child_names, sorted_names
+from zkwire.sansio.session import HostPort
+
+# ------------------------------------------------------------------------------------------ framing
+
+
+def test_large_frame_is_read_into_one_buffer_sized_from_its_length() -> None:
+    payload = bytes(range(256)) * ((LARGE_FRAME * 3) // 256)
+    stream = frame(b"small") + frame(payload, len(payload)) + frame(b"after")
+    decoder = FrameDecoder(len(payload))
+    assert decoder.receive_buffer() is None  # between frames: read a chunk and feed it
+    assert decoder.feed(stream[:1000]) == [b"small"]
+    view = decoder.receive_buffer()
+    assert view is not None and len(view) == len(payload) - (1000 - 9 - 4)  # the rest of the frame, exactly
+    rest = stream[1000:]
+    view[:] = rest[: len(view)]
+    [whole] = decoder.received(len(view))
+    assert whole == payload
+    assert decoder.receive_buffer() is None
+    assert decoder.feed(rest[len(payload) - (1000 - 13) :]) == [b"after"]
+
+
+def test_large_frame_fed_in_chunks_equals_one_feed() -> None:
+    payload = b"x" * (LARGE_FRAME + 12345)
+    stream = frame(payload, len(payload)) * 2 + frame(b"tail")
+    for step in (1, 7, 4096, 65536):
+        decoder = FrameDecoder(len(payload))
+        got: list[object] = []
+        for at in range(0, len(stream), step):
+            got += decoder.feed(stream[at : at + step])
+        assert got == [payload, payload, b"tail"], step
+
+
+def test_oversize_frame_is_skipped_when_asked() -> None:
+    big = struct.pack(">iqi", 7, 99, 0) + b"z" * 5000
+    stream = frame(b"one") + struct.pack(">i", len(big)) + big + frame(b"two")
+    decoder = FrameDecoder(1024, skip_oversize=True)
+    got: list[object] = []
+    at = 0
+    while at < len(stream):  # as a driver does: recv_into while skipping, feed otherwise
+        view = decoder.receive_buffer()
+        if view is None:
+            got += decoder.feed(stream[at : at + 100])
+            at += 100
+        else:
+            n = min(len(view), len(stream) - at)
+            view[:n] = stream[at : at + n]
+            got += decoder.received(n)
+            at += n
+    assert got == [b"one", OversizeFrame(len(big), big[:16]), b"two"]
+    # Without skip_oversize (or for a negative length) the stream fails, as before.
+    with pytest.raises(ProtocolError):
+        FrameDecoder(1024).feed(struct.pack(">i", len(big)) + big)
+    with pytest.raises(ProtocolError):
+        FrameDecoder(1024, skip_oversize=True).feed(struct.pack(">i", -1))
+
+
+# ------------------------------------------------------------------------------------------ children
+
+
+def test_children_records_keep_the_decoded_list_and_compare_by_names() -> None:
+    assert GetChildrenResponse(["a", "b"]) == GetChildrenResponse(("a", "b"))
+    assert GetChildrenResponse(["a"]) != GetChildrenResponse(("a", "b"))
+    assert GetChildrenResponse(None) != GetChildrenResponse(())
+    assert hash(GetChildrenResponse(["a"])) == hash(GetChildrenResponse(("a",)))
+    names = ["b", "a", "c"]
+    assert sorted_names(names) is names and names == ["a", "b", "c"]  # sorted in place, not copied
+    assert child_names(names) is names
+    assert sorted_names(["b", None, "a"]) == ["a", "b"]
+    assert sorted_names([None]) == [] and sorted_names([None, None]) == []
+    assert child_names(("b", None, "a")) == ["b", "a"]
+
+
+async def test_get_children_sort_false_real_server(zk_connect_string: str) -> None:
+    async with zkwire.open_client(zk_connect_string) as zk:
+        await zk.create("/p")
+        names = [f"n{i:03d}" for i in range(300)]
+        results = await zk.pipeline([Create(f"/p/{n}") for n in names])
+        assert all(isinstance(r, tuple) for r in results)
+        assert await zk.get_children("/p") == names  # sorted by default
+        unsorted = await zk.get_children("/p", sort=False)
+        assert sorted(unsorted) == names
+        unsorted2, stat = await zk.get_children_with_stat("/p", sort=False)
+        assert sorted(unsorted2) == names and stat.num_children == 300
+        [listed] = await zk.pipeline([GetChildren("/p", sort=False)])
+        assert isinstance(listed, list) and sorted(listed) == names
+
+
+# ------------------------------------------------------------------------------------------ large replies
+
+
+async def test_large_get_data_real_server(zk_connect_string: str) -> None:
+    data = bytes(range(256)) * (1_000_000 // 256)
+    async with zkwire.open_client(zk_connect_string) as zk:
+        await zk.create("/big", data)
+        for _ in range(3):
+            got, stat = await zk.get_data("/big")
+            assert type(got) is bytes and got == data and stat.data_length == len(data)
+        # Pipelined, so several large replies follow each other on the socket.
+        results = await zk.pipeline([zkwire.GetData("/big") for _ in range(4)])
+        assert all(isinstance(r, tuple) and r[0] == data for r in results)
+
+
+async def test_listing_over_max_frame_fails_only_that_request_real_server(zk_connect_string: str) -> None:
+    """About 1.2 MB of names (1,900 children with 600-character names) is over the default max_frame."""
+    names = [f"{i:05d}-" + "n" * 594 for i in range(1900)]
+    states: list[SessionState] = []
+    async with zkwire.open_client(zk_connect_string) as zk:
+        zk.add_state_listener(states.append)
+        await zk.create("/wide")
+        for start in range(0, len(names), 500):
+            await zk.pipeline([Create(f"/wide/{n}") for n in names[start : start + 500]])
+        session = zk.session_id
+        with trio.fail_after(10):
+            with pytest.raises(ReplyTooLargeError) as caught:
+                await zk.get_children("/wide")
+        error = caught.value
+        assert error.max_frame == DEFAULT_MAX_FRAME and error.size > DEFAULT_MAX_FRAME
+        assert "max_frame" in str(error) and str(error.size) in str(error) and error.path == "/wide"
+        # The connection carried on: no state change, and the next request is answered on it.
+        assert await zk.exists("/wide") is not None
+        assert states == [] and zk.state is SessionState.CONNECTED and zk.session_id == session
+        # Twice in a row, and between other replies in a pipeline.
+        results = await zk.pipeline([GetChildren("/wide"), zkwire.GetData("/wide"), GetChildren("/wide")])
+        assert isinstance(results[0], ReplyTooLargeError) and isinstance(results[2], ReplyTooLargeError)
+        assert isinstance(results[1], tuple)
+        assert states == []
+    async with zkwire.open_client(zk_connect_string, max_frame=4 << 20) as big:
+        assert await big.get_children("/wide") == names
+
+
+# ------------------------------------------------------------------------------------------ hostile servers
+
+
+async def test_oversize_reply_and_notification_keep_the_connection() -> None:
+    big_data = b"x" * (DEFAULT_MAX_FRAME + 1000)
+
+    async def oversize(conn: HostileConnection) -> None:
+        if await conn.accept() is None:
+            return
+        while (req := await conn.request()) is not None:
+            record = req.record
+            if isinstance(record, GetDataRequest) and record.path == "/big":
+                # First a notification too large to read (its path is over max_frame), then the reply.
+                out = bytearray()
+                ReplyHeader(WATCH_XID, -1, 0).write(out)
+                WatcherEvent(EventType.NODE_DATA_CHANGED, KeeperState.SYNC_CONNECTED, "/" + "w" * len(big_data)).write(
+                    out
+                )
+                await conn.send(struct.pack(">i", len(out)) + bytes(out))
+                body = bytearray()
+                ReplyHeader(req.xid, 5, 0).write(body)
+                GetDataResponse(big_data, STAT).write(body)
+                await conn.send(struct.pack(">i", len(body)) + bytes(body))
+                continue
+            reply = reply_for(req)
+            if reply is not None:
+                await conn.send(reply)
+
+    async with open_hostile_server(oversize) as server:
+        async with zkwire.open_client(server.hosts) as zk:
+            with trio.fail_after(10):
+                with pytest.raises(ReplyTooLargeError, match="max_frame"):
+                    await zk.get_data("/big")
+                data, _ = await zk.get_data("/small")
+                assert data == b"honest"
+            assert zk.state is SessionState.CONNECTED
+        assert server.connections == 1
+
+
+async def test_request_unanswered_while_pings_flow_fails_with_connection_loss() -> None:
+    async def loses_a_request(conn: HostileConnection) -> None:
+        if await conn.accept() is None:
+            return
+        while (req := await conn.request()) is not None:  # pings are answered
+            if isinstance(req.record, GetDataRequest) and req.record.path == "/lost":
+                continue  # never answered
+            reply = reply_for(req)
+            if reply is not None:
+                await conn.send(reply)
+
+    async with open_hostile_server(loses_a_request, honest) as server:
+        async with zkwire.open_client(server.hosts, session_timeout=1.0) as zk:
+            start = trio.current_time()
+            with trio.fail_after(6):
+                with pytest.raises(ConnectionLossError):
+                    await zk.get_data("/lost")
+            waited = trio.current_time() - start
+            assert 0.9 <= waited < 4, waited
+            # Pings were answered meanwhile (the ordinary read timeout did not end it).
+            assert len(server.conns[0].fake.requests(OpCode.PING)) >= 2
+            with trio.fail_after(6):
+                await zk.wait_connected()
+                data, _ = await zk.get_data("/fine")
+            assert data == b"honest"
+        assert server.connections == 2
+
+
+async def _small_send_buffer(host: HostPort) -> trio.abc.Stream:
+    stream = await trio.open_tcp_stream(host.host, host.port)
+    stream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    stream.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
+    return stream
+
+
+async def test_write_blocked_while_the_server_answers_is_not_stalled() -> None:
+    """A server that reads slowly (as a busy one does) but answers everything it reads: the client's
+    writes stay blocked for longer than the read timeout, and the connection is kept."""
+
+    async def slow_reader(conn: HostileConnection) -> None:
+        if await conn.accept() is None:
+            return
+        conn.stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 256 * 1024)
+        fake: FakeServer = conn.fake
+        while True:
+            await trio.sleep(0.03)
+            try:
+                data = await conn.stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not data:
+                return
+            out = bytearray()
+            for req in fake.receive(data):
+                if getattr(req, "is_ping", False):
+                    out += fake.pong()
+                    continue
+                reply = reply_for(req)  # type: ignore[arg-type]
+                if reply is not None:
+                    out += reply
+            if out:
+                await conn.send(bytes(out))
+
+    states: list[SessionState] = []
+    value = b"v" * 10_000
+    async with open_hostile_server(slow_reader) as server:
+        async with zkwire.open_client(server.hosts, session_timeout=1.5, connect=_small_send_buffer) as zk:
+            zk.add_state_listener(states.append)
+            zk.max_in_flight = 100
+            done: list[object] = []
+
+            async def put() -> None:
+                done.append(await zk.set_data("/n", value))
+
+            start = trio.current_time()
+            with trio.fail_after(30):
+                async with trio.open_nursery() as nursery:
+                    for _ in range(600):
+                        nursery.start_soon(put)
+            took = trio.current_time() - start
+            assert len(done) == 600
+            assert took > 1.5, f"the writes were not blocked long enough to test anything ({took:.2f}s)"
+            assert states == []
+        assert server.connections == 1
+
+
+class _CountSchedules(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def task_scheduled(self, task: trio.lowlevel.Task) -> None:
+        self.count += 1
+
+
+async def test_waiters_for_room_are_woken_only_as_room_frees() -> None:
+    """2,000 callers queued behind max_in_flight: each reply wakes about one of them, not all."""
+    async with open_hostile_server(honest) as server:
+        async with zkwire.open_client(server.hosts) as zk:
+            zk.max_in_flight = 10
+            counter = _CountSchedules()
+            done: list[bytes] = []
+
+            async def get() -> None:
+                data, _ = await zk.get_data("/n")
+                done.append(data)
+
+            trio.lowlevel.add_instrument(counter)
+            try:
+                with trio.fail_after(60):
+                    async with trio.open_nursery() as nursery:
+                        for _ in range(2000):
+                            nursery.start_soon(get)
+            finally:
+                trio.lowlevel.remove_instrument(counter)
+            assert len(done) == 2000
+            # Waking every waiter on every reply would be about a million task switches.
+            assert counter.count < 20 * 2000, counter.count
+
+
+async def test_requests_allocate_no_event_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A caller waiting for its reply is parked directly on the scheduler: no trio.Event per request."""
+    real_event = trio.Event
+    made: list[trio.Event] = []
+
+    def counting_event() -> trio.Event:
+        event = real_event()
+        made.append(event)
+        return event
+
+    async with open_hostile_server(honest) as server:
+        async with zkwire.open_client(server.hosts) as zk:
+            monkeypatch.setattr(trio, "Event", counting_event)
+            with trio.fail_after(30):
+                async with trio.open_nursery() as nursery:
+                    for _ in range(500):
+                        nursery.start_soon(zk.get_data, "/n")
+                for _ in range(100):  # sequential: the caller reads its own reply
+                    await zk.get_data("/n")
+            monkeypatch.setattr(trio, "Event", real_event)
+            assert len(made) < 50, len(made)
+
+
+class _OpaqueStream(trio.abc.Stream):
+    """A TCP stream the driver cannot see the socket of (as under TLS): it reads with receive_some."""
+
+    def __init__(self, inner: trio.SocketStream) -> None:
+        self.inner = inner
+        self.largest_read = 0
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        data = await self.inner.receive_some(max_bytes)
+        self.largest_read = max(self.largest_read, len(data))
+        return data
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def test_large_and_oversize_replies_on_a_stream_connection(zk_connect_string: str) -> None:
+    streams: list[_OpaqueStream] = []
+
+    async def connect(host: HostPort) -> trio.abc.Stream:
+        stream = _OpaqueStream(await trio.open_tcp_stream(host.host, host.port))
+        streams.append(stream)
+        return stream
+
+    data = bytes(range(256)) * (900_000 // 256)
+    async with zkwire.open_client(zk_connect_string, connect=connect) as zk:
+        await zk.create("/big", data)
+        for _ in range(3):
+            got, _ = await zk.get_data("/big")
+            assert got == data
+    async with zkwire.open_client(zk_connect_string, connect=connect, max_frame=100_000) as small:
+        with pytest.raises(ReplyTooLargeError):
+            await small.get_data("/big")
+        assert await small.exists("/big") is not None
+        assert small.state is SessionState.CONNECTED
+    assert len(streams) == 2
