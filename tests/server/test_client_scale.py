@@ -12,8 +12,8 @@ import struct
 
 import pytest
 import trio
-from fakeserver import STAT, FakeServer
-from hostileserver import HostileConnection, honest, open_hostile_server, reply_for
+from helpers.fakeserver import STAT, FakeServer
+from helpers.hostileserver import HostileConnection, honest, open_hostile_server, reply_for
 
 import zkwire
 from zkwire import SessionState
