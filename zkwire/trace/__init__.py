@@ -4,6 +4,8 @@
   reference);
 * :mod:`~zkwire.trace.decoder` -- a conversation decoder: client and server byte streams -> decoded frames;
 * :mod:`~zkwire.trace.capture` -- pcap/pcapng files and TCP reassembly;
+* :mod:`~zkwire.trace.resync` -- frame boundaries in a stream whose beginning was not seen;
+* :mod:`~zkwire.trace.conversations` -- captured TCP segments to decoded frames, per connection;
 * :mod:`~zkwire.trace.sniff` -- live capture from an interface;
-* :mod:`~zkwire.trace.tracer` -- ``zkwire trace`` (a proxy) and ``zkwire decode``.
+* :mod:`~zkwire.trace.tracer` -- ``zkwire trace`` (a proxy) and ``zkwire decode`` (captures and raw streams).
 """

@@ -7,7 +7,9 @@ BSD loopback; IPv4 and IPv6).  :class:`TcpReassembler` turns segments into each 
 streams, in capture order: retransmitted and overlapping bytes are delivered once, segments that come
 early are held until the gap before them fills, and a gap that never fills (a lost packet, a capture
 that starts mid-connection, a snap length shorter than the packet) is reported as such, with its size,
-so that a decoder can resynchronise on the next frame boundary.
+so that a decoder can resynchronise on the next frame boundary.  A gap is known not to fill when the
+peer acknowledges the bytes after it (the capture, not the network, lost them), when too much is held
+behind it, or at the end of the capture.
 
 Why our own reader: the maintained pure-Python choices (scapy, dpkt, pyshark) either pull in a large
 dependency, need tshark, or do no TCP reassembly; the formats are small and fully specified, and a
@@ -400,6 +402,8 @@ class TcpReassembler:
                 if not side.ended:
                     out.append(StreamEnd(seg.ts, conn, name, True))
             return out
+        if seg.flags & ACK:
+            self._acked(conn, "server" if direction == "client" else "client", seg.ack, out)
         if d.ended:
             return out
         seq = seg.seq
@@ -490,6 +494,24 @@ class TcpReassembler:
             self.duplicate_bytes += min(behind, len(data))
             if behind < len(data):
                 self._deliver(d, conn, direction, ts, data[behind:], out)
+
+    def _acked(
+        self, conn: tuple[Endpoint, Endpoint], direction: str, ack: int, out: list[StreamData | StreamEnd]
+    ) -> None:
+        """The peer of ``direction`` acknowledged up to ``ack``: bytes before held segments that it has
+        received were lost by the capture, not in the network, and will not come; say so now rather than
+        hold everything after them to the end of the capture."""
+        d = self._conns[conn][direction]
+        if not d.held or d.next_seq is None:
+            return
+        nxt = d.next_seq
+        furthest = max(_delta(s, nxt) + len(data) for s, (_, data) in d.held.items())
+        if 0 < _delta(ack, nxt) <= furthest:
+            while d.held and d.next_seq is not None and _delta(ack, d.next_seq) > 0:
+                before = d.next_seq
+                self._give_up_gap(d, conn, direction, out)
+                if d.next_seq == before:
+                    break
 
     def _give_up_gap(
         self, d: _Direction, conn: tuple[Endpoint, Endpoint], direction: str, out: list[StreamData | StreamEnd]

@@ -12,8 +12,9 @@ prefixes alone.  A stalled output stalls only the worker; a closed one stops the
 frame is shown as such and still forwarded; secrets are masked by position (see
 :func:`zkwire.trace.decoder.secret_spans`), control characters escaped, lines capped (``--max-line``).
 
-``zkwire decode FILE`` decodes a raw captured byte stream (one direction, or both with
-``--server-file``) the same way; pcap and pcapng files are refused.
+``zkwire decode FILE`` decodes a pcap or pcapng capture (every ZooKeeper connection in it, both
+directions merged in capture order, with capture times: see :mod:`zkwire.trace.conversations`), or a raw
+captured byte stream (one direction, or both with ``--server-file``) the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TextIO
 
@@ -36,6 +38,8 @@ import trio
 from ..errors import InvalidArgumentError
 from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
 from ..terminal import escape_controls
+from .capture import CaptureError, is_capture, read_packets
+from .conversations import CaptureDecoder, CaptureEvent
 from .decoder import (
     CLIENT,
     SERVER,
@@ -433,22 +437,41 @@ def packet_capture_kind(head: bytes) -> str | None:
 
 def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
     try:
+        with open(args.file, "rb") as f:
+            head = f.read(4)
+    except OSError as e:
+        print(escape_controls(f"zkwire decode: {e}"), file=sys.stderr)
+        return 1
+    if is_capture(head):
+        if args.server_file:
+            print(
+                escape_controls(
+                    f"zkwire decode: {args.file} is {packet_capture_kind(head)}, which holds both sides: "
+                    "--server-file is only for raw byte streams"
+                ),
+                file=sys.stderr,
+            )
+            return 2
+        return _decode_capture(args.file, args.port or (), options)
+    if args.port:
+        print("zkwire decode: --port is only for pcap and pcapng captures", file=sys.stderr)
+        return 2
+    try:
         data = Path(args.file).read_bytes()
         server_data = Path(args.server_file).read_bytes() if args.server_file else None
     except OSError as e:
         print(escape_controls(f"zkwire decode: {e}"), file=sys.stderr)
         return 1
-    for name, content in ((args.file, data), (args.server_file, server_data)):
-        kind = packet_capture_kind(content[:4]) if content is not None else None
-        if kind is not None:
-            print(
-                escape_controls(
-                    f"zkwire decode: {name} is {kind}, which is not supported yet: give the bytes of one TCP "
-                    "stream (e.g. Wireshark's Follow TCP Stream, saved as Raw, one file per direction)"
-                ),
-                file=sys.stderr,
-            )
-            return 2
+    kind = packet_capture_kind(server_data[:4]) if server_data is not None else None
+    if kind is not None:
+        print(
+            escape_controls(
+                f"zkwire decode: {args.server_file} is {kind}: decode it on its own (it holds both sides), "
+                "or give the raw bytes of the server's side of the stream"
+            ),
+            file=sys.stderr,
+        )
+        return 2
     # Fed in chunks and printed as it goes: a long capture piped into `head` stops early.
     decoder = ConversationDecoder()
     side = args.side if args.side != "auto" else detect_side(data)
@@ -463,6 +486,45 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
         malformed |= frame.kind == "malformed"
         options.emit(None, frame, time.time())
     return 1 if malformed else 0
+
+
+def show_event(options: TraceOptions, event: CaptureEvent) -> None:
+    """Print one event of a capture (a frame, or a note about its connection) at its capture time."""
+    if event.frame is not None:
+        options.emit(event.conn, event.frame, event.ts)
+    elif event.note is not None:
+        options.note(event.conn, event.note, event.ts)
+
+
+def _decode_capture(path: str, ports: Iterable[int], options: TraceOptions) -> int:
+    """``zkwire decode`` of a pcap or pcapng file: every ZooKeeper connection in it, in capture order."""
+    decoder = CaptureDecoder(ports)
+    malformed = False
+    try:
+        for event in decoder.add_all(read_packets(path)):
+            malformed |= event.frame is not None and event.frame.kind == "malformed"
+            show_event(options, event)
+    except CaptureError as e:
+        for event in decoder.finish():
+            show_event(options, event)
+        print(escape_controls(f"zkwire decode: {path}: {e}"), file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(escape_controls(f"zkwire decode: {e}"), file=sys.stderr)
+        return 1
+    if decoder.ignored:
+        options.note(0, f"{decoder.ignored} TCP connections were not ZooKeeper's (give the server port with --port)")
+    return 1 if malformed else 0
+
+
+def _ports(text: str) -> list[int]:
+    try:
+        ports = [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not ports or not all(0 < p < 65536 for p in ports):
+        raise argparse.ArgumentTypeError(f"ports are 1..65535: {text!r}")
+    return ports
 
 
 def main(argv: list[str]) -> int:
@@ -496,8 +558,17 @@ def _main(argv: list[str]) -> int:
     trace = sub.add_parser("trace", help="a transparent proxy that prints every frame, both ways")
     trace.add_argument("--listen", required=True, metavar="HOST:PORT", help="where clients connect")
     trace.add_argument("--server", required=True, metavar="HOST:PORT", help="the ZooKeeper server")
-    decode = sub.add_parser("decode", help="decode a raw captured byte stream")
-    decode.add_argument("file", help="the captured bytes (client side, server side, or auto-detected)")
+    decode = sub.add_parser("decode", help="decode a pcap/pcapng capture or a raw captured byte stream")
+    decode.add_argument(
+        "file", help="a pcap or pcapng capture, or the raw bytes of one stream (client side, server side, or detected)"
+    )
+    decode.add_argument(
+        "--port",
+        type=_ports,
+        action="extend",
+        metavar="PORT[,PORT]",
+        help="the server's ports in a capture (default: 2181, 2281 and servers that answered a ConnectRequest)",
+    )
     decode.add_argument("--side", choices=["auto", "client", "server"], default="auto")
     decode.add_argument("--server-file", help="the server's side of the same connection, to pair replies")
     for p in (trace, decode):
