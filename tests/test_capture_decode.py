@@ -250,7 +250,7 @@ def test_zkwire_decode_of_a_capture_prints_every_frame_with_its_capture_time(
     _write_pcap(path, segments(conv, t0=t0), ng)
     proc = _run(capsys, "decode", str(path))
     assert proc.returncode == 0, proc.stderr
-    lines = proc.stdout.splitlines()
+    lines = [line for line in proc.stdout.splitlines() if not line.startswith("== ")]  # the summary aside
     stamp = time.strftime("%H:%M:%S", time.localtime(t0))
     assert all(line.startswith(stamp) for line in lines), lines
     framed = [line for line in lines if " -- " not in line]
@@ -262,6 +262,7 @@ def test_zkwire_decode_of_a_capture_prints_every_frame_with_its_capture_time(
 
     proc = _run(capsys, "decode", "--json", str(path))
     objs = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert objs.pop()["kind"] == "summary"
     assert all(abs(o["wall_time"] - t0) < 1 for o in objs)
     assert sum(1 for o in objs if o["kind"] != "connection") == len(conv)
 

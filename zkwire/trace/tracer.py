@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 import queue
 import signal
@@ -29,9 +30,10 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 import trio
 
@@ -39,7 +41,7 @@ from ..errors import InvalidArgumentError
 from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
 from ..terminal import escape_controls
 from .capture import CaptureError, is_capture, read_packets
-from .conversations import CaptureDecoder, CaptureEvent
+from .conversations import CaptureDecoder, CaptureEvent, format_endpoint
 from .decoder import (
     CLIENT,
     SERVER,
@@ -50,6 +52,9 @@ from .decoder import (
     format_frame,
     frame_to_json,
 )
+from .filters import ConnectionInfo, FrameFilter, format_session, parse_op, parse_session_id
+from .sniff import open_sniffer
+from .stats import TraceStats
 
 __all__ = ["TraceOptions", "serve_trace", "main", "packet_capture_kind", "DEFAULT_MAX_LINE", "DEFAULT_MAX_QUEUED"]
 
@@ -85,6 +90,10 @@ class TraceOptions:
         max_line: int = DEFAULT_MAX_LINE,
         max_queued_bytes: int = DEFAULT_MAX_QUEUED,
         drain_seconds: float = 2.0,
+        frame_filter: FrameFilter | None = None,
+        stats: TraceStats | None = None,
+        show_frames: bool = True,
+        session_view: int | None = None,
     ) -> None:
         self.verbose = verbose
         self.json_lines = json_lines
@@ -94,9 +103,39 @@ class TraceOptions:
         self.max_line = max_line
         self.max_queued_bytes = max_queued_bytes
         self.drain_seconds = drain_seconds
+        self.frame_filter = frame_filter
+        self.stats = stats
+        self.show_frames = show_frames
+        self.session_view = session_view
+        self._connections: dict[int, ConnectionInfo] = {}
+
+    def connection(self, conn: int | None) -> ConnectionInfo:
+        """What is known of connection ``conn`` (its client's address, its session)."""
+        key = conn if conn is not None else 0
+        info = self._connections.get(key)
+        if info is None:
+            info = self._connections[key] = ConnectionInfo()
+        return info
+
+    def open_connection(self, conn: int, client: str) -> None:
+        self.connection(conn).client = client
+
+    def close_connection(self, conn: int) -> None:
+        self._connections.pop(conn, None)
 
     def emit(self, conn: int | None, frame: DecodedFrame, wall: float) -> None:
+        """Show one frame (if it passes the filters) and count it in the statistics."""
+        info = self.connection(conn)
+        session = info.learn(frame)
+        if session is not None and session == self.session_view and conn is not None:
+            self._session_note(conn, session, info, wall)
         if self.hide_pings and frame.kind == "ping":
+            return
+        if self.frame_filter is not None and not self.frame_filter.passes(frame, info):
+            return
+        if self.stats is not None:
+            self.stats.add(conn, frame)
+        if not self.show_frames:
             return
         max_line = self.max_line or None
         if self.json_lines:
@@ -122,7 +161,30 @@ class TraceOptions:
                 return text
             budget //= 2  # JSON escapes made it longer than planned: shorten the values further
 
+    def _session_note(self, conn: int, session: int, info: ConnectionInfo, wall: float) -> None:
+        if self.show_frames:
+            self._write_note(conn, f"session {format_session(session)} on this connection (client {info.client})", wall)
+
     def note(self, conn: int, text: str, wall: float | None = None) -> None:
+        """A line about connection ``conn`` (0: about the whole trace), shown unless frames are filtered."""
+        if not self.show_frames:
+            return
+        if conn and self.frame_filter is not None and not self.frame_filter.shows_notes(self.connection(conn)):
+            return
+        self._write_note(conn, text, wall)
+
+    def summary(self, *, always: bool = False) -> None:
+        """Print the statistics gathered so far (text lines, or one JSON object with ``--json``): at the
+        end when a frame was counted or only statistics are shown; ``always`` (on request) even if not."""
+        if self.stats is None or not (always or self.stats.frames or not self.show_frames):
+            return
+        if self.json_lines:
+            self.out.write(json.dumps(self.stats.to_json()) + "\n")
+        else:
+            self.out.write("".join(f"== {line}\n" for line in self.stats.lines()))
+        self.out.flush()
+
+    def _write_note(self, conn: int, text: str, wall: float | None = None) -> None:
         wall = time.time() if wall is None else wall
         if self.json_lines:
             obj = {"conn": conn, "kind": "connection", "note": text, "wall_time": wall}
@@ -341,6 +403,7 @@ class _Decoding:
                 options.emit(conn.id, frame, wall)
         if kind == "finish":
             options.note(conn.id, "closed", wall)
+            options.close_connection(conn.id)
 
     def _fail(self, error: BaseException) -> None:
         if self.failure is None:
@@ -352,14 +415,34 @@ class _Decoding:
                 pass
 
 
+def _save_files(save: Path, conn_id: int, decoding: _Decoding) -> dict[str, BinaryIO]:
+    """The files that keep connection ``conn_id``'s raw bytes (none if they cannot be made: said)."""
+    files: dict[str, BinaryIO] = {}
+    try:
+        save.mkdir(parents=True, exist_ok=True)
+        for direction in (CLIENT, SERVER):
+            files[direction] = open(save / f"conn-{conn_id}-{direction}.bin", "wb")  # noqa: SIM115
+    except OSError as e:
+        for f in files.values():
+            f.close()
+        decoding.note(conn_id, f"cannot save the raw bytes: {e}")
+        return {}
+    return files
+
+
 async def serve_trace(
     listen: tuple[str, int],
     server: tuple[str, int],
     options: TraceOptions,
     *,
+    save: Path | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the tracing proxy until cancelled; ``task_status.started`` receives the listening port.
+
+    With ``save``, each connection's bytes are also written, as forwarded, to ``conn-N-client.bin`` and
+    ``conn-N-server.bin`` in that directory (``zkwire decode conn-N-client.bin --server-file
+    conn-N-server.bin`` decodes them later).
 
     Each connection's bytes are forwarded as they arrive; decoding and printing happen in a worker thread
     (see :class:`_Decoding`) and never hold up the traffic.  If writing the output fails (a closed pipe),
@@ -383,7 +466,10 @@ async def serve_trace(
             await trio.aclose_forcefully(client)
             return
         conn = _Connection(conn_id)
-        decoding.note(conn_id, f"open: client {peer} -> server {server[0]}:{server[1]}")
+        client_name = format_endpoint((str(peer[0]), int(peer[1]))) if isinstance(peer, tuple) else str(peer)
+        options.open_connection(conn_id, client_name)
+        decoding.note(conn_id, f"open: client {client_name} -> server {server[0]}:{server[1]}")
+        files = _save_files(save, conn_id, decoding) if save is not None else {}
         start = trio.current_time()
 
         async def pump(src: trio.SocketStream, dst: trio.SocketStream, direction: str) -> None:
@@ -394,6 +480,8 @@ async def serve_trace(
                         break
                     await dst.send_all(data)  # forwarded first; decoding gets a copy afterwards
                     decoding.data(conn, direction, data, trio.current_time() - start)
+                    if files:
+                        files[direction].write(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 pass
             finally:
@@ -404,6 +492,8 @@ async def serve_trace(
                 pumps.start_soon(pump, client, upstream, CLIENT)
                 pumps.start_soon(pump, upstream, client, SERVER)
         finally:
+            for f in files.values():
+                f.close()
             decoding.finish(conn, trio.current_time() - start)
 
     async def stop_when_output_fails() -> None:
@@ -485,21 +575,27 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
     for frame in decoder.finish() if server_data is not None else decoder.eof(side):
         malformed |= frame.kind == "malformed"
         options.emit(None, frame, time.time())
+    options.summary()
     return 1 if malformed else 0
 
 
 def show_event(options: TraceOptions, event: CaptureEvent) -> None:
     """Print one event of a capture (a frame, or a note about its connection) at its capture time."""
+    if event.kind == "open":
+        options.open_connection(event.conn, format_endpoint(event.client))
     if event.frame is not None:
         options.emit(event.conn, event.frame, event.ts)
     elif event.note is not None:
         options.note(event.conn, event.note, event.ts)
+    if event.kind == "close":
+        options.close_connection(event.conn)
 
 
 def _decode_capture(path: str, ports: Iterable[int], options: TraceOptions) -> int:
     """``zkwire decode`` of a pcap or pcapng file: every ZooKeeper connection in it, in capture order."""
     decoder = CaptureDecoder(ports)
     malformed = False
+    restore = _summary_on_sigusr1(options)
     try:
         for event in decoder.add_all(read_packets(path)):
             malformed |= event.frame is not None and event.frame.kind == "malformed"
@@ -512,9 +608,24 @@ def _decode_capture(path: str, ports: Iterable[int], options: TraceOptions) -> i
     except OSError as e:
         print(escape_controls(f"zkwire decode: {e}"), file=sys.stderr)
         return 1
+    finally:
+        restore()
     if decoder.ignored:
         options.note(0, f"{decoder.ignored} TCP connections were not ZooKeeper's (give the server port with --port)")
+    options.summary()
     return 1 if malformed else 0
+
+
+def _summary_on_sigusr1(options: TraceOptions) -> Callable[[], object]:
+    """Print the summary so far when SIGUSR1 comes (a long decode); returns what puts the old handler back."""
+
+    def show(signum: int, frame: object) -> None:
+        options.summary(always=True)
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGUSR1, show)
+    return lambda: signal.signal(signal.SIGUSR1, previous)
 
 
 def _ports(text: str) -> list[int]:
@@ -536,20 +647,125 @@ def main(argv: list[str]) -> int:
     return run_cli(lambda: _main(argv))
 
 
-async def _trace_until_interrupted(listen: tuple[str, int], server: tuple[str, int], options: TraceOptions) -> int:
+async def _trace_until_interrupted(
+    listen: tuple[str, int], server: tuple[str, int], options: TraceOptions, save: Path | None = None
+) -> int:
     code = EXIT_INTERRUPTED
-    with trio.open_signal_receiver(signal.SIGINT) as signals:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGUSR1) as signals:
         async with trio.open_nursery() as nursery:
             try:
-                await nursery.start(serve_trace, listen, server, options)
+                await nursery.start(partial(serve_trace, save=save), listen, server, options)
             except OSError as e:
                 print(escape_controls(f"zkwire trace: cannot listen on {listen[0]}:{listen[1]}: {e}"), file=sys.stderr)
                 code = 1
             else:
-                async for _ in signals:
-                    break
+                async for signum in signals:
+                    if signum != signal.SIGUSR1:
+                        break
+                    options.summary(always=True)
             nursery.cancel_scope.cancel()
+    if code != 1:
+        options.summary()
     return code
+
+
+async def _sniff(iface: str, ports: list[int], options: TraceOptions, duration: float | None) -> int:
+    """``zkwire sniff``: decode live traffic on ``iface`` until Ctrl-C (or ``duration`` seconds)."""
+    try:
+        sniffer = open_sniffer(iface, ports)
+    except CaptureError as e:
+        print(escape_controls(f"zkwire sniff: {e}"), file=sys.stderr)
+        return 1
+    decoder = CaptureDecoder(ports)
+    code = EXIT_INTERRUPTED
+    which = f"TCP port {','.join(map(str, ports))}" if ports else "ZooKeeper traffic (ports detected)"
+    options.note(0, f"sniffing {which} on {iface}; Ctrl-C stops")
+
+    async def decode_packets() -> None:
+        async for segment in sniffer:
+            for event in decoder.add(segment):
+                show_event(options, event)
+
+    with sniffer, trio.open_signal_receiver(signal.SIGINT, signal.SIGUSR1) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(decode_packets)
+            with trio.move_on_after(duration if duration is not None else math.inf) as timer:
+                async for signum in signals:
+                    if signum != signal.SIGUSR1:
+                        break
+                    options.summary(always=True)
+            if timer.cancelled_caught:
+                code = 0
+            nursery.cancel_scope.cancel()
+    for event in decoder.finish():
+        if event.kind != "close":  # connections still open when sniffing stops are not closed
+            show_event(options, event)
+    options.summary()
+    return code
+
+
+def _add_view_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--verbose", "-v", action="store_true", help="the full decoded record and a hex dump")
+    p.add_argument("--json", action="store_true", help="one JSON object per frame")
+    p.add_argument("--hide-pings", action="store_true", help="do not show pings and their replies")
+    p.add_argument(
+        "--reveal-secrets", action="store_true", help="show session passwords and auth data (hidden by default)"
+    )
+    p.add_argument(
+        "--max-line",
+        type=_line_length,
+        default=DEFAULT_MAX_LINE,
+        metavar="CHARS",
+        help="cut longer lines, saying how much was left out; 0: no limit (default: %(default)s)",
+    )
+    f = p.add_argument_group("filters (a frame is shown when it passes all of them)")
+    f.add_argument("--path", action="append", default=[], metavar="PREFIX|GLOB", help="frames on these paths")
+    f.add_argument(
+        "--op", action="extend", type=_ops, default=[], metavar="OP[,OP]", help="frames of these ops (getData, ...)"
+    )
+    f.add_argument(
+        "--session", action="append", type=_session, default=[], metavar="ID", help="frames of this session (0x...)"
+    )
+    f.add_argument(
+        "--client", action="append", default=[], metavar="HOST[:PORT]", help="frames of connections from there"
+    )
+    f.add_argument("--errors", action="store_true", help="only replies with an error (and malformed frames)")
+    f.add_argument("--slower", type=_milliseconds, metavar="MS", help="only replies slower than MS milliseconds")
+    s = p.add_argument_group("statistics (a summary is printed on exit and on SIGUSR1)")
+    s.add_argument("--stats", action="store_true", help="print only the summary, no frames")
+    s.add_argument(
+        "--depth", type=_depth, metavar="N", help="count request paths by their first N components in the summary"
+    )
+    s.add_argument(
+        "--session-view",
+        type=_session,
+        metavar="ID",
+        help="one session's requests and replies in order, across its connections",
+    )
+
+
+def _view_options(args: argparse.Namespace) -> TraceOptions:
+    sessions = set(args.session) | ({args.session_view} if args.session_view is not None else set())
+    frame_filter = FrameFilter(
+        paths=tuple(args.path),
+        ops=frozenset(args.op),
+        sessions=frozenset(sessions),
+        clients=tuple(args.client),
+        errors=args.errors,
+        slower_ms=args.slower,
+        hide_pings=args.hide_pings or args.session_view is not None,
+    )
+    return TraceOptions(
+        verbose=args.verbose,
+        json_lines=args.json,
+        hide_pings=args.hide_pings or args.session_view is not None,
+        reveal_secrets=args.reveal_secrets,
+        max_line=args.max_line,
+        frame_filter=frame_filter if frame_filter.active else None,
+        stats=TraceStats(depth=args.depth),
+        show_frames=not args.stats,
+        session_view=args.session_view,
+    )
 
 
 def _main(argv: list[str]) -> int:
@@ -558,6 +774,12 @@ def _main(argv: list[str]) -> int:
     trace = sub.add_parser("trace", help="a transparent proxy that prints every frame, both ways")
     trace.add_argument("--listen", required=True, metavar="HOST:PORT", help="where clients connect")
     trace.add_argument("--server", required=True, metavar="HOST:PORT", help="the ZooKeeper server")
+    trace.add_argument(
+        "--save",
+        type=Path,
+        metavar="DIR",
+        help="keep each connection's raw bytes in DIR (conn-N-client.bin, conn-N-server.bin) for zkwire decode",
+    )
     decode = sub.add_parser("decode", help="decode a pcap/pcapng capture or a raw captured byte stream")
     decode.add_argument(
         "file", help="a pcap or pcapng capture, or the raw bytes of one stream (client side, server side, or detected)"
@@ -571,38 +793,74 @@ def _main(argv: list[str]) -> int:
     )
     decode.add_argument("--side", choices=["auto", "client", "server"], default="auto")
     decode.add_argument("--server-file", help="the server's side of the same connection, to pair replies")
-    for p in (trace, decode):
-        p.add_argument("--verbose", "-v", action="store_true", help="the full decoded record and a hex dump")
-        p.add_argument("--json", action="store_true", help="one JSON object per frame")
-        p.add_argument("--hide-pings", action="store_true", help="do not show pings and their replies")
-        p.add_argument(
-            "--reveal-secrets", action="store_true", help="show session passwords and auth data (hidden by default)"
-        )
-        p.add_argument(
-            "--max-line",
-            type=_line_length,
-            default=DEFAULT_MAX_LINE,
-            metavar="CHARS",
-            help="cut longer lines, saying how much was left out; 0: no limit (default: %(default)s)",
-        )
-    args = parser.parse_args(argv)
-    options = TraceOptions(
-        verbose=args.verbose,
-        json_lines=args.json,
-        hide_pings=args.hide_pings,
-        reveal_secrets=args.reveal_secrets,
-        max_line=args.max_line,
+    sniff = sub.add_parser("sniff", help="decode live traffic on a network interface (root or CAP_NET_RAW)")
+    sniff.add_argument("--iface", required=True, metavar="NAME", help="the interface (lo, eth0, ...)")
+    sniff.add_argument(
+        "--port",
+        type=_ports,
+        action="extend",
+        metavar="PORT[,PORT]",
+        help="the server's ports (default: all TCP, ZooKeeper's detected as in zkwire decode)",
     )
+    sniff.add_argument("--duration", type=_seconds, metavar="SECONDS", help="stop after this long (default: Ctrl-C)")
+    for p in (trace, decode, sniff):
+        _add_view_options(p)
+    args = parser.parse_args(argv)
+    options = _view_options(args)
     if args.command == "decode":
         return _decode_file(args, options)
+    sys.stdout.flush()
+    try:
+        options.out = _FdWriter(sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture): written as it is
+        options.out = sys.stdout
+    if args.command == "sniff":
+        return trio.run(_sniff, args.iface, args.port or [], options, args.duration)
     try:
         listen = _parse_hostport(args.listen)
         server = _parse_hostport(args.server)
     except ValueError as e:
         parser.error(str(e))
-    sys.stdout.flush()
-    options.out = _FdWriter(sys.stdout.fileno())
-    return trio.run(_trace_until_interrupted, listen, server, options)
+    return trio.run(_trace_until_interrupted, listen, server, options, args.save)
+
+
+def _ops(text: str) -> list[str]:
+    try:
+        return [parse_op(part) for part in text.split(",") if part.strip()]
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _session(text: str) -> int:
+    try:
+        return parse_session_id(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _number(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of {what}: {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{what} must be 0 or more: {text!r}")
+    return value
+
+
+def _milliseconds(text: str) -> float:
+    return _number(text, "milliseconds")
+
+
+def _seconds(text: str) -> float:
+    return _number(text, "seconds")
+
+
+def _depth(text: str) -> int:
+    value = _number(text, "path components")
+    if value != int(value) or value < 1:
+        raise argparse.ArgumentTypeError(f"a depth is a whole number of path components, 1 or more: {text!r}")
+    return int(value)
 
 
 def _line_length(text: str) -> int:
