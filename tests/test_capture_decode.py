@@ -73,16 +73,23 @@ def conversation(n: int = 30) -> list[tuple[str, bytes]]:
 
 
 def segments(
-    conv: list[tuple[str, bytes]], *, mss: int = 97, handshake: bool = True, fin: bool = True, t0: float = 1000.0
+    conv: list[tuple[str, bytes]],
+    *,
+    mss: int = 97,
+    handshake: bool = True,
+    fin: bool = True,
+    t0: float = 1000.0,
+    client: tuple[str, int] = CLIENT,
+    server: tuple[str, int] = SERVER,
 ) -> list[TcpSegment]:
     """The conversation as TCP segments of at most ``mss`` payload bytes (frames cut across segments)."""
     seq = {"client": 1000, "server": 5000}
-    ends = {"client": (CLIENT, SERVER), "server": (SERVER, CLIENT)}
+    ends = {"client": (client, server), "server": (server, client)}
     out: list[TcpSegment] = []
     t = t0
     if handshake:
-        out.append(TcpSegment(t, CLIENT, SERVER, seq["client"] - 1, 0, SYN, b""))
-        out.append(TcpSegment(t, SERVER, CLIENT, seq["server"] - 1, 0, SYN | ACK, b""))
+        out.append(TcpSegment(t, client, server, seq["client"] - 1, 0, SYN, b""))
+        out.append(TcpSegment(t, server, client, seq["server"] - 1, 0, SYN | ACK, b""))
     for direction, data in conv:
         for pos in range(0, len(data), mss):
             t += 0.001

@@ -18,7 +18,7 @@ from ..errors import InvalidArgumentError
 from ..protocol.codec import op_name
 from .decoder import DecodedFrame
 
-__all__ = ["ConnectionInfo", "FrameFilter", "parse_session_id", "parse_op", "format_session"]
+__all__ = ["ConnectionInfo", "FrameFilter", "parse_session_id", "parse_op", "format_session", "multi_failure"]
 
 _GLOB = frozenset("*?[")
 
@@ -91,11 +91,28 @@ def _client_matches(pattern: str, client: str) -> bool:
     return client == pattern or host == pattern.strip("[]")
 
 
-def _failed_multi(frame: DecodedFrame) -> bool:
+def multi_failure(frame: DecodedFrame) -> int | None:
+    """The error code of the first failed operation in a multi's reply (a failed multi comes back with
+    err 0 in its header and an error result per operation), or None."""
     record = frame.record
-    if frame.op not in (OpCode.MULTI, OpCode.MULTI_READ) or not isinstance(record, dict):
-        return False
-    return any(r.get("op") == OpCode.ERROR and r.get("err") for r in record.get("results", ()))
+    if frame.kind != "reply" or frame.op not in (OpCode.MULTI, OpCode.MULTI_READ) or not isinstance(record, dict):
+        return None
+    for result in record.get("results", ()):
+        if result.get("op") == OpCode.ERROR and result.get("err") not in (0, -2):  # -2: not run (after a failure)
+            return int(result["err"])
+    return None
+
+
+def _paths_of(frame: DecodedFrame) -> list[str]:
+    """The frame's path, and those of a multi's operations."""
+    paths = [frame.path] if frame.path is not None else []
+    record = frame.record
+    if frame.op in (OpCode.MULTI, OpCode.MULTI_READ) and isinstance(record, dict):
+        for op in record.get("ops", ()):
+            body = op.get("request")
+            if isinstance(body, dict) and isinstance(body.get("path"), str):
+                paths.append(body["path"])
+    return paths
 
 
 @dataclass
@@ -135,11 +152,11 @@ class FrameFilter:
         if self.ops and frame.op_name not in self.ops:
             return False
         if self.paths:
-            path = frame.path
-            if path is None or not any(_path_matches(p, path) for p in self.paths):
+            paths = _paths_of(frame)
+            if not any(_path_matches(p, path) for p in self.paths for path in paths):
                 return False
         if self.errors:
-            failed = frame.kind == "malformed" or bool(frame.err) or _failed_multi(frame)
+            failed = frame.kind == "malformed" or bool(frame.err) or multi_failure(frame) is not None
             if not failed or frame.kind == "event":
                 return False
         slow_enough = frame.latency is not None and frame.latency * 1000 > (self.slower_ms or 0.0)

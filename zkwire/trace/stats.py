@@ -13,8 +13,10 @@ from collections import Counter
 from typing import Any
 
 from ..constants import EventType, KeeperState, OpCode
+from ..errors import error_name
 from ..terminal import escape_controls
 from .decoder import CLIENT, DecodedFrame
+from .filters import multi_failure
 
 __all__ = ["TraceStats", "percentile", "path_at_depth"]
 
@@ -98,8 +100,9 @@ class TraceStats:
             if frame.path is not None:
                 self.paths[path_at_depth(frame.path, self.depth)] += 1
         elif frame.kind in ("reply", "auth") and frame.op_name is not None:
-            if frame.err:
-                name = frame.err_name or str(frame.err)
+            failed = frame.err or multi_failure(frame)
+            if failed:
+                name = error_name(failed)
                 self.errors[name] += 1
                 self.errors_by_op[f"{frame.op_name} {name}"] += 1
             elif frame.op == OpCode.CLOSE_SESSION:
