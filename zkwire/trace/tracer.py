@@ -1,9 +1,11 @@
-"""``zkwire trace`` and ``zkwire decode``: see ZooKeeper traffic decoded, both ways.
+"""``zkwire trace``, ``zkwire decode`` and ``zkwire sniff``: see ZooKeeper traffic decoded, both ways.
 
 ``zkwire trace --listen HOST:PORT --server HOST:PORT`` is a transparent TCP proxy for any client
-(kazoo, zkCli, Curator, zkwire).  Bytes are forwarded unchanged as they arrive; a copy goes through the
-construct-based :class:`~zkwire.trace.decoder.ConversationDecoder` of that connection, and one line per
-frame is printed (time, connection, direction, xid, op, path, error, zxid, size, reply latency).
+(kazoo, zkCli, Curator, zkwire); ``--upstream a,b,c`` tries several servers in order for each
+connection (a whole ensemble), ``--upstream-tls`` (with ``--ca``, ``--cert``, ``--key``) speaks TLS to
+them.  Bytes are forwarded unchanged as they arrive; a copy goes through the construct-based
+:class:`~zkwire.trace.decoder.ConversationDecoder` of that connection, and one line per frame is
+printed (time, connection, direction, xid, op, path, error, zxid, size, reply latency).
 
 Decoding never delays or alters forwarding: it runs in a worker thread fed through a queue bounded in
 bytes.  When it falls behind, the bytes it cannot take are skipped (a ``skipped`` line says how many) and
@@ -14,7 +16,9 @@ frame is shown as such and still forwarded; secrets are masked by position (see
 
 ``zkwire decode FILE`` decodes a pcap or pcapng capture (every ZooKeeper connection in it, both
 directions merged in capture order, with capture times: see :mod:`zkwire.trace.conversations`), or a raw
-captured byte stream (one direction, or both with ``--server-file``) the same way.
+captured byte stream (one direction, or both with ``--server-file``) the same way.  ``zkwire sniff
+--iface IF`` decodes live packets (:mod:`zkwire.trace.sniff`).  All three take the filters of
+:mod:`zkwire.trace.filters` and print the summary of :mod:`zkwire.trace.stats` on exit and on SIGUSR1.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ from .decoder import (
 from .filters import ConnectionInfo, FrameFilter, format_session, parse_op, parse_session_id
 from .sniff import open_sniffer
 from .stats import TraceStats
+from .upstream import UpstreamError, Upstreams, tls_context
 
 __all__ = ["TraceOptions", "serve_trace", "main", "packet_capture_kind", "DEFAULT_MAX_LINE", "DEFAULT_MAX_QUEUED"]
 
@@ -432,13 +437,16 @@ def _save_files(save: Path, conn_id: int, decoding: _Decoding) -> dict[str, Bina
 
 async def serve_trace(
     listen: tuple[str, int],
-    server: tuple[str, int],
+    server: tuple[str, int] | Upstreams,
     options: TraceOptions,
     *,
     save: Path | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the tracing proxy until cancelled; ``task_status.started`` receives the listening port.
+
+    ``server`` is one server, or :class:`~zkwire.trace.upstream.Upstreams`: several tried in order for
+    each connection (a whole ensemble), over TLS if asked.
 
     With ``save``, each connection's bytes are also written, as forwarded, to ``conn-N-client.bin`` and
     ``conn-N-server.bin`` in that directory (``zkwire decode conn-N-client.bin --server-file
@@ -448,6 +456,7 @@ async def serve_trace(
     (see :class:`_Decoding`) and never hold up the traffic.  If writing the output fails (a closed pipe),
     the proxy stops with that error.
     """
+    upstreams = server if isinstance(server, Upstreams) else Upstreams([server])
     listeners = await trio.open_tcp_listeners(listen[1], host=listen[0])
     port = listeners[0].socket.getsockname()[1]
     ids = itertools.count(1)
@@ -459,23 +468,25 @@ async def serve_trace(
             peer = client.socket.getpeername()
         except OSError:
             peer = "?"
+        client_name = format_endpoint((str(peer[0]), int(peer[1]))) if isinstance(peer, tuple) else str(peer)
         try:
-            upstream = await trio.open_tcp_stream(*server)
-        except OSError as e:
-            decoding.note(conn_id, f"client {peer}: cannot reach server {server[0]}:{server[1]}: {e}")
+            upstream, chosen, failures = await upstreams.connect()
+        except UpstreamError as e:
+            decoding.note(conn_id, f"client {client_name}: {e}")
             await trio.aclose_forcefully(client)
             return
         conn = _Connection(conn_id)
-        client_name = format_endpoint((str(peer[0]), int(peer[1]))) if isinstance(peer, tuple) else str(peer)
         options.open_connection(conn_id, client_name)
-        decoding.note(conn_id, f"open: client {client_name} -> server {server[0]}:{server[1]}")
+        tls = " (TLS)" if upstreams.tls is not None else ""
+        tried = f" after {'; '.join(failures)}" if failures else ""
+        decoding.note(conn_id, f"open: client {client_name} -> server {format_endpoint(chosen)}{tls}{tried}")
         files = _save_files(save, conn_id, decoding) if save is not None else {}
         start = trio.current_time()
 
-        async def pump(src: trio.SocketStream, dst: trio.SocketStream, direction: str) -> None:
+        async def pump(src: trio.abc.Stream, dst: trio.abc.Stream, direction: str) -> None:
             try:
                 while True:
-                    data = await src.receive_some(_CHUNK)
+                    data = bytes(await src.receive_some(_CHUNK))  # the same object when it is bytes
                     if not data:
                         break
                     await dst.send_all(data)  # forwarded first; decoding gets a copy afterwards
@@ -648,7 +659,7 @@ def main(argv: list[str]) -> int:
 
 
 async def _trace_until_interrupted(
-    listen: tuple[str, int], server: tuple[str, int], options: TraceOptions, save: Path | None = None
+    listen: tuple[str, int], server: tuple[str, int] | Upstreams, options: TraceOptions, save: Path | None = None
 ) -> int:
     code = EXIT_INTERRUPTED
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGUSR1) as signals:
@@ -773,7 +784,21 @@ def _main(argv: list[str]) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     trace = sub.add_parser("trace", help="a transparent proxy that prints every frame, both ways")
     trace.add_argument("--listen", required=True, metavar="HOST:PORT", help="where clients connect")
-    trace.add_argument("--server", required=True, metavar="HOST:PORT", help="the ZooKeeper server")
+    trace.add_argument("--server", metavar="HOST:PORT", help="the ZooKeeper server")
+    trace.add_argument(
+        "--upstream",
+        action="append",
+        default=[],
+        metavar="HOST:PORT[,HOST:PORT]",
+        help="servers tried in order for each connection (a whole ensemble), instead of --server",
+    )
+    trace.add_argument("--upstream-tls", action="store_true", help="TLS towards the servers")
+    trace.add_argument("--ca", metavar="FILE", help="CA certificates (PEM) that sign the servers' (default: system's)")
+    trace.add_argument("--cert", metavar="FILE", help="a client certificate (PEM) to present to the servers")
+    trace.add_argument("--key", metavar="FILE", help="the client certificate's key (PEM), if not in --cert")
+    trace.add_argument(
+        "--tls-hostname", metavar="NAME", help="the name the servers' certificate must carry (default: the host given)"
+    )
     trace.add_argument(
         "--save",
         type=Path,
@@ -818,10 +843,23 @@ def _main(argv: list[str]) -> int:
         return trio.run(_sniff, args.iface, args.port or [], options, args.duration)
     try:
         listen = _parse_hostport(args.listen)
-        server = _parse_hostport(args.server)
+        upstreams = _upstreams(args)
     except ValueError as e:
         parser.error(str(e))
-    return trio.run(_trace_until_interrupted, listen, server, options, args.save)
+    return trio.run(_trace_until_interrupted, listen, upstreams, options, args.save)
+
+
+def _upstreams(args: argparse.Namespace) -> Upstreams:
+    names = [name for text in args.upstream for name in text.split(",") if name.strip()]
+    if args.server:
+        names.insert(0, args.server)
+    if not names:
+        raise InvalidArgumentError("give the server: --server HOST:PORT or --upstream HOST:PORT[,HOST:PORT...]")
+    tls_options = [o for o in ("ca", "cert", "key", "tls_hostname") if getattr(args, o)]
+    if tls_options and not args.upstream_tls:
+        raise InvalidArgumentError(f"--{tls_options[0].replace('_', '-')} is for --upstream-tls")
+    context = tls_context(args.ca, args.cert, args.key) if args.upstream_tls else None
+    return Upstreams([_parse_hostport(n.strip()) for n in names], context, args.tls_hostname)
 
 
 def _ops(text: str) -> list[str]:
