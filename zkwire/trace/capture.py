@@ -20,7 +20,7 @@ damaged packet, skips it and counts it in :attr:`PacketReader.skipped`).
 
 from __future__ import annotations
 
-import ipaddress
+import socket
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -254,6 +254,19 @@ def tcp_segment(linktype: int, ts: float, data: bytes, cut: int = 0) -> TcpSegme
     return None
 
 
+_ADDRESSES: dict[bytes, str] = {}
+
+
+def _address(family: int, raw: bytes) -> str:
+    """The text of an IPv4 or IPv6 address (a capture holds few: they are remembered, up to a bound)."""
+    text = _ADDRESSES.get(raw)
+    if text is None:
+        text = socket.inet_ntop(family, raw)
+        if len(_ADDRESSES) < 4096:
+            _ADDRESSES[raw] = text
+    return text
+
+
 def _ipv4(ts: float, data: bytes, pos: int, cut: int) -> TcpSegment | None:
     if len(data) < pos + 20 or data[pos] >> 4 != 4:
         return None
@@ -262,8 +275,8 @@ def _ipv4(ts: float, data: bytes, pos: int, cut: int) -> TcpSegment | None:
     frag = struct.unpack_from(">H", data, pos + 6)[0]
     if data[pos + 9] != 6 or ihl < 20 or frag & 0x3FFF:  # not TCP, bad header, or a fragment
         return None
-    src = str(ipaddress.IPv4Address(data[pos + 12 : pos + 16]))
-    dst = str(ipaddress.IPv4Address(data[pos + 16 : pos + 20]))
+    src = _address(socket.AF_INET, data[pos + 12 : pos + 16])
+    dst = _address(socket.AF_INET, data[pos + 16 : pos + 20])
     end = pos + total if total else len(data) + cut  # total 0: TCP segmentation offload
     return _tcp(ts, data, pos + ihl, end, src, dst)
 
@@ -273,8 +286,8 @@ def _ipv6(ts: float, data: bytes, pos: int, cut: int) -> TcpSegment | None:
         return None
     payload_len = struct.unpack_from(">H", data, pos + 4)[0]
     nxt = data[pos + 6]
-    src = str(ipaddress.IPv6Address(data[pos + 8 : pos + 24]))
-    dst = str(ipaddress.IPv6Address(data[pos + 24 : pos + 40]))
+    src = _address(socket.AF_INET6, data[pos + 8 : pos + 24])
+    dst = _address(socket.AF_INET6, data[pos + 24 : pos + 40])
     end = pos + 40 + payload_len
     pos += 40
     for _ in range(8):  # extension headers: hop-by-hop, routing, destination options
