@@ -295,3 +295,61 @@ async def test_the_proxy_saves_raw_streams_that_decode_to_what_it_showed(
     key = lambda o: (o["direction"], o["index"], o["kind"], o["xid"], o["op_name"], o["payload"])  # noqa: E731
     assert sorted(map(key, decoded)) == sorted(map(key, shown))
     assert stats.requests["setData"] == 5 and stats.sessions_opened == 1 and stats.sessions_closed == 1
+
+
+async def test_zkwire_trace_prints_the_summary_on_sigusr1_and_on_exit_and_saves(
+    zk_hosts: str, zk_path: str, tmp_path: Path
+) -> None:
+    import signal
+
+    from test_tracer_hardening import _Tracer
+
+    out = (tmp_path / "trace.out").open("w")
+    save = tmp_path / "raw"
+    tracer = _Tracer(zk_hosts, "--json", "--save", str(save), "--hide-pings", stdout=out)
+    try:
+        with trio.fail_after(30):
+            async with zkwire.open_client(tracer.hosts) as zk:
+                await zk.create(zk_path, b"x")
+                for _ in range(3):
+                    await zk.get_data(zk_path)
+                await zk.delete(zk_path)
+            text = ""
+            while text.count('"closed"') < 1:  # (the port probe's connection has no frames)
+                await trio.sleep(0.05)
+                text = (tmp_path / "trace.out").read_text()
+        tracer.proc.send_signal(signal.SIGUSR1)
+        with trio.fail_after(10):
+            while '"summary"' not in (tmp_path / "trace.out").read_text():
+                await trio.sleep(0.05)
+    finally:
+        code, err = tracer.stop()
+        out.close()
+    assert code == 130 and err == b"", err
+    objs = [json.loads(line) for line in (tmp_path / "trace.out").read_text().splitlines()]
+    summaries = [o for o in objs if o["kind"] == "summary"]
+    assert len(summaries) == 2
+    for s in summaries:
+        assert s["requests"] == {"create": 1, "getData": 3, "delete": 1, "closeSession": 1}
+        assert s["sessions"]["opened"] == 1 and s["sessions"]["closed"] == 1
+    # the saved streams of the connection that carried the session decode to the same requests
+    saved = sorted(p.name for p in save.iterdir())
+    assert "conn-2-client.bin" in saved and "conn-2-server.bin" in saved  # conn 1: the port probe
+    with trio.fail_after(60):
+        done = await trio.run_process(
+            [
+                sys.executable,
+                "-m",
+                "zkwire",
+                "decode",
+                "--stats",
+                "--json",
+                str(save / "conn-2-client.bin"),
+                "--server-file",
+                str(save / "conn-2-server.bin"),
+            ],
+            capture_stdout=True,
+            check=False,
+        )
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["requests"] == summaries[-1]["requests"]
