@@ -1,0 +1,90 @@
+"""Captures of clients we did not write, decoded: kazoo and zkCli (the Java client) against the real server,
+captured with tcpdump on lo, decoded with the server port found from the handshake."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import trio
+from test_capture_proof import _start_tcpdump, _stop
+from test_tracer import _kazoo_session
+
+from zkwire.trace.capture import read_packets
+from zkwire.trace.conversations import CaptureDecoder
+from zkwire.trace.stats import TraceStats
+from zkwire.trace.tracer import TraceOptions, show_event
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("tcpdump") is None or os.geteuid() != 0,
+    reason="needs tcpdump and root (CAP_NET_RAW) to capture on lo",
+)
+ZKCLI = "/usr/share/zookeeper/bin/zkCli.sh"
+
+
+def _port(zk_hosts: str) -> int:
+    return int(zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)[1])
+
+
+def _decode(pcap: Path) -> tuple[list[dict[str, object]], dict[str, object]]:
+    out = io.StringIO()
+    stats = TraceStats()
+    options = TraceOptions(json_lines=True, out=out, stats=stats)
+    for event in CaptureDecoder().add_all(read_packets(str(pcap))):
+        show_event(options, event)
+    return [json.loads(line) for line in out.getvalue().splitlines()], stats.to_json()
+
+
+async def test_a_capture_of_kazoo_decodes(zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
+    pcap = tmp_path / "kazoo.pcap"
+    tcpdump = await _start_tcpdump(_port(zk_hosts), pcap)
+    try:
+        with trio.fail_after(60):
+            seen = await trio.to_thread.run_sync(_kazoo_session, zk_hosts, zk_path)
+        await trio.sleep(0.3)
+    finally:
+        await _stop(tcpdump)
+    assert seen["event"] == [("CHANGED", "/a")]
+    objs, summary = _decode(pcap)
+    frames = [o for o in objs if o["kind"] != "connection"]
+    assert frames and not [o for o in frames if o["kind"] == "malformed"]
+    requests = summary["requests"]
+    assert isinstance(requests, dict)
+    assert requests["create"] == 2 and requests["setData"] == 1 and requests["delete"] == 2
+    assert requests["getData"] == 1 and requests["closeSession"] == 1
+    assert summary["events"] == {"NODE_DATA_CHANGED": 1}
+    assert summary["sessions"] == {"opened": 1, "reattached": 0, "closed": 1, "expired": 0}
+    # every reply is paired with its request
+    replies = [o for o in frames if o["kind"] == "reply"]
+    assert replies and all(o["op_name"] is not None for o in replies)
+
+
+@pytest.mark.skipif(not os.path.exists(ZKCLI), reason="zkCli.sh (Debian's zookeeper package) is not installed")
+async def test_a_capture_of_zkcli_decodes(zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
+    pcap = tmp_path / "zkcli.pcap"
+    server = zk_hosts.split(",")[0].split("/")[0]
+    tcpdump = await _start_tcpdump(_port(zk_hosts), pcap)
+    try:
+        for command in (["create", zk_path, "from-zkcli"], ["get", zk_path], ["delete", zk_path]):
+            with trio.fail_after(60):
+                done = await trio.run_process(
+                    [ZKCLI, "-server", server, *command], capture_stdout=True, capture_stderr=True, check=False
+                )
+            assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+        await trio.sleep(0.3)
+    finally:
+        await _stop(tcpdump)
+    objs, summary = _decode(pcap)
+    frames = [o for o in objs if o["kind"] != "connection"]
+    assert frames and not [o for o in frames if o["kind"] == "malformed"]
+    requests = summary["requests"]
+    assert isinstance(requests, dict)
+    assert requests.get("create") == 1 and requests.get("getData") == 1 and requests.get("delete") == 1
+    created = [o for o in frames if o["kind"] == "reply" and o["op_name"] == "create"]
+    assert created and created[0]["note"] == f"created {zk_path}"
+    sessions = summary["sessions"]
+    assert isinstance(sessions, dict) and sessions["opened"] == 3
