@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from test_capture_proof import _start_tcpdump, _stop
+from test_capture_proof import _start_tcpdump, _stop, _until_captured
 from test_tracer import _kazoo_session
 
 from zkwire.trace.capture import read_packets
@@ -45,7 +45,7 @@ async def test_a_capture_of_kazoo_decodes(zk_hosts: str, zk_path: str, tmp_path:
     try:
         with trio.fail_after(60):
             seen = await trio.to_thread.run_sync(_kazoo_session, zk_hosts, zk_path)
-        await trio.sleep(0.3)
+        await _until_captured(pcap, 1)
     finally:
         await _stop(tcpdump)
     assert seen["event"] == [("CHANGED", "/a")]
@@ -53,9 +53,16 @@ async def test_a_capture_of_kazoo_decodes(zk_hosts: str, zk_path: str, tmp_path:
     frames = [o for o in objs if o["kind"] != "connection"]
     assert frames and not [o for o in frames if o["kind"] == "malformed"]
     requests = summary["requests"]
-    assert isinstance(requests, dict)
-    assert requests["create"] == 2 and requests["setData"] == 1 and requests["delete"] == 2
-    assert requests["getData"] == 1 and requests["closeSession"] == 1
+    notes = [o["note"] for o in objs if o["kind"] == "connection"]
+    assert requests == {
+        "create": 2,
+        "getData": 1,
+        "setData": 1,
+        "getChildren": 1,
+        "delete": 2,
+        "exists": 1,
+        "closeSession": 1,
+    }, (requests, notes)
     assert summary["events"] == {"NODE_DATA_CHANGED": 1}
     assert summary["sessions"] == {"opened": 1, "reattached": 0, "closed": 1, "expired": 0}
     # every reply is paired with its request
@@ -75,7 +82,7 @@ async def test_a_capture_of_zkcli_decodes(zk_hosts: str, zk_path: str, tmp_path:
                     [ZKCLI, "-server", server, *command], capture_stdout=True, capture_stderr=True, check=False
                 )
             assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-        await trio.sleep(0.3)
+        await _until_captured(pcap, 3)
     finally:
         await _stop(tcpdump)
     objs, summary = _decode(pcap)
@@ -88,3 +95,39 @@ async def test_a_capture_of_zkcli_decodes(zk_hosts: str, zk_path: str, tmp_path:
     assert created and created[0]["note"] == f"created {zk_path}"
     sessions = summary["sessions"]
     assert isinstance(sessions, dict) and sessions["opened"] == 3
+
+
+async def test_a_capture_of_curator_decodes(
+    zk_hosts: str, zk_path: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from curator import CuratorPeer, compile_worker
+
+    classes = compile_worker(tmp_path_factory)
+    pcap = tmp_path / "curator.pcap"
+    tcpdump = await _start_tcpdump(_port(zk_hosts), pcap)
+    try:
+        with trio.fail_after(60):
+            peer = await trio.to_thread.run_sync(CuratorPeer, classes, zk_hosts)
+            try:
+                for _ in range(3):
+                    assert await peer.try_("mutex", f"{zk_path}/lock", 5000)
+                    await peer.release()
+            finally:
+                await trio.to_thread.run_sync(peer.close)
+        await _until_captured(pcap, 1)
+    finally:
+        await _stop(tcpdump)
+    objs, summary = _decode(pcap)
+    frames = [o for o in objs if o["kind"] != "connection"]
+    assert frames and not [o for o in frames if o["kind"] == "malformed"]
+    replies = [o for o in frames if o["kind"] == "reply"]
+    assert replies and all(o["op_name"] is not None for o in replies)
+    # each acquisition created an ephemeral sequential lock node (Curator's protected mode); the first
+    # one failed with NoNode, then the parents were created as containers and it was tried again
+    creates = [o for o in frames if o["direction"] == "client" and str(o["op_name"]).startswith("create")]
+    modes = [o["note"] for o in creates]
+    assert modes.count("mode ephemeral sequential") == 4 and "mode container" in modes, modes
+    created = [o for o in replies if str(o["op_name"]).startswith("create") and o["err"] == 0]
+    assert sum(1 for o in created if str(o["note"]).startswith(f"created {zk_path}/lock/")) == 3
+    sessions = summary["sessions"]
+    assert isinstance(sessions, dict) and sessions["opened"] == 1

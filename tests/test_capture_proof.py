@@ -26,7 +26,7 @@ from faultproxy import open_fault_proxy
 
 import zkwire
 from zkwire import Check, Create, Delete, SetData
-from zkwire.trace.capture import read_packets
+from zkwire.trace.capture import CaptureError, read_packets
 from zkwire.trace.conversations import CaptureDecoder
 from zkwire.trace.stats import TraceStats
 from zkwire.trace.tracer import TraceOptions, serve_trace, show_event
@@ -54,6 +54,26 @@ async def _start_tcpdump(port: int, out: Path) -> trio.Process:
             assert chunk, seen
             seen += chunk
     return proc
+
+
+def _closed_connections(pcap: Path) -> int:
+    """Connections seen to close in the capture so far (a file still being written may end mid-packet)."""
+    decoder = CaptureDecoder()
+    count = 0
+    try:
+        for seg in read_packets(str(pcap)):
+            count += sum(1 for event in decoder.add(seg) if event.kind == "close")
+    except CaptureError:
+        pass
+    return count
+
+
+async def _until_captured(pcap: Path, connections: int) -> None:
+    """Wait (up to 15 s) until tcpdump has written the end of ``connections`` connections: under load it
+    may lag behind the traffic, and what it has not read when it stops is lost."""
+    with trio.move_on_after(15):
+        while await trio.to_thread.run_sync(_closed_connections, pcap) < connections:
+            await trio.sleep(0.1)
 
 
 async def _stop(proc: trio.Process) -> None:
@@ -104,7 +124,7 @@ async def test_decoding_the_capture_gives_the_frames_the_proxy_saw(zk_hosts: str
                 with trio.fail_after(10):  # the proxy has printed both connections' ends
                     while shown.getvalue().count('"closed"') < 2:
                         await trio.sleep(0.05)
-                await trio.sleep(0.3)
+                await _until_captured(pcap, 2)
             finally:
                 await _stop(tcpdump)
             nursery.cancel_scope.cancel()
