@@ -349,3 +349,9 @@ def test_any_loss_reordering_or_duplication_never_breaks_decoding(data: st.DataO
 def test_finding_a_frame_boundary_in_any_bytes_never_raises(blob: bytes, direction: str, final: bool) -> None:
     k = find_boundary(direction, blob, max_frame=0xFFFFF, final=final)
     assert k is None or 0 <= k <= len(blob) - 4
+
+
+def test_connections_open_at_the_end_of_the_capture_close_at_its_last_time() -> None:
+    events = decode(segments(conversation(3), fin=False, t0=5000.0))
+    assert events[-1].kind == "close" and events[-1].note == "still open at the end of the capture"
+    assert events[-1].ts == max(e.ts for e in events) > 5000.0

@@ -112,10 +112,12 @@ class CaptureDecoder:
         self.ignored = 0
         self._conversations: dict[tuple[Endpoint, Endpoint], _Conversation] = {}
         self._ids = itertools.count(1)
+        self._last_ts = 0.0  # the capture time of the last segment
 
     # ------------------------------------------------------------------ public
 
     def add(self, seg: TcpSegment) -> list[CaptureEvent]:
+        self._last_ts = seg.ts
         out: list[CaptureEvent] = []
         for ev in self.reassembler.add(seg):
             self._event(ev, out)
@@ -136,7 +138,7 @@ class CaptureDecoder:
             if conv.zk is None:
                 self._decide(conv, final=True, out=out)
             if conv.zk:
-                ts = out[-1].ts if out else 0.0
+                ts = self._last_ts
                 for direction in (CLIENT, SERVER):
                     self._end(conv, direction, ts, out)
                 out.append(self._make(conv, ts, "close", note="still open at the end of the capture"))

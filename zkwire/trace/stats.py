@@ -87,7 +87,7 @@ class TraceStats:
         elif frame.kind == "connect_response":
             if int(record.get("timeout", 0)) <= 0:
                 self.sessions_expired += 1
-            elif self._asked_session.get(conn, 0):
+            elif self._asked_session.pop(conn, 0):
                 self.sessions_reattached += 1
             else:
                 self.sessions_opened += 1
