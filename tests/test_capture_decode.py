@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -355,3 +356,22 @@ def test_connections_open_at_the_end_of_the_capture_close_at_its_last_time() -> 
     events = decode(segments(conversation(3), fin=False, t0=5000.0))
     assert events[-1].kind == "close" and events[-1].note == "still open at the end of the capture"
     assert events[-1].ts == max(e.ts for e in events) > 5000.0
+
+
+def test_decoding_a_long_capture_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    path = tmp_path / "long.pcap"
+    _write_pcap(path, segments(conversation(300)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "zkwire", "decode", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    try:
+        err = proc.stderr.read()
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert (code, err) == (141, b"")

@@ -44,7 +44,7 @@ import trio
 from ..errors import InvalidArgumentError
 from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
 from ..terminal import escape_controls
-from .capture import CaptureError, is_capture, read_packets
+from .capture import CaptureError, PacketReader, is_capture
 from .conversations import CaptureDecoder, CaptureEvent, format_endpoint
 from .decoder import (
     CLIENT,
@@ -149,8 +149,7 @@ class TraceOptions:
             line = format_frame(frame, self.verbose, reveal_secrets=self.reveal_secrets, max_line=max_line)
             first, newline, more = line.partition("\n")
             _, _, rest = first.partition(" ")  # the decoder's own time column gives way to ours
-            stamp = time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall % 1 * 1e6):06d}"
-            first = (f"{stamp} #{conn} " if conn is not None else "") + rest
+            first = (f"{_stamp(wall)} #{conn} " if conn is not None else "") + rest
             text = capped(first, max_line) + newline + more
         self.out.write(text + "\n")
         self.out.flush()
@@ -195,9 +194,13 @@ class TraceOptions:
             obj = {"conn": conn, "kind": "connection", "note": text, "wall_time": wall}
             self.out.write(json.dumps(obj) + "\n")
         else:
-            stamp = time.strftime("%H:%M:%S", time.localtime(wall))
-            self.out.write(f"{stamp} #{conn} -- {escape_controls(text)}\n")
+            self.out.write(f"{_stamp(wall)} #{conn} -- {escape_controls(text)}\n")
         self.out.flush()
+
+
+def _stamp(wall: float) -> str:
+    """The time column of every line: local time to the microsecond."""
+    return time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall % 1 * 1e6):06d}"
 
 
 class _FdWriter:
@@ -606,9 +609,14 @@ def _decode_capture(path: str, ports: Iterable[int], options: TraceOptions) -> i
     """``zkwire decode`` of a pcap or pcapng file: every ZooKeeper connection in it, in capture order."""
     decoder = CaptureDecoder(ports)
     malformed = False
+    try:
+        stream = open(path, "rb")  # noqa: SIM115  (closed below)
+    except OSError as e:
+        print(escape_controls(f"zkwire decode: {e}"), file=sys.stderr)
+        return 1
     restore = _summary_on_sigusr1(options)
     try:
-        for event in decoder.add_all(read_packets(path)):
+        for event in decoder.add_all(PacketReader(stream)):
             malformed |= event.frame is not None and event.frame.kind == "malformed"
             show_event(options, event)
     except CaptureError as e:
@@ -616,11 +624,9 @@ def _decode_capture(path: str, ports: Iterable[int], options: TraceOptions) -> i
             show_event(options, event)
         print(escape_controls(f"zkwire decode: {path}: {e}"), file=sys.stderr)
         return 1
-    except OSError as e:
-        print(escape_controls(f"zkwire decode: {e}"), file=sys.stderr)
-        return 1
     finally:
         restore()
+        stream.close()
     if decoder.ignored:
         options.note(0, f"{decoder.ignored} TCP connections were not ZooKeeper's (give the server port with --port)")
     options.summary()
