@@ -327,6 +327,12 @@ def _decode_capture(path: str, port: int) -> dict[str, list[str]]:
     return ops
 
 
+async def _until_captured(pcap, connections: int) -> None:  # type: ignore[no-untyped-def]
+    from test_capture_proof import _until_captured as wait
+
+    await wait(pcap, connections)
+
+
 @pytest.mark.skipif(shutil.which("tcpdump") is None or os.geteuid() != 0, reason="needs tcpdump and root")
 @pytest.mark.parametrize("fmt", ["micro", "nano"])
 async def test_a_real_capture_of_zkwire_traffic_decodes(zk_hosts: str, zk_path: str, tmp_path, fmt: str) -> None:  # type: ignore[no-untyped-def]
@@ -350,7 +356,7 @@ async def test_a_real_capture_of_zkwire_traffic_decodes(zk_hosts: str, zk_path: 
                 await zk.set_data(zk_path, str(i).encode())
             await zk.get_data(zk_path)
             await zk.delete(zk_path)
-        await trio.sleep(0.3)
+        await _until_captured(out, 1)  # tcpdump may lag behind under load: its backlog is lost when it stops
     finally:
         proc.send_signal(signal.SIGINT)
         with trio.fail_after(10):
