@@ -26,7 +26,7 @@ from .capture import StreamData, StreamEnd, TcpReassembler, TcpSegment
 from .decoder import CLIENT, FOUR_LETTER_WORDS, SERVER, ConversationDecoder, DecodedFrame
 from .resync import SEARCH_WINDOW, FrameTracker, find_boundary
 
-__all__ = ["CaptureEvent", "CaptureDecoder", "Endpoint", "WELL_KNOWN_PORTS"]
+__all__ = ["CaptureEvent", "CaptureDecoder", "Endpoint", "WELL_KNOWN_PORTS", "format_endpoint"]
 
 Endpoint = tuple[str, int]
 WELL_KNOWN_PORTS = frozenset({2181, 2281})

@@ -45,6 +45,7 @@ __all__ = [
     "secret_spans",
     "format_frame",
     "frame_to_json",
+    "format_zxid",
     "CLIENT",
     "SERVER",
 ]

@@ -61,7 +61,15 @@ from .sniff import open_sniffer
 from .stats import TraceStats
 from .upstream import UpstreamError, Upstreams, tls_context
 
-__all__ = ["TraceOptions", "serve_trace", "main", "packet_capture_kind", "DEFAULT_MAX_LINE", "DEFAULT_MAX_QUEUED"]
+__all__ = [
+    "TraceOptions",
+    "serve_trace",
+    "show_event",
+    "main",
+    "packet_capture_kind",
+    "DEFAULT_MAX_LINE",
+    "DEFAULT_MAX_QUEUED",
+]
 
 
 #: How much of a side is read (and then forwarded) at once.
