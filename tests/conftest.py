@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from helpers.tls import tls_server  # noqa: F401  (a TLS-enabled real server, for the client's and the tracer's tests)
 
 from zkwire.testing import ZooKeeperEnsemble, pytest_options
 from zkwire.testing.embedded import EmbeddedZooKeeper

@@ -11,6 +11,7 @@ import textwrap
 
 import pytest
 import trio
+from helpers.addresses import first_server
 from helpers.faultproxy import open_fault_proxy
 
 import zklock
@@ -19,8 +20,7 @@ from zkwire.constants import OpCode
 
 
 def _upstream(zk_hosts: str) -> tuple[str, int]:
-    host, port = zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)
-    return host, int(port)
+    return first_server(zk_hosts)
 
 
 async def _setup(zk_hosts: str, zk_path: str) -> None:

@@ -8,6 +8,7 @@ import json
 
 import pytest
 import trio
+from helpers.addresses import first_server
 
 import zklock
 import zkwire
@@ -15,8 +16,7 @@ from zkwire.trace.tracer import TraceOptions, serve_trace
 
 
 def _upstream(zk_hosts: str) -> tuple[str, int]:
-    host, port = zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)
-    return host, int(port)
+    return first_server(zk_hosts)
 
 
 async def _children(zk: zkwire.Client, path: str) -> list[str]:
@@ -103,7 +103,7 @@ async def test_cancelled_during_release_leaves_no_node(zk_hosts: str, zk_path: s
 
 @pytest.fixture
 def faultproxy():  # type: ignore[no-untyped-def]
-    return pytest.importorskip("faultproxy")
+    return pytest.importorskip("helpers.faultproxy")
 
 
 async def test_frozen_holder_learns_of_loss_before_anyone_else_acquires(

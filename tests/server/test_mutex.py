@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+from helpers.addresses import first_server
 
 import zklock
 import zkwire
@@ -191,10 +192,10 @@ async def test_kazoo_with_extra_lock_patterns_and_a_curator_named_mutex_exclude_
 
 
 async def test_lost_create_reply_adopts_the_node(zk_server: object, zk_hosts: str, zk_path: str) -> None:
-    faultproxy = pytest.importorskip("faultproxy")
+    faultproxy = pytest.importorskip("helpers.faultproxy")
     path = f"{zk_path}/lock"
-    host, port = zk_hosts.split(",")[0].rsplit(":", 1)
-    async with faultproxy.open_fault_proxy(host, int(port)) as proxy:
+    host, port = first_server(zk_hosts)
+    async with faultproxy.open_fault_proxy(host, port) as proxy:
         async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             await zk.create(zk_path)
             await zk.create(path, container=True)
@@ -209,10 +210,10 @@ async def test_lost_create_reply_adopts_the_node(zk_server: object, zk_hosts: st
 
 
 async def test_suspension_counts_as_loss(zk_server: object, zk_hosts: str, zk_path: str) -> None:
-    faultproxy = pytest.importorskip("faultproxy")
+    faultproxy = pytest.importorskip("helpers.faultproxy")
     path = f"{zk_path}/lock"
-    host, port = zk_hosts.split(",")[0].rsplit(":", 1)
-    async with faultproxy.open_fault_proxy(host, int(port)) as proxy:
+    host, port = first_server(zk_hosts)
+    async with faultproxy.open_fault_proxy(host, port) as proxy:
         async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
             with pytest.raises(zklock.LockLostError, match="suspended"), trio.fail_after(10):
                 async with zklock.Mutex(zk, path) as lease:

@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 import trio
+from helpers.addresses import first_server
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -327,10 +328,16 @@ def _decode_capture(path: str, port: int) -> dict[str, list[str]]:
     return ops
 
 
+async def _until_captured(pcap, connections: int) -> None:  # type: ignore[no-untyped-def]
+    from test_capture_proof import _until_captured as wait
+
+    await wait(pcap, connections)
+
+
 @pytest.mark.skipif(shutil.which("tcpdump") is None or os.geteuid() != 0, reason="needs tcpdump and root")
 @pytest.mark.parametrize("fmt", ["micro", "nano"])
 async def test_a_real_capture_of_zkwire_traffic_decodes(zk_hosts: str, zk_path: str, tmp_path, fmt: str) -> None:  # type: ignore[no-untyped-def]
-    port = int(zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)[1])
+    port = first_server(zk_hosts)[1]
     out = tmp_path / "capture.pcap"
     # --immediate-mode: without it, packets still in the capture ring when tcpdump stops are lost.
     args = ["tcpdump", "-Z", "root", "-i", "lo", "-U", "--immediate-mode", "-s", "0"]
@@ -350,7 +357,7 @@ async def test_a_real_capture_of_zkwire_traffic_decodes(zk_hosts: str, zk_path: 
                 await zk.set_data(zk_path, str(i).encode())
             await zk.get_data(zk_path)
             await zk.delete(zk_path)
-        await trio.sleep(0.3)
+        await _until_captured(out, 1)  # tcpdump may lag behind under load: its backlog is lost when it stops
     finally:
         proc.send_signal(signal.SIGINT)
         with trio.fail_after(10):
@@ -402,7 +409,7 @@ def test_sniffing_an_unknown_interface_is_a_clear_error() -> None:
 async def test_live_sniffing_on_loopback_sees_each_request_once(zk_hosts: str, zk_path: str) -> None:
     from zkwire.trace.sniff import open_sniffer
 
-    port = int(zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)[1])
+    port = first_server(zk_hosts)[1]
     reasm = TcpReassembler(server_ports={port})
     ops: list[str] = []
     decoders: dict[object, ConversationDecoder] = {}

@@ -9,14 +9,14 @@ import sys
 from pathlib import Path
 
 import trio
+from helpers.addresses import first_server
 
 import zkwire
 from zkwire.trace.tracer import TraceOptions, serve_trace
 
 
 def _server(zk_hosts: str) -> tuple[str, int]:
-    host, port = zk_hosts.split(",")[0].split("/")[0].rsplit(":", 1)
-    return host, int(port)
+    return first_server(zk_hosts)
 
 
 def _kazoo_session(hosts: str, base: str) -> dict[str, object]:

@@ -71,6 +71,7 @@ def _run_module_main(module_name: str) -> Callable[[list[str]], int]:
 SUBPROGRAMS: dict[str, Callable[[list[str]], int]] = {
     "trace": _run_module_main("zkwire.trace.tracer"),
     "decode": _run_module_main("zkwire.trace.tracer"),
+    "sniff": _run_module_main("zkwire.trace.tracer"),
 }
 
 

@@ -4,6 +4,12 @@
   reference);
 * :mod:`~zkwire.trace.decoder` -- a conversation decoder: client and server byte streams -> decoded frames;
 * :mod:`~zkwire.trace.capture` -- pcap/pcapng files and TCP reassembly;
+* :mod:`~zkwire.trace.resync` -- frame boundaries in a stream whose beginning was not seen;
+* :mod:`~zkwire.trace.conversations` -- captured TCP segments to decoded frames, per connection;
 * :mod:`~zkwire.trace.sniff` -- live capture from an interface;
-* :mod:`~zkwire.trace.tracer` -- ``zkwire trace`` (a proxy) and ``zkwire decode``.
+* :mod:`~zkwire.trace.filters` -- which frames are shown (path, op, session, client, errors, slow replies);
+* :mod:`~zkwire.trace.stats` -- the summary: requests, errors, latency, events, bytes, sessions;
+* :mod:`~zkwire.trace.upstream` -- the proxy's servers: several tried in order, TLS;
+* :mod:`~zkwire.trace.tracer` -- ``zkwire trace`` (a proxy) and ``zkwire decode`` (captures and raw streams),
+  ``zkwire sniff`` (live).
 """

@@ -7,7 +7,9 @@ BSD loopback; IPv4 and IPv6).  :class:`TcpReassembler` turns segments into each 
 streams, in capture order: retransmitted and overlapping bytes are delivered once, segments that come
 early are held until the gap before them fills, and a gap that never fills (a lost packet, a capture
 that starts mid-connection, a snap length shorter than the packet) is reported as such, with its size,
-so that a decoder can resynchronise on the next frame boundary.
+so that a decoder can resynchronise on the next frame boundary.  A gap is known not to fill when the
+peer acknowledges the bytes after it (the capture, not the network, lost them), when too much is held
+behind it, or at the end of the capture.
 
 Why our own reader: the maintained pure-Python choices (scapy, dpkt, pyshark) either pull in a large
 dependency, need tshark, or do no TCP reassembly; the formats are small and fully specified, and a
@@ -18,7 +20,7 @@ damaged packet, skips it and counts it in :attr:`PacketReader.skipped`).
 
 from __future__ import annotations
 
-import ipaddress
+import socket
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -252,6 +254,19 @@ def tcp_segment(linktype: int, ts: float, data: bytes, cut: int = 0) -> TcpSegme
     return None
 
 
+_ADDRESSES: dict[bytes, str] = {}
+
+
+def _address(family: int, raw: bytes) -> str:
+    """The text of an IPv4 or IPv6 address (a capture holds few: they are remembered, up to a bound)."""
+    text = _ADDRESSES.get(raw)
+    if text is None:
+        text = socket.inet_ntop(family, raw)
+        if len(_ADDRESSES) < 4096:
+            _ADDRESSES[raw] = text
+    return text
+
+
 def _ipv4(ts: float, data: bytes, pos: int, cut: int) -> TcpSegment | None:
     if len(data) < pos + 20 or data[pos] >> 4 != 4:
         return None
@@ -260,8 +275,8 @@ def _ipv4(ts: float, data: bytes, pos: int, cut: int) -> TcpSegment | None:
     frag = struct.unpack_from(">H", data, pos + 6)[0]
     if data[pos + 9] != 6 or ihl < 20 or frag & 0x3FFF:  # not TCP, bad header, or a fragment
         return None
-    src = str(ipaddress.IPv4Address(data[pos + 12 : pos + 16]))
-    dst = str(ipaddress.IPv4Address(data[pos + 16 : pos + 20]))
+    src = _address(socket.AF_INET, data[pos + 12 : pos + 16])
+    dst = _address(socket.AF_INET, data[pos + 16 : pos + 20])
     end = pos + total if total else len(data) + cut  # total 0: TCP segmentation offload
     return _tcp(ts, data, pos + ihl, end, src, dst)
 
@@ -271,8 +286,8 @@ def _ipv6(ts: float, data: bytes, pos: int, cut: int) -> TcpSegment | None:
         return None
     payload_len = struct.unpack_from(">H", data, pos + 4)[0]
     nxt = data[pos + 6]
-    src = str(ipaddress.IPv6Address(data[pos + 8 : pos + 24]))
-    dst = str(ipaddress.IPv6Address(data[pos + 24 : pos + 40]))
+    src = _address(socket.AF_INET6, data[pos + 8 : pos + 24])
+    dst = _address(socket.AF_INET6, data[pos + 24 : pos + 40])
     end = pos + 40 + payload_len
     pos += 40
     for _ in range(8):  # extension headers: hop-by-hop, routing, destination options
@@ -400,6 +415,8 @@ class TcpReassembler:
                 if not side.ended:
                     out.append(StreamEnd(seg.ts, conn, name, True))
             return out
+        if seg.flags & ACK:
+            self._acked(conn, "server" if direction == "client" else "client", seg.ack, out)
         if d.ended:
             return out
         seq = seg.seq
@@ -490,6 +507,24 @@ class TcpReassembler:
             self.duplicate_bytes += min(behind, len(data))
             if behind < len(data):
                 self._deliver(d, conn, direction, ts, data[behind:], out)
+
+    def _acked(
+        self, conn: tuple[Endpoint, Endpoint], direction: str, ack: int, out: list[StreamData | StreamEnd]
+    ) -> None:
+        """The peer of ``direction`` acknowledged up to ``ack``: bytes before held segments that it has
+        received were lost by the capture, not in the network, and will not come; say so now rather than
+        hold everything after them to the end of the capture."""
+        d = self._conns[conn][direction]
+        if not d.held or d.next_seq is None:
+            return
+        nxt = d.next_seq
+        furthest = max(_delta(s, nxt) + len(data) for s, (_, data) in d.held.items())
+        if 0 < _delta(ack, nxt) <= furthest:
+            while d.held and d.next_seq is not None and _delta(ack, d.next_seq) > 0:
+                before = d.next_seq
+                self._give_up_gap(d, conn, direction, out)
+                if d.next_seq == before:
+                    break
 
     def _give_up_gap(
         self, d: _Direction, conn: tuple[Endpoint, Endpoint], direction: str, out: list[StreamData | StreamEnd]

@@ -28,7 +28,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
+from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, CreateMode, EventType, KeeperState, OpCode
 from ..errors import InvalidArgumentError, ProtocolError, error_name
 from ..protocol.codec import op_name
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
@@ -47,6 +47,7 @@ __all__ = [
     "secret_spans",
     "format_frame",
     "frame_to_json",
+    "format_zxid",
     "CLIENT",
     "SERVER",
 ]
@@ -106,6 +107,7 @@ class _Pending:
     op: int
     path: str | None
     time: float | None
+    ops: tuple[str, ...] = ()  # a multi's operations, as "create /a"
 
 
 class _Side:
@@ -459,16 +461,18 @@ class ConversationDecoder:
             kind = "auth" if op == OpCode.AUTH else "request"
             if xid in self._pending:
                 notes.append(f"xid {xid} reused while a {op_name(self._pending[xid].op)} with it is pending")
-            self._pending[xid] = _Pending(op, path, now)
+            self._pending[xid] = _Pending(op, path, now, _multi_ops(op, record))
         spans = secret_spans(_request_role(payload), payload, exact=error is None)
         if error is not None and xid == 0:
             # xid 0 is a ConnectRequest's protocolVersion: a handshake where none was expected.
             spans = secret_spans("connect_request", payload, exact=False)
         if op in (OpCode.MULTI, OpCode.MULTI_READ) and isinstance(record, dict):
             ops = record["ops"]
-            notes.append(
-                "ops: " + _listing([op_name(o["op"]) + _path_suffix(o["request"]) for o in ops[:_LISTED]], len(ops))
-            )
+            notes.append("ops: " + _listing([_op_text(o["op"], o["request"]) for o in ops[:_LISTED]], len(ops)))
+        else:
+            detail = _request_detail(op, record)
+            if detail:
+                notes.append(detail)
         note = "; ".join(notes) or None
         if error is not None:
             return self._malformed(side, payload, offset, error, now, note=note, secret_spans=spans, **fields)
@@ -515,6 +519,7 @@ class ConversationDecoder:
         notes: list[str] = []
         latency: float | None = None
         path: str | None = None
+        sub_ops: tuple[str, ...] = ()
         if xid == WATCH_XID:
             kind, op = "event", int(OpCode.NOTIFICATION)
         elif xid == PING_XID:
@@ -555,7 +560,7 @@ class ConversationDecoder:
                     self._forget_in_band(before=xid)
                     oldest = xid
                 del self._pending[xid]
-                op, path = pending.op, pending.path
+                op, path, sub_ops = pending.op, pending.path, pending.ops
                 latency = _elapsed(pending.time, now)
                 if op not in _OUT_OF_BAND and oldest is not None and oldest != xid:
                     notes.append(f"out of order: xid {oldest} was sent earlier and is still pending")
@@ -575,7 +580,9 @@ class ConversationDecoder:
             fields["path"] = _path_of(record)
             notes.insert(0, f"{_enum_name(EventType, record['type'])} {_enum_name(KeeperState, record['state'])}")
         elif op in (OpCode.MULTI, OpCode.MULTI_READ) and isinstance(record, dict):
-            notes.append(_multi_summary(record["results"]))
+            notes.append(_multi_summary(record["results"], sub_ops))
+        elif op in _CREATES and isinstance(record, dict) and isinstance(record.get("path"), str):
+            notes.append(f"created {record['path']}")
         return self._frame(side, kind, payload, offset, now, record=record, note="; ".join(notes) or None, **fields)
 
     def _connect_response(self, side: _Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
@@ -717,17 +724,89 @@ def _listing(parts: list[str], total: int) -> str:
     return ", ".join(parts) + (f", ... {more} more" if more > 0 else "")
 
 
-def _multi_summary(results: list[dict[str, Any]]) -> str:
+def _multi_summary(results: list[dict[str, Any]], requested: tuple[str, ...] = ()) -> str:
+    """Each sub-result of a multi's reply, named by the operation it answers when the request was seen:
+    "FAILED: 1 of 3 ops failed: create /a ok, delete /b NONODE, setData /c not run"."""
     parts: list[str] = []
     failed = 0
-    for r in results:
+    for i, r in enumerate(results):
         is_error = r["op"] == OpCode.ERROR
-        if is_error and r["err"] != 0:
+        if is_error and r["err"] not in (0, -2):  # -2: not run, after the one that failed
             failed += 1
         if len(parts) < _LISTED:
-            parts.append(f"error {error_name(r['err'])}" if is_error else op_name(r["op"]) + _path_suffix(r["body"]))
-    head = f"{failed} of {len(results)} ops failed" if failed else f"{len(results)} ops ok"
+            what = requested[i] if i < len(requested) else None
+            if is_error:
+                outcome = "ok" if r["err"] == 0 else "not run" if r["err"] == -2 else error_name(r["err"])
+                parts.append(f"{what or 'op'} {outcome}" if what else f"error {error_name(r['err'])}")
+            else:
+                created = r["body"].get("path") if isinstance(r["body"], dict) and r["op"] in _CREATES else None
+                shown = (
+                    f"{op_name(r['op'])} {created}" if created else (what or op_name(r["op"]) + _path_suffix(r["body"]))
+                )
+                parts.append(shown + (" ok" if what else ""))
+    head = f"FAILED: {failed} of {len(results)} ops failed" if failed else f"{len(results)} ops ok"
     return f"{head}: " + _listing(parts, len(results)) if parts else head
+
+
+_CREATES = frozenset({OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER, OpCode.CREATE_TTL})
+
+
+def format_zxid(zxid: int) -> str:
+    """A zxid as the tracer writes it everywhere: hexadecimal (``0x1f``); -1 (none) stays -1."""
+    return f"0x{zxid & 0xFFFFFFFFFFFFFFFF:x}" if zxid >= 0 else str(zxid)
+
+
+def _create_mode(flags: int) -> str:
+    try:
+        return CreateMode(flags).name.lower().replace("_", " ")
+    except ValueError:
+        return f"flags {flags}"
+
+
+def _op_text(op: int, request: Any) -> str:
+    """ "create /a (ephemeral sequential)": an operation inside a multi."""
+    text = op_name(op) + _path_suffix(request)
+    if op in _CREATES and isinstance(request, dict) and isinstance(request.get("flags"), int):
+        text += f" ({_create_mode(request['flags'])})"
+    return text
+
+
+def _multi_ops(op: int, record: Any) -> tuple[str, ...]:
+    if op not in (OpCode.MULTI, OpCode.MULTI_READ) or not isinstance(record, dict):
+        return ()
+    return tuple(op_name(o["op"]) + _path_suffix(o["request"]) for o in record["ops"][:_LISTED])  # those listed
+
+
+def _watch_list(paths: Any) -> str:
+    paths = list(paths or ())
+    return f"{len(paths)} [" + _listing([str(p) for p in paths[:_LISTED]], len(paths)) + "]"
+
+
+def _request_detail(op: int, record: Any) -> str | None:
+    """What the one-line view says of a request beyond op and path: a create's mode (and TTL), an auth's
+    scheme (never its credential), the watches a SetWatches re-registers and from which zxid."""
+    if not isinstance(record, dict):
+        return None
+    if op in _CREATES and isinstance(record.get("flags"), int):
+        text = f"mode {_create_mode(record['flags'])}"
+        if op == OpCode.CREATE_TTL and isinstance(record.get("ttl"), int):
+            text += f", ttl {record['ttl']} ms"
+        return text
+    if op == OpCode.AUTH:
+        return f"scheme {record.get('scheme')}"
+    if op in (OpCode.SET_WATCHES, OpCode.SET_WATCHES2):
+        kinds = [
+            ("data", "data_watches"),
+            ("exist", "exist_watches"),
+            ("child", "child_watches"),
+            ("persistent", "persistent_watches"),
+            ("recursive", "persistent_recursive_watches"),
+        ]
+        listed = [f"{name} {_watch_list(record[key])}" for name, key in kinds if record.get(key)]
+        zxid = record.get("relative_zxid")
+        since = f" after zxid {format_zxid(zxid)}" if isinstance(zxid, int) else ""
+        return f"re-registers{since}: " + ("; ".join(listed) or "nothing")
+    return None
 
 
 # ------------------------------------------------------------------------------------------- helpers
@@ -915,9 +994,9 @@ def format_frame(
         path = capped(frame.path, max_line and max_line // 2)
         parts.append(repr(path) if path == "" or any(c.isspace() for c in path) else path)
     if frame.err is not None and (frame.err != 0 or frame.kind not in ("event", "ping")):
-        parts.append(frame.err_name or str(frame.err))
+        parts.append("FAILED" if _failed_multi(frame) else frame.err_name or str(frame.err))
     if frame.zxid is not None:
-        parts.append(f"zxid=0x{frame.zxid & 0xFFFFFFFFFFFFFFFF:x}" if frame.zxid >= 0 else f"zxid={frame.zxid}")
+        parts.append(f"zxid={format_zxid(frame.zxid)}")
     parts.append(f"len={frame.size}+4" if frame.kind not in ("four_letter", "skipped") else f"len={frame.size}")
     if frame.latency is not None:
         parts.append(f"{frame.latency * 1000:.3f}ms")
@@ -933,12 +1012,38 @@ def format_frame(
         return line
     lines = [line]
     if frame.record is not None:
-        record = _shown_record(frame, reveal_secrets)
+        record = _zxids_in_hex(_shown_record(frame, reveal_secrets))
         if max_line:
             record = _abridged(record, max_line)
         lines.append(capped(escape_controls(f"    record: {record!r}"), max_line))
     lines.extend(_hexdump(frame, reveal_secrets, _hex_limit(max_line)))
     return "\n".join(lines)
+
+
+def _failed_multi(frame: DecodedFrame) -> bool:
+    """A multi's reply with err 0 in its header but a failed operation in its results."""
+    record = frame.record
+    if frame.kind != "reply" or frame.op not in (OpCode.MULTI, OpCode.MULTI_READ) or not isinstance(record, dict):
+        return False
+    return any(r["op"] == OpCode.ERROR and r["err"] not in (0, -2) for r in record.get("results", ()))
+
+
+class _Zxid(int):
+    """A zxid in a record, shown in the one notation of the tracer."""
+
+    def __repr__(self) -> str:
+        return format_zxid(int(self))
+
+
+def _zxids_in_hex(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _Zxid(v) if isinstance(v, int) and not isinstance(v, bool) and "zxid" in k else _zxids_in_hex(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_zxids_in_hex(v) for v in value]
+    return value
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,0 +1,184 @@
+"""Counts over decoded traffic: requests by op and by path, errors, reply latency per op, watch events,
+bytes, sessions opened, re-attached, closed and expired (sans I/O, thread-safe).
+
+:class:`TraceStats` is fed every :class:`~zkwire.trace.decoder.DecodedFrame` shown (after filters) with
+the connection it came from; :meth:`TraceStats.lines` renders the summary and :meth:`TraceStats.to_json`
+gives the same as plain values.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+from ..constants import EventType, KeeperState, OpCode
+from ..errors import error_name
+from ..terminal import escape_controls
+from .decoder import CLIENT, DecodedFrame
+from .filters import multi_failure
+
+__all__ = ["TraceStats", "percentile", "path_at_depth"]
+
+
+def percentile(sorted_values: list[float], fraction: float) -> float:
+    """The nearest-rank percentile of an ascending, non-empty list (``fraction`` 0.5 for p50)."""
+    rank = max(1, min(len(sorted_values), int(-(-fraction * len(sorted_values) // 1))))
+    return sorted_values[rank - 1]
+
+
+def path_at_depth(path: str, depth: int | None) -> str:
+    """``path`` cut to its first ``depth`` components ("/a/b/c" at depth 2 is "/a/b"); None: whole."""
+    if depth is None:
+        return path
+    parts = [p for p in path.split("/") if p]
+    return "/" + "/".join(parts[:depth])
+
+
+def _name(enum: Any, value: int) -> str:
+    try:
+        return str(enum(value).name)
+    except ValueError:
+        return str(value)
+
+
+class TraceStats:
+    """See the module docstring.  ``depth`` aggregates request paths to that many components."""
+
+    def __init__(self, depth: int | None = None) -> None:
+        self.depth = depth
+        self._lock = threading.Lock()
+        self.requests: Counter[str] = Counter()
+        self.paths: Counter[str] = Counter()
+        self.errors: Counter[str] = Counter()
+        self.errors_by_op: Counter[str] = Counter()
+        self.latency: dict[str, list[float]] = {}
+        self.events: Counter[str] = Counter()
+        self.bytes = {"client": 0, "server": 0}
+        self.frames = 0
+        self.pings = 0
+        self.malformed = 0
+        self.skipped_bytes = 0
+        self.connections: set[int] = set()
+        self.sessions_opened = 0
+        self.sessions_reattached = 0
+        self.sessions_closed = 0
+        self.sessions_expired = 0
+        self._asked_session: dict[int, int] = {}  # connection -> session id of its ConnectRequest
+
+    def add(self, conn: int | None, frame: DecodedFrame) -> None:
+        with self._lock:
+            self._add(conn if conn is not None else 0, frame)
+
+    def _add(self, conn: int, frame: DecodedFrame) -> None:
+        self.connections.add(conn)
+        self.frames += 1
+        if frame.kind == "skipped":
+            self.skipped_bytes += frame.size
+            return
+        self.bytes[frame.direction] += frame.size + (4 if frame.kind != "four_letter" else 0)
+        record = frame.record if isinstance(frame.record, dict) else {}
+        if frame.kind == "malformed":
+            self.malformed += 1
+        elif frame.kind == "ping":
+            self.pings += frame.direction == CLIENT
+        elif frame.kind == "connect":
+            self._asked_session[conn] = int(record.get("session_id", 0))
+        elif frame.kind == "connect_response":
+            if int(record.get("timeout", 0)) <= 0:
+                self.sessions_expired += 1
+            elif self._asked_session.pop(conn, 0):
+                self.sessions_reattached += 1
+            else:
+                self.sessions_opened += 1
+        elif frame.kind == "event":
+            self.events[_name(EventType, int(record.get("type", 0)))] += 1
+            if record.get("state") == KeeperState.EXPIRED:
+                self.sessions_expired += 1
+        elif frame.direction == CLIENT and frame.op_name is not None:
+            self.requests[frame.op_name] += 1
+            if frame.path is not None:
+                self.paths[path_at_depth(frame.path, self.depth)] += 1
+        elif frame.kind in ("reply", "auth") and frame.op_name is not None:
+            failed = frame.err or multi_failure(frame)
+            if failed:
+                name = error_name(failed)
+                self.errors[name] += 1
+                self.errors_by_op[f"{frame.op_name} {name}"] += 1
+            elif frame.op == OpCode.CLOSE_SESSION:
+                self.sessions_closed += 1
+            if frame.latency is not None:
+                self.latency.setdefault(frame.op_name, []).append(frame.latency)
+
+    # ------------------------------------------------------------------ rendering
+
+    def _latency_table(self) -> dict[str, dict[str, float]]:
+        out: dict[str, dict[str, float]] = {}
+        for op, values in sorted(self.latency.items()):
+            ordered = sorted(values)
+            out[op] = {
+                "count": len(ordered),
+                "p50_ms": percentile(ordered, 0.5) * 1000,
+                "p99_ms": percentile(ordered, 0.99) * 1000,
+                "max_ms": ordered[-1] * 1000,
+            }
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "kind": "summary",
+                "connections": len(self.connections),
+                "frames": self.frames,
+                "requests": dict(self.requests.most_common()),
+                "paths": dict(self.paths.most_common()),
+                "path_depth": self.depth,
+                "errors": dict(self.errors.most_common()),
+                "errors_by_op": dict(self.errors_by_op.most_common()),
+                "latency": self._latency_table(),
+                "events": dict(self.events.most_common()),
+                "pings": self.pings,
+                "malformed": self.malformed,
+                "bytes": dict(self.bytes),
+                "skipped_bytes": self.skipped_bytes,
+                "sessions": {
+                    "opened": self.sessions_opened,
+                    "reattached": self.sessions_reattached,
+                    "closed": self.sessions_closed,
+                    "expired": self.sessions_expired,
+                },
+            }
+
+    def lines(self, top: int = 20) -> list[str]:
+        """The summary as text lines (the ``top`` most frequent paths)."""
+        s = self.to_json()
+        out = [
+            f"summary: {s['connections']} connections, {s['frames']} frames, "
+            f"{s['bytes']['client']} bytes from clients, {s['bytes']['server']} bytes from servers"
+            + (f", {s['skipped_bytes']} bytes not decoded" if s["skipped_bytes"] else "")
+            + (f", {s['malformed']} malformed" if s["malformed"] else ""),
+        ]
+        sess = s["sessions"]
+        out.append(
+            f"sessions: {sess['opened']} opened, {sess['reattached']} re-attached, {sess['closed']} closed, "
+            f"{sess['expired']} expired"
+        )
+        out.append("requests: " + (", ".join(f"{op} {n}" for op, n in s["requests"].items()) or "none"))
+        if s["pings"]:
+            out.append(f"pings: {s['pings']}")
+        if s["paths"]:
+            depth = f" (depth {self.depth})" if self.depth is not None else ""
+            shown = list(s["paths"].items())[:top]
+            more = len(s["paths"]) - len(shown)
+            out.append(
+                f"paths{depth}: " + ", ".join(f"{p} {n}" for p, n in shown) + (f", ... {more} more" if more > 0 else "")
+            )
+        out.append("errors: " + (", ".join(f"{op} {n}" for op, n in s["errors_by_op"].items()) or "none"))
+        for op, row in s["latency"].items():
+            out.append(
+                f"latency {op}: n={row['count']} p50={row['p50_ms']:.3f}ms p99={row['p99_ms']:.3f}ms "
+                f"max={row['max_ms']:.3f}ms"
+            )
+        if s["events"]:
+            out.append("watch events: " + ", ".join(f"{t} {n}" for t, n in s["events"].items()))
+        return [escape_controls(line) for line in out]
