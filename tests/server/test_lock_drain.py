@@ -235,3 +235,74 @@ async def test_waiters_queueing_at_once_survive_a_lost_create_reply(zk_hosts: st
                 left = []
     assert overlaps == 0 and len(granted) == n and granted == sorted(granted)
     assert left == []
+
+
+def _heap_used_mib(pid: int) -> float | None:
+    """The JVM's used heap (``jcmd PID GC.heap_info``), or None where jcmd cannot attach."""
+    import re
+    import shutil
+    import subprocess
+
+    if shutil.which("jcmd") is None:
+        return None
+    try:
+        out = subprocess.run(["jcmd", str(pid), "GC.heap_info"], capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    used = [int(k) for k in re.findall(r"used (\d+)K", out)]
+    return sum(used[:2]) / 1024 if used else None  # the young and the old generation (serial collector)
+
+
+@pytest.mark.slow
+async def test_ten_thousand_waiters_on_one_lock_at_the_default_timeout() -> None:
+    """10,000 waiters of one process on one lock, default session timeout, against a server of its own
+    with the test servers' 256 MiB heap (which exits on running out of memory): every waiter is granted,
+    in queue order, nothing is left behind, and the server lives with its heap well inside the bound."""
+    from zkwire.testing.embedded import EmbeddedZooKeeper
+
+    waiters = 10_000
+    server = EmbeddedZooKeeper()
+    server.start()
+    try:
+        pid = server.pid
+        assert pid is not None
+        peak: list[float] = []
+        granted: list[int] = []
+
+        async def sample_heap(task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+            task_status.started()
+            while True:
+                used = await trio.to_thread.run_sync(_heap_used_mib, pid)
+                if used is not None:
+                    peak.append(used)
+                await trio.sleep(0.5)
+
+        with trio.fail_after(150):
+            async with zkwire.open_client(server.hosts) as zk, trio.open_nursery() as sampler:
+                await sampler.start(sample_heap)
+                path = "/ten-thousand"
+                lock = zklock.Mutex(zk, path)
+                await lock.acquire()
+                async with trio.open_nursery() as nursery:
+
+                    async def waiter() -> None:
+                        async with lock as lease:
+                            granted.append(_sequence(lease.node))
+
+                    for _ in range(waiters):
+                        nursery.start_soon(waiter)
+                    await _until_watching(server.hosts, waiters)
+                    await lock.release()
+                try:
+                    left = await zk.get_children(path)
+                except zkwire.NoNodeError:
+                    left = []
+                sampler.cancel_scope.cancel()
+        assert len(granted) == waiters and granted == sorted(granted)
+        assert left == []
+        assert server.running, "the server died under the queue"
+        print(f"server heap: {len(peak)} samples, peak {max(peak, default=0):.0f} MiB")
+        if peak:  # jcmd attached: the heap stayed far from the 256 MiB bound
+            assert max(peak) < 200, f"server heap peaked at {max(peak):.0f} MiB"
+    finally:
+        server.stop()

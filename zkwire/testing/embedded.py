@@ -477,6 +477,12 @@ class EmbeddedZooKeeper(ZooKeeperServer):
     def running(self) -> bool:
         return self._server is not None and self._server.alive()
 
+    @property
+    def pid(self) -> int | None:
+        """The server JVM's process id while it runs (for ``jcmd``, ``jstat`` or a signal), else None."""
+        process = None if self._server is None else self._server.process
+        return process.pid if process is not None and process.poll() is None else None
+
     def log_tail(self, lines: int = 200) -> str:
         """The last ``lines`` lines of the server log (after a full stop: of the log as it was then)."""
         if self._server is None:
