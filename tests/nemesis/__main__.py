@@ -43,6 +43,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--recipe", choices=[*RECIPES, "all"], default="mutex")
     p.add_argument("--duration", type=float, default=60.0, help="seconds of faults per recipe (default 60)")
     p.add_argument("--workers", type=int, default=8)
+    p.add_argument(
+        "--contenders-per-worker",
+        type=int,
+        default=1,
+        metavar="K",
+        help="lock contenders (tasks) per worker process, sharing its session(s) (default 1)",
+    )
+    p.add_argument(
+        "--sessions-per-worker",
+        type=int,
+        default=1,
+        metavar="S",
+        help="sessions per worker process, 1..K; contender k uses session k mod S (default 1)",
+    )
     p.add_argument("--seed", type=int, default=None, help="replay a run's fault plan (printed at the start)")
     p.add_argument("--session-timeout", type=float, default=4.0)
     p.add_argument("--max-leases", type=int, default=2, help="semaphore leases (default 2)")
@@ -88,6 +102,8 @@ async def _recipes(args: argparse.Namespace, ensemble: EmbeddedEnsemble, results
             recipe=recipe,
             duration=args.duration,
             workers=args.workers,
+            contenders_per_worker=args.contenders_per_worker,
+            sessions_per_worker=args.sessions_per_worker,
             seed=None if args.seed is None else args.seed + i,
             session_timeout=args.session_timeout,
             max_leases=args.max_leases,
@@ -111,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.workers < 1 or args.duration <= 0:
         print("--workers and --duration must be positive", file=sys.stderr)
+        return 2
+    if args.contenders_per_worker < 1 or not 1 <= args.sessions_per_worker <= args.contenders_per_worker:
+        print("--contenders-per-worker must be >= 1 and --sessions-per-worker between 1 and it", file=sys.stderr)
         return 2
     # Ctrl-C must work even if this process was started with SIGINT ignored (a background job).
     signal.signal(signal.SIGINT, signal.default_int_handler)

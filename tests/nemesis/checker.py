@@ -47,6 +47,14 @@ worker could believe it held the lock; every recorded time is a ``time.monotonic
 
 (e) Orphans: lock nodes still present after every worker shut down cleanly and the sessions of killed
     workers had time to expire.
+
+Several contenders per worker.  A worker may run several contenders (records with ``c``) on one or
+more sessions of its process.  Each contender is a client of its own for every rule above: its holds,
+waits and counter writes are its own (a hold is named ``w<worker>.<incarnation>/c<contender>#<cycle>``,
+cycles counted per process), so two contenders of one process holding exclusively at once is an
+overlap like any other.  What they share is the process and the session: a SIGSTOP, a kill or the
+loss of the session reaches all of them at once, which the rules already take per process (pauses,
+kills) and per hold (each lease must be seen lost by its own contender).
 """
 
 from __future__ import annotations
@@ -139,10 +147,12 @@ class Hold:
     lost_via: str | None = None
     outcome: str | None = None
     grant_lb: float = 0.0  #: earliest moment the grant may have been observed (see (b))
+    contender: int | None = None  #: its contender in the worker, when the worker runs several
 
     @property
     def key(self) -> str:
-        return f"w{self.worker}.{self.incarnation}#{self.cycle}"
+        who = f"w{self.worker}.{self.incarnation}" + ("" if self.contender is None else f"/c{self.contender}")
+        return f"{who}#{self.cycle}"
 
     @property
     def end(self) -> float:
@@ -236,13 +246,13 @@ def _process_ends(parent: Sequence[Record]) -> dict[int, float]:
 
 def build_holds(workers: Sequence[Record], parent: Sequence[Record]) -> list[Hold]:
     """Assemble holds from the worker records (sorted by time) and the parent's kill/exit/pause records."""
-    holds: dict[tuple[int, int, int], Hold] = {}
-    attempts: dict[tuple[int, int, int], float] = {}
+    holds: dict[tuple[int, int, int, int], Hold] = {}
+    attempts: dict[tuple[int, int, int, int], float] = {}
     for r in workers:
         ev = r["ev"]
         if "cycle" not in r:
             continue
-        key = (r["w"], r["inc"], r["cycle"])
+        key = (r["w"], r["inc"], r.get("c", -1), r["cycle"])
         if ev == "attempt":
             attempts[key] = r["t"]
         elif ev == "grant":
@@ -258,6 +268,7 @@ def build_holds(workers: Sequence[Record], parent: Sequence[Record]) -> list[Hol
                 node=r["node"],
                 born_lost=bool(r.get("lost")),
                 attempt_t=attempts.get(key),
+                contender=r.get("c"),
             )
         elif key in holds:
             h = holds[key]
@@ -322,7 +333,7 @@ def _pair_overlaps(
     for a0, a1, ha in pieces:
         active = [p for p in active if p[1] > a0]
         for b0, b1, hb in active:
-            if hb is ha or (hb.worker == ha.worker and hb.incarnation == ha.incarnation and hb.cycle == ha.cycle):
+            if hb is ha or hb.key == ha.key:
                 continue
             if not conflicting(ha, hb):
                 continue
@@ -527,11 +538,11 @@ def check_counter(
     stats = CounterStats()
     findings: list[Finding] = []
     oks: list[Record] = []
-    pending: dict[tuple[int, int, int], Record] = {}  # inc_write without an outcome yet
+    pending: dict[tuple[int, int, int, int], Record] = {}  # inc_write without an outcome yet
     unknown: list[Record] = []  # writes of unknown outcome
     for r in workers:
         ev = r["ev"]
-        key = (r["w"], r["inc"], r.get("cycle", -1))
+        key = (r["w"], r["inc"], r.get("c", -1), r.get("cycle", -1))
         if ev == "inc_write":
             pending[key] = r
         elif ev == "inc_ok":
@@ -645,19 +656,28 @@ def fault_windows(parent: Sequence[Record]) -> list[tuple[float, float]]:
 def waiting_intervals(
     workers: Sequence[Record], parent: Sequence[Record], until: float
 ) -> list[tuple[float, float, int]]:
-    """(start, end, worker) of every wait in acquire."""
+    """(start, end, worker) of every wait in acquire (of every contender of a worker)."""
     ends = _process_ends(parent)
-    open_: dict[tuple[int, int], tuple[float, int]] = {}
+    open_: dict[tuple[int, int, int], tuple[float, int, int]] = {}  # (w, inc, c) -> (start, pid, session)
     out: list[tuple[float, float, int]] = []
     for r in workers:
-        k = (r["w"], r["inc"])
         ev = r["ev"]
+        k = (r["w"], r["inc"], r.get("c", -1))
         if ev == "attempt":
-            open_[k] = (r["t"], r["pid"])
-        elif ev in ("grant", "acquire_fail", "exit", "session_end") and k in open_:
-            t0, _ = open_.pop(k)
+            open_[k] = (r["t"], r["pid"], r.get("sid", 0))
+            continue
+        if ev == "exit" or (ev == "session_end" and "c" not in r and "s" not in r):
+            closed = [o for o in open_ if o[:2] == k[:2]]  # every wait of the process
+        elif ev == "session_end":
+            closed = [o for o in open_ if o[:2] == k[:2] and open_[o][2] == r.get("sid", 0)]  # its session's
+        elif ev in ("grant", "acquire_fail"):
+            closed = [k] if k in open_ else []
+        else:
+            continue
+        for o in closed:
+            t0, _, _ = open_.pop(o)
             out.append((t0, r["t"], r["w"]))
-    for (w, _inc), (t0, pid) in open_.items():
+    for (w, _inc, _c), (t0, pid, _) in open_.items():
         out.append((t0, min(ends.get(pid, until), until), w))
     return out
 

@@ -22,7 +22,7 @@ import trio
 from .history import ParentLog, Record, Tail
 from .worker import WorkerConfig
 
-__all__ = ["Fleet", "WorkerProc", "SessionInfo"]
+__all__ = ["Fleet", "WorkerProc", "SessionInfo", "ContenderState"]
 
 _PACKAGE = __package__ or "tests.nemesis"
 #: The directory the package is imported from (``tests`` under pytest, the repository root otherwise).
@@ -41,8 +41,23 @@ class SessionInfo:
 
 
 @dataclass
+class ContenderState:
+    """What one contender of a worker is doing, as its history says."""
+
+    state: str = "starting"
+    since: float = 0.0
+    node: str | None = None
+    last_grant: float | None = None
+
+
+#: A worker's state is the first of these that one of its contenders is in ("resting" only when all rest).
+_STATE_ORDER = ("holding", "releasing", "waiting", "idle", "starting", "resting", "exited")
+
+
+@dataclass
 class WorkerProc:
-    """One incarnation of a worker, and what its history says it is doing."""
+    """One incarnation of a worker, and what its history says it is doing (summed up over its
+    contenders: ``state`` is "holding" if one of them holds, and so on, see ``_STATE_ORDER``)."""
 
     worker: int
     incarnation: int
@@ -61,6 +76,35 @@ class WorkerProc:
     exited: bool = False
     rc: int | None = None
     done: trio.Event = field(default_factory=trio.Event)
+    contender_count: int = 1
+    session_count: int = 1
+    contenders: dict[int, ContenderState] = field(default_factory=dict)
+    #: session slot -> its current session id (the worker's ``session`` is slot 0's)
+    slot_sessions: dict[int, int] = field(default_factory=dict)
+
+    def contender(self, c: int) -> ContenderState:
+        cs = self.contenders.get(c)
+        if cs is None:
+            cs = self.contenders[c] = ContenderState(since=self.started)
+        return cs
+
+    def owns_session(self, session: int) -> bool:
+        """Is ``session`` one of the sessions this incarnation has now?"""
+        return session != 0 and session in self.slot_sessions.values()
+
+    def holds_node(self, name: str) -> bool:
+        """Does one of its contenders hold the lock through the node named ``name``?"""
+        return any(
+            cs.state == "holding" and cs.node is not None and cs.node.endswith("/" + name)
+            for cs in self.contenders.values()
+        )
+
+    def any_in(self, *states: str) -> bool:
+        return any(cs.state in states for cs in self.contenders.values())
+
+    def granted_all_since(self, t: float) -> bool:
+        """Was every contender granted after ``t``?"""
+        return all((self.contender(c).last_grant or 0) > t for c in range(self.contender_count))
 
     @property
     def pid(self) -> int:
@@ -127,6 +171,7 @@ class Fleet:
             out.close()
         wp = WorkerProc(worker, incarnation, process, history, Tail(history), time.monotonic())
         wp.state_since = wp.started
+        wp.contender_count, wp.session_count = cfg.contenders, cfg.sessions
         self.current[worker] = wp
         self.all.append(wp)
         self.log.write("spawn", w=worker, inc=incarnation, pid=process.pid)
@@ -234,40 +279,66 @@ class Fleet:
             for r in wp.tail.poll():
                 self._apply(wp, r)
                 new.append(r)
-        waiting = any(wp.state == "waiting" for wp in self.current.values() if not wp.exited)
-        if waiting and self.waiting_since is None:
-            self.waiting_since = min(wp.state_since for wp in self.current.values() if wp.state == "waiting")
-        elif not waiting:
+        since = [
+            cs.since
+            for wp in self.current.values()
+            if not wp.exited
+            for cs in wp.contenders.values()
+            if cs.state == "waiting"
+        ]
+        if since and self.waiting_since is None:
+            self.waiting_since = min(since)
+        elif not since:
             self.waiting_since = None
         return new
 
     def _apply(self, wp: WorkerProc, r: Record) -> None:
         ev, t = r["ev"], r["t"]
         if ev == "session":
-            wp.session = r["sid"]
+            wp.slot_sessions[r.get("s", 0)] = r["sid"]
             self.sessions[r["sid"]] = SessionInfo(r["sid"], wp.worker, wp.incarnation, wp.pid, t)
         elif ev == "session_end":
-            info = self.sessions.get(wp.session)
+            slot = r.get("s", 0)
+            info = self.sessions.get(wp.slot_sessions.get(slot, 0))
             if info is not None:
                 info.end, info.end_reason = t, r.get("reason")
-            wp.session = 0
-            wp.state, wp.state_since = "idle", t
-        elif ev == "attempt":
-            wp.state, wp.state_since = "waiting", t
+            wp.slot_sessions.pop(slot, None)
+            for c in range(slot, wp.contender_count, wp.session_count):
+                cs = wp.contender(c)
+                cs.state, cs.since = "idle", t
+        elif ev == "exit":
+            for c in range(wp.contender_count):
+                cs = wp.contender(c)
+                cs.state, cs.since = "exited", t
+        elif ev in ("attempt", "grant", "release", "lost", "body_error", "outcome", "acquire_fail", "idle"):
+            self._apply_contender(wp, wp.contender(r.get("c", 0)), ev, t, r)
+        wp.session = wp.slot_sessions.get(0, 0)
+        self._sum_up(wp, t)
+
+    def _apply_contender(self, wp: WorkerProc, cs: ContenderState, ev: str, t: float, r: Record) -> None:
+        if ev == "attempt":
+            cs.state, cs.since = "waiting", t
         elif ev == "grant":
-            wp.state, wp.state_since, wp.node = "holding", t, r["node"]
+            cs.state, cs.since, cs.node = "holding", t, r["node"]
+            cs.last_grant = t
             wp.grants += 1
             wp.last_grant = t
             self.total_grants += 1
             self.last_grant = t if self.last_grant is None else max(self.last_grant, t)
-        elif ev in ("release", "lost", "body_error") and wp.state == "holding":
-            wp.state, wp.state_since = "releasing", t
+        elif ev in ("release", "lost", "body_error") and cs.state == "holding":
+            cs.state, cs.since = "releasing", t
         elif ev in ("outcome", "acquire_fail"):
-            wp.state, wp.state_since, wp.node = "idle", t, None
+            cs.state, cs.since, cs.node = "idle", t, None
         elif ev == "idle":
-            wp.state, wp.state_since = "resting", t
-        elif ev == "exit":
-            wp.state, wp.state_since = "exited", t
+            cs.state, cs.since = "resting", t
+
+    @staticmethod
+    def _sum_up(wp: WorkerProc, t: float) -> None:
+        states = {wp.contender(c).state for c in range(wp.contender_count)}
+        state = next(s for s in _STATE_ORDER if s in states)
+        if state != wp.state:
+            wp.state, wp.state_since = state, t
+        wp.node = next((cs.node for cs in wp.contenders.values() if cs.state == "holding"), None)
 
     def output_tail(self, wp: WorkerProc, lines: int = 15) -> str:
         path = wp.history.with_suffix(".log")
@@ -315,7 +386,7 @@ class Fleet:
             return f"0x{session:x} (no worker recorded this session)"
         wp = next((p for p in self.all if p.worker == info.worker and p.incarnation == info.incarnation), None)
         alive = wp is not None and not wp.exited
-        current = info.end is None and wp is not None and wp.session == session
+        current = info.end is None and wp is not None and wp.owns_session(session)
         doing = wp.state if wp is not None else "?"
         extra = f", holding {wp.node}" if wp is not None and wp.state == "holding" else ""
         return (

@@ -5,7 +5,7 @@
 3. For ``duration`` seconds the nemesis applies faults while the watchdog watches for stalls and ghosts,
    and the observer writes a ticker node that every worker watches (server->client traffic).
 4. Every fault is undone (members resumed and restarted, proxies thawed); then the run waits until every
-   worker was granted again after that (bounded: the liveness bound plus a second).
+   worker (every contender of it) was granted again after that (bounded: the liveness bound plus a second).
 5. The workers are stopped cleanly; the lock nodes left are listed at once and again after the
    sessions of killed workers had time to expire; the counter is read (after a sync).
 6. The checker judges the histories.
@@ -67,6 +67,10 @@ class RunConfig:
     #: the lock holder included, then receives a notification that often, as in an application whose
     #: shared state keeps changing.
     ticker_interval: float = 0.1
+    #: Lock contenders per worker process (trio tasks sharing the process's sessions, see worker.py).
+    contenders_per_worker: int = 1
+    #: zkwire sessions per worker process (contender k uses session k mod this); at most the contenders.
+    sessions_per_worker: int = 1
     out_dir: Path | None = None
 
     def __post_init__(self) -> None:
@@ -74,6 +78,8 @@ class RunConfig:
             raise ValueError(f"recipe must be one of {RECIPES}, not {self.recipe!r}")
         if self.workers < 1 or self.duration <= 0 or self.session_timeout <= 0:
             raise ValueError("workers, duration and session_timeout must be positive")
+        if self.contenders_per_worker < 1 or not 1 <= self.sessions_per_worker <= self.contenders_per_worker:
+            raise ValueError("contenders_per_worker must be >= 1 and sessions_per_worker between 1 and it")
 
 
 @dataclass
@@ -182,7 +188,11 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
     seed = cfg.seed if cfg.seed is not None else random.SystemRandom().randrange(1 << 31)
     rng = random.Random(seed)
     if echo:
-        print(f"nemesis: recipe {cfg.recipe}, {cfg.workers} workers, {cfg.duration:g} s, seed {seed}", flush=True)
+        print(
+            f"nemesis: recipe {cfg.recipe}, {cfg.workers} workers x {cfg.contenders_per_worker} contenders "
+            f"on {cfg.sessions_per_worker} session(s), {cfg.duration:g} s, seed {seed}",
+            flush=True,
+        )
     run_id = f"{cfg.recipe}-{seed}-{uuid.uuid4().hex[:6]}"
     run_dir = cfg.out_dir / run_id if cfg.out_dir else Path(tempfile.mkdtemp(prefix=f"nemesis-{run_id}-"))
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -206,6 +216,8 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
         recipe=cfg.recipe,
         seed=seed,
         workers=cfg.workers,
+        contenders_per_worker=cfg.contenders_per_worker,
+        sessions_per_worker=cfg.sessions_per_worker,
         duration=cfg.duration,
         session_timeout=T,
         lock_path=lock_path,
@@ -249,6 +261,8 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
                     acquire_timeout=3 * T + 30,
                     max_runtime=cfg.duration + 30 * T + 120,
                     watch_path=base if cfg.watch_traffic else "",
+                    contenders=cfg.contenders_per_worker,
+                    sessions=cfg.sessions_per_worker,
                 )
 
             fleet = Fleet(run_dir, log, cfg.workers, make_config)
@@ -256,11 +270,12 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
                 await nursery.start(fleet.run)
                 await fleet.start_all()
                 with trio.move_on_after(30 + 2 * T):
-                    while any(wp.session == 0 for wp in fleet.live()):
+                    while any(len(wp.slot_sessions) < wp.session_count for wp in fleet.live()):
                         await trio.sleep(0.1)
                 ctx = FaultContext(fleet, proxies, members, rng, T, lock_path, counter_path, f"{base}/ticker")
                 nemesis = Nemesis(ctx, log, cfg.weights, rng, cfg.gap, cfg.max_per_kind)
-                watchdog = Watchdog(fleet, log, queues, T, nemesis.windows, check_cfg.bound)
+                per_session = -(-cfg.contenders_per_worker // cfg.sessions_per_worker)
+                watchdog = Watchdog(fleet, log, queues, T, nemesis.windows, check_cfg.bound, per_session)
                 async with trio.open_nursery() as watching:
                     watching.start_soon(watchdog.run, observer)
                     if cfg.ticker_interval > 0:
@@ -285,12 +300,15 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
                     stall = watchdog.stall(healed)
                     excess = stall[1] if stall is not None else -check_cfg.bound
                     with trio.move_on_after(max(0.0, -excess) + 1.0):
-                        while not all((wp.last_grant or 0) > healed for wp in fleet.live()):
+                        while not all(wp.granted_all_since(healed) for wp in fleet.live()):
                             await trio.sleep(0.1)
-                    recovered = all((wp.last_grant or 0) > healed for wp in fleet.live())
+                    recovered = all(wp.granted_all_since(healed) for wp in fleet.live())
                     if not recovered:
-                        late = [wp.worker for wp in fleet.live() if (wp.last_grant or 0) <= healed]
-                        notes.append(f"workers {late} were not granted within the bound after the faults ended")
+                        late = [wp.worker for wp in fleet.live() if not wp.granted_all_since(healed)]
+                        notes.append(
+                            f"workers {late} (some contender of each) were not granted within the bound "
+                            "after the faults ended"
+                        )
                     phase("stopping")
                     watching.cancel_scope.cancel()
                 stragglers = await fleet.stop_all(grace=10 + T)

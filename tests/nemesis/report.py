@@ -17,11 +17,18 @@ def _counts(d: dict[Any, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: (-kv[1], str(kv[0])))) or "none"
 
 
+def _contenders(k: int, sessions: int) -> str:
+    if k == 1 and sessions == 1:
+        return ""
+    return f" x {k} contenders on {sessions} session{'s' if sessions > 1 else ''} each"
+
+
 def summary_text(r: RunResult) -> str:
     v = r.verdict
     c = r.config
     lines = [
-        f"== nemesis {c.recipe}: {c.workers} workers, {c.duration:g} s of faults, seed {r.seed}, "
+        f"== nemesis {c.recipe}: {c.workers} workers{_contenders(c.contenders_per_worker, c.sessions_per_worker)}, "
+        f"{c.duration:g} s of faults, seed {r.seed}, "
         f"session timeout {c.session_timeout:g} s (wall {r.wall_time:.1f} s)",
         f"history: {r.run_dir}",
         f"grants: {r.grants} ({_counts(v.holds_by_role)}); per worker: "

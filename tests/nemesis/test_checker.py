@@ -36,22 +36,27 @@ class Story:
         how: str = "release",
         attempt: float | None = None,
         inc: bool = True,
+        contender: int | None = None,
     ) -> int:
+        """One hold of worker ``w`` (of its contender ``contender``, if given: cycles count per process)."""
         cycle = self.cycles.get(w, 0) + 1
         self.cycles[w] = cycle
-        self.rec(grant - 0.01 if attempt is None else attempt, "attempt", w, cycle=cycle, role=role)
-        self.rec(grant, "grant", w, cycle=cycle, role=role, token=token, node=f"/l/n{token}", lost=False)
+        c: dict[str, Any] = {} if contender is None else {"c": contender}
+        self.rec(grant - 0.01 if attempt is None else attempt, "attempt", w, cycle=cycle, role=role, **c)
+        self.rec(grant, "grant", w, cycle=cycle, role=role, token=token, node=f"/l/n{token}", lost=False, **c)
         if inc and role in ("mutex", "write", "lease"):
             self.incs += 1
-            self.rec(grant + 0.001, "inc_write", w, cycle=cycle, expected_version=self.incs - 1, value=self.incs)
-            self.rec(grant + 0.002, "inc_ok", w, cycle=cycle, value=self.incs, version=self.incs, t0=grant + 0.0005)
+            self.rec(grant + 0.001, "inc_write", w, cycle=cycle, expected_version=self.incs - 1, value=self.incs, **c)
+            self.rec(
+                grant + 0.002, "inc_ok", w, cycle=cycle, value=self.incs, version=self.incs, t0=grant + 0.0005, **c
+            )
         if end is not None:
             if how == "release":
-                self.rec(end, "release", w, cycle=cycle)
-                self.rec(end + 0.001, "outcome", w, cycle=cycle, exc=None)
+                self.rec(end, "release", w, cycle=cycle, **c)
+                self.rec(end + 0.001, "outcome", w, cycle=cycle, exc=None, **c)
             else:
-                self.rec(end, "lost", w, cycle=cycle, reason="connection lost", via="wait_lost", exc=None)
-                self.rec(end + 0.001, "outcome", w, cycle=cycle, exc="LockLostError")
+                self.rec(end, "lost", w, cycle=cycle, reason="connection lost", via="wait_lost", exc=None, **c)
+                self.rec(end + 0.001, "outcome", w, cycle=cycle, exc="LockLostError", **c)
         return cycle
 
     def run_window(self, start: float, stop: float) -> None:
@@ -322,3 +327,58 @@ def test_loss_reported_as_connection_loss_is_listed() -> None:
     s.rec(1.6, "outcome", 0, cycle=1, exc="ConnectionLossError")
     v = s.verdict()
     assert len(v.reporting) == 1 and "ConnectionLossError" in v.reporting[0].message
+
+
+# ------------------------------------------------------------------------------------------ contenders
+
+
+def test_contenders_of_one_process_are_clients_of_their_own() -> None:
+    s = Story()
+    s.run_window(0, 10)
+    s.hold(0, 1.0, 1.5, token=10, contender=0)
+    s.hold(0, 1.6, 2.0, token=20, contender=1)  # one after the other in one process: fine
+    assert s.verdict().ok
+    s.hold(0, 2.5, 3.5, token=30, contender=2)
+    s.hold(0, 3.0, 3.2, token=40, contender=3)  # two contenders of one process at once: an overlap
+    v = s.verdict()
+    assert [round(f.data["length"], 3) for f in v.overlaps] == [0.2]
+    assert "w0.0/c3#4" in v.overlaps[0].message and "w0.0/c2#3" in v.overlaps[0].message
+
+
+def test_a_lost_session_must_be_seen_by_every_contender_that_held() -> None:
+    def story(second_sees_it: bool) -> Any:
+        s = Story()
+        s.run_window(0, 20)
+        s.hold(0, 1.0, 3.0, token=10, role="read", how="lost", contender=0)  # the session is lost at 3.0
+        s.hold(0, 1.1, 3.0 if second_sees_it else 3.6, token=11, role="read", how="lost", contender=1)
+        s.hold(1, 3.4, 3.8, token=20, role="write")
+        return s.verdict("rwlock")
+
+    assert story(True).ok
+    v = story(False)
+    assert len(v.overlaps) == 1 and "w0.0/c1#2" in v.overlaps[0].message
+    assert round(v.overlaps[0].data["length"], 3) == 0.2
+
+
+def test_loss_reporting_is_judged_per_contender() -> None:
+    s = Story()
+    s.run_window(0, 20)
+    s.hold(0, 1.0, 2.0, token=10, role="read", how="lost", contender=0)  # told as LockLostError
+    s.hold(0, 1.1, None, token=11, role="read", contender=1)
+    s.rec(2.0, "lost", 0, cycle=2, c=1, reason="session expired", via="exception", exc="SessionExpiredError")
+    s.rec(2.1, "outcome", 0, cycle=2, c=1, exc="SessionExpiredError")
+    v = s.verdict("rwlock")
+    assert [f.data["hold"].split()[0] for f in v.reporting] == ["w0.0/c1#2"]
+
+
+def test_waits_of_contenders_end_with_their_own_session() -> None:
+    s = Story()
+    s.run_window(0.0, 40.0)
+    s.hold(1, 1.0, 1.1, token=10)
+    s.rec(2.0, "attempt", 0, cycle=1, c=0, role="mutex", sid=0xA)  # never granted
+    s.rec(2.0, "attempt", 0, cycle=2, c=1, role="mutex", sid=0xB)
+    s.rec(3.0, "session_end", 0, s=1, sid=0xB, reason="session expired", connected=False, state="expired")
+    v = s.verdict()
+    assert len(v.liveness) == 1 and round(v.liveness[0].data["length"], 1) == 38.0
+    s.rec(3.0, "session_end", 0, s=0, sid=0xA, reason="session expired", connected=False, state="expired")
+    assert not s.verdict().liveness

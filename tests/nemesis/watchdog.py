@@ -7,8 +7,9 @@
 - Ghosts: two nodes carrying the same protected uuid at the same time are two nodes for one acquire.
   A persistent recursive watch on each queue follows every creation and deletion as it happens (a
   ghost may live less than a second, if its owner is granted on it and releases); a census of the
-  nodes and their owners every second backs it up, and also reports one session owning two nodes
-  of one queue for longer than 2T.  Each is logged once as a ``ghost`` record.
+  nodes and their owners every second backs it up, and also reports one session owning more nodes
+  of one queue than it has contenders (one, unless the workers run several contenders per session)
+  for longer than 2T.  Each is logged once as a ``ghost`` record.
 """
 
 from __future__ import annotations
@@ -76,8 +77,11 @@ class Watchdog:
         session_timeout: float,
         fault_windows: Callable[[], list[tuple[float, float]]],
         bound: float | None = None,
+        nodes_per_session: int = 1,
     ) -> None:
         self.fleet = fleet
+        #: How many nodes one session may own in one queue (its contenders, one node each).
+        self.nodes_per_session = nodes_per_session
         self.log = log
         self.queues = list(queues)
         self.T = session_timeout
@@ -87,7 +91,7 @@ class Watchdog:
         self.ghosts: list[dict[str, Any]] = []
         self._episode_open = False
         self._reported_uuids: set[str] = set()
-        self._pairs_seen: dict[tuple[int, str], float] = {}  # (session, queue) with 2+ nodes -> first seen
+        self._pairs_seen: dict[tuple[int, str], float] = {}  # (session, queue) with too many nodes -> first seen
         self._reported_pairs: set[tuple[int, str]] = set()
         self._ghost_nodes: set[str] = set()  # names of the nodes of the ghosts reported
         self._head_since: dict[str, tuple[str, float]] = {}  # queue -> (blocking head node, since when)
@@ -190,7 +194,7 @@ class Watchdog:
             for q in queues
             if q["nodes"]
         ]
-        waiting = sorted(wp.worker for wp in self.fleet.in_state("waiting"))
+        waiting = sorted(wp.worker for wp in self.fleet.live() if wp.any_in("waiting") and not wp.stopped)
         message = f"no grant for {now - start:.1f} s while workers {waiting} wait; " + (
             "; ".join(heads) if heads else "the queue is empty"
         )
@@ -223,7 +227,7 @@ class Watchdog:
                     self._ghost(q, "same-uuid", same, now, f"{len(same)} nodes for one acquire (uuid {uid})")
             for sid, owned in by_session.items():
                 key = (sid, q.path)
-                if len(owned) < 2:
+                if len(owned) <= self.nodes_per_session:
                     self._pairs_seen.pop(key, None)
                     continue
                 first = self._pairs_seen.setdefault(key, now)
@@ -248,8 +252,7 @@ class Watchdog:
         if head is None or info is None or wp is None or wp.exited or wp.incarnation != info.incarnation:
             self._head_since.pop(q.path, None)
             return
-        holds_it = wp.state == "holding" and wp.node is not None and wp.node.endswith("/" + head.name)
-        if wp.session != head.owner or holds_it:
+        if not wp.owns_session(head.owner) or wp.holds_node(head.name):
             self._head_since.pop(q.path, None)
             return
         path, since = self._head_since.setdefault(q.path, (head.path, now))

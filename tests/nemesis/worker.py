@@ -1,12 +1,14 @@
-"""One worker process: a lock loop on one zkwire session at a time, recording everything it observes.
+"""One worker process: lock loops on zkwire sessions, recording everything it observes.
 
 ``python -m <package>.worker '<WorkerConfig as JSON>'`` (started by ``fleet.py``).  The worker:
 
-- opens a session through its own fault proxies (one per ensemble member) and, when the session
-  expires (expiry is final for a Client), opens a new client;
-- loops: acquire the recipe under test, record the grant, do a version-checked read-modify-write of
-  the counter node (mutex, writers and semaphore holders; readers only read it, at the start and the
-  end of their hold), hold for a random short time, release;
+- opens ``sessions`` sessions (default one) through its own fault proxies (one per ensemble member)
+  and, when a session expires (expiry is final for a Client), opens a new client in its place;
+- runs ``contenders`` lock contenders (default one; trio tasks, contender k on session k mod
+  ``sessions``), so that the waiters of one process share one client on one lock path; each records
+  with its own ``c`` and loops: acquire the recipe under test, record the grant, do a version-checked
+  read-modify-write of the counter node (mutex, writers and semaphore holders; readers only read it,
+  at the start and the end of their hold), hold for a random short time, release;
 - records the loss of a lease the moment it observes it: a task waiting on ``lease.wait_lost()``, or
   the exception that ends the body, whichever comes first;
 - keeps a persistent recursive watch on the run's directory (the lock queue and the counter), so that
@@ -29,6 +31,7 @@ import random
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +72,10 @@ class WorkerConfig:
     #: A persistent recursive watch on this path (the run's directory: the lock queue and the counter),
     #: so that other workers' activity reaches this worker as server->client traffic; "" for none.
     watch_path: str = ""
+    #: Lock contenders (trio tasks) in this process, each with its own loop and history identity (``c``).
+    contenders: int = 1
+    #: zkwire sessions in this process; contender k uses session k mod ``sessions``.
+    sessions: int = 1
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -86,26 +93,52 @@ class _Hold:
         self.watcher = trio.CancelScope()
 
 
+class _Slot:
+    """One of the worker's session slots: the session it has now (reopened after an expiry)."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.session_id = 0
+
+
 class Worker:
     def __init__(self, cfg: WorkerConfig) -> None:
+        if cfg.contenders < 1 or not 1 <= cfg.sessions <= cfg.contenders:
+            raise ValueError("need contenders >= 1 and 1 <= sessions <= contenders")
         self.cfg = cfg
         self.hist = HistoryWriter(Path(cfg.history), cfg.worker, cfg.incarnation)
         self.rng = random.Random(cfg.seed * 1_000_003 + cfg.worker * 101 + cfg.incarnation)
         self.stop = trio.Event()
+        #: Acquire attempts of this process, all contenders together: (worker, incarnation, cycle) names one.
         self.cycle = 0
         self.identifier = f"nemesis-w{cfg.worker}-{os.getpid()}"
-        self._wait_scope: trio.CancelScope | None = None
+        self._wait_scopes: set[trio.CancelScope] = set()
         self._nursery: trio.Nursery | None = None
         self.extend_until = 0.0
         self.idle_until = 0.0
         self._extended = trio.Event()
 
+    @property
+    def _several(self) -> bool:
+        return self.cfg.contenders > 1 or self.cfg.sessions > 1
+
+    def _write(self, ev: str, contender: int, slot: _Slot, **fields: Any) -> None:
+        """A contender's record: with ``c`` (its index) when the process runs several, and its slot's session."""
+        if self._several:
+            fields["c"] = contender
+        self.hist.write(ev, sid=slot.session_id, **fields)
+
+    def _write_slot(self, ev: str, slot: _Slot, **fields: Any) -> None:
+        if self._several:
+            fields["s"] = slot.index
+        self.hist.write(ev, sid=slot.session_id, **fields)
+
     # ------------------------------------------------------------------ process life
 
     def request_stop(self) -> None:
         self.stop.set()
-        if self._wait_scope is not None:
-            self._wait_scope.cancel()  # a waiting acquire gives up; a hold runs to its end
+        for scope in self._wait_scopes:
+            scope.cancel()  # a waiting acquire gives up; a hold runs to its end
 
     async def _watch_stdin(self) -> None:
         stream = trio.lowlevel.FdStream(os.dup(0))
@@ -142,7 +175,7 @@ class Worker:
         self.idle_until = max(self.idle_until, until)
 
     def _extend_hold(self) -> None:
-        """SIGUSR1: hold the current (or next) lease until the time.monotonic() in ``<history>.extend``.
+        """SIGUSR1: hold the current (or next) leases until the time.monotonic() in ``<history>.extend``.
 
         The nemesis does this before a fault aimed at the holder, so that the fault finds it holding.
         """
@@ -166,7 +199,13 @@ class Worker:
                 await self._extended.wait()
 
     async def run(self) -> None:
-        self.hist.write("start", recipe=self.cfg.recipe, hosts=self.cfg.hosts)
+        self.hist.write(
+            "start",
+            recipe=self.cfg.recipe,
+            hosts=self.cfg.hosts,
+            contenders=self.cfg.contenders,
+            sessions=self.cfg.sessions,
+        )
         reason = "stopped"
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
@@ -174,19 +213,28 @@ class Worker:
             nursery.start_soon(self._watch_signals)
             nursery.start_soon(self._watch_parent)
             with trio.move_on_after(self.cfg.max_runtime) as runtime:
-                while not self.stop.is_set():
-                    await self._one_session()
-                    if not self.stop.is_set():
-                        with trio.move_on_after(0.1 + self.rng.uniform(0, 0.2)):
-                            await self.stop.wait()
+                async with trio.open_nursery() as slots:
+                    for s in range(self.cfg.sessions):
+                        slots.start_soon(self._slot_loop, _Slot(s))
             if runtime.cancelled_caught:
                 reason = "max_runtime"
             nursery.cancel_scope.cancel()
         self.hist.write("exit", reason=reason)
 
+    async def _slot_loop(self, slot: _Slot) -> None:
+        while not self.stop.is_set():
+            await self._one_session(slot)
+            if not self.stop.is_set():
+                with trio.move_on_after(0.1 + self.rng.uniform(0, 0.2)):
+                    await self.stop.wait()
+
     # ------------------------------------------------------------------ one session
 
-    async def _one_session(self) -> None:
+    def _contenders_of(self, slot: _Slot) -> list[int]:
+        """Contender k uses session slot k mod the number of slots."""
+        return [c for c in range(self.cfg.contenders) if c % self.cfg.sessions == slot.index]
+
+    async def _one_session(self, slot: _Slot) -> None:
         cfg = self.cfg
         reason = "stopped"
         try:
@@ -194,23 +242,28 @@ class Worker:
                 with trio.move_on_after(3 * cfg.session_timeout) as connecting:
                     await zk.wait_connected()
                 if connecting.cancelled_caught:
-                    self.hist.write("session_end", reason="connect timeout", connected=False)
+                    self._write_slot("session_end", slot, reason="connect timeout", connected=False)
                     return
-                self.hist.session_id = zk.session_id
-                self.hist.write("session", timeout=zk.session_timeout)
+                slot.session_id = zk.session_id
+                self._write_slot("session", slot, timeout=zk.session_timeout)
                 try:
                     async with trio.open_nursery() as nursery:
                         if cfg.watch_path:
                             nursery.start_soon(self._watch_traffic, zk)
-                        reason = await self._lock_loop(zk)
+                        async with trio.open_nursery() as contenders:
+                            for c in self._contenders_of(slot):
+                                contenders.start_soon(self._lock_loop, zk, c, slot)
+                        reason = "stopped" if self.stop.is_set() else f"session {zk.state.value}"
                         nursery.cancel_scope.cancel()
                 finally:
-                    self.hist.write("session_end", reason=reason, connected=zk.state.is_connected, state=zk.state.value)
-                    self.hist.session_id = 0
+                    self._write_slot(
+                        "session_end", slot, reason=reason, connected=zk.state.is_connected, state=zk.state.value
+                    )
+                    slot.session_id = 0
         except ZKError as e:  # the session could not be had (expired while connecting)
-            if self.hist.session_id == 0:
-                self.hist.write("session_end", reason=f"connect failed: {type(e).__name__}", connected=False)
-            self.hist.session_id = 0
+            if slot.session_id == 0:
+                self._write_slot("session_end", slot, reason=f"connect failed: {type(e).__name__}", connected=False)
+            slot.session_id = 0
 
     async def _watch_traffic(self, zk: zkwire.Client) -> None:
         while not zk.state.is_terminal:
@@ -245,97 +298,101 @@ class Worker:
             return "lease"
         return "write" if self.rng.random() < self.cfg.write_ratio else "read"
 
-    async def _lock_loop(self, zk: zkwire.Client) -> str:
+    async def _lock_loop(self, zk: zkwire.Client, contender: int, slot: _Slot) -> None:
+        """One contender's loop on its slot's session, until the session ends or the worker stops."""
         while not self.stop.is_set():
             if zk.state.is_terminal:
-                return f"session {zk.state.value}"
+                return
             if time.monotonic() < self.idle_until:
-                self.hist.write("idle", until=self.idle_until)
+                self._write("idle", contender, slot, until=self.idle_until)
                 with trio.move_on_after(self.idle_until - time.monotonic()):
                     await self.stop.wait()
                 continue
             role = self._role()
-            await self._cycle(zk, self._lock(zk, role), role)
+            await self._cycle(zk, self._lock(zk, role), role, contender, slot)
             await trio.sleep(self.rng.uniform(0, self.cfg.think_max))
-        return "stopped"
 
     # ------------------------------------------------------------------ one acquire / hold
 
-    def _record_lost(self, hold: _Hold, via: str, exc: str | None = None) -> None:
+    def _record_lost(self, hold: _Hold, via: str, contender: int, slot: _Slot, exc: str | None = None) -> None:
         if hold.lost_recorded:
             return
         hold.lost_recorded = True
-        self.hist.write("lost", cycle=hold.cycle, reason=hold.lease.lost_reason, via=via, exc=exc)
+        self._write("lost", contender, slot, cycle=hold.cycle, reason=hold.lease.lost_reason, via=via, exc=exc)
 
-    async def _watch_loss(self, hold: _Hold) -> None:
+    async def _watch_loss(self, hold: _Hold, contender: int, slot: _Slot) -> None:
         with hold.watcher:
             await hold.lease.wait_lost()
-            self._record_lost(hold, "wait_lost")
+            self._record_lost(hold, "wait_lost", contender, slot)
 
-    async def _cycle(self, zk: zkwire.Client, lock: Any, role: str) -> None:
+    async def _cycle(self, zk: zkwire.Client, lock: Any, role: str, contender: int, slot: _Slot) -> None:
         self.cycle += 1
         c = self.cycle
-        h = self.hist
-        h.write("attempt", cycle=c, role=role)
+
+        def write(ev: str, **fields: Any) -> None:
+            self._write(ev, contender, slot, **fields)
+
+        write("attempt", cycle=c, role=role)
         hold: _Hold | None = None
+        wait_scope = trio.CancelScope(deadline=trio.current_time() + self.cfg.acquire_timeout)
         try:
-            with trio.CancelScope(deadline=trio.current_time() + self.cfg.acquire_timeout) as wait_scope:
-                self._wait_scope = wait_scope
+            with wait_scope:
+                self._wait_scopes.add(wait_scope)
                 if self.stop.is_set():
                     wait_scope.cancel()
                 async with lock as lease:
                     wait_scope.deadline = math.inf
-                    self._wait_scope = None
+                    self._wait_scopes.discard(wait_scope)
                     hold = _Hold(lease, c)
-                    h.write("grant", cycle=c, role=role, token=lease.fencing_token, node=lease.node, lost=lease.lost)
+                    write("grant", cycle=c, role=role, token=lease.fencing_token, node=lease.node, lost=lease.lost)
                     assert self._nursery is not None
-                    self._nursery.start_soon(self._watch_loss, hold)
+                    self._nursery.start_soon(self._watch_loss, hold, contender, slot)
                     try:
-                        await self._body(zk, role, c)
+                        await self._body(zk, role, c, write)
                     except BaseException as e:
                         if lease.lost:
-                            self._record_lost(hold, "exception", type(e).__name__)
-                            h.write("body_exc", cycle=c, exc=type(e).__name__)
+                            self._record_lost(hold, "exception", contender, slot, type(e).__name__)
+                            write("body_exc", cycle=c, exc=type(e).__name__)
                         else:
-                            h.write("body_error", cycle=c, exc=type(e).__name__)
+                            write("body_error", cycle=c, exc=type(e).__name__)
                         raise
-                    h.write("release", cycle=c)
+                    write("release", cycle=c)
             if hold is None:
-                h.write("acquire_fail", cycle=c, exc="Stopped" if self.stop.is_set() else "AcquireTimeout")
+                write("acquire_fail", cycle=c, exc="Stopped" if self.stop.is_set() else "AcquireTimeout")
             else:
-                h.write("outcome", cycle=c, exc=None)
+                write("outcome", cycle=c, exc=None)
         except Exception as e:
             if hold is None:
-                h.write("acquire_fail", cycle=c, exc=type(e).__name__, detail=str(e)[:200])
+                write("acquire_fail", cycle=c, exc=type(e).__name__, detail=str(e)[:200])
             else:
-                h.write("outcome", cycle=c, exc=type(e).__name__)
+                write("outcome", cycle=c, exc=type(e).__name__)
         finally:
-            self._wait_scope = None
+            self._wait_scopes.discard(wait_scope)
             if hold is not None:
                 hold.watcher.cancel()
 
-    async def _body(self, zk: zkwire.Client, role: str, c: int) -> None:
-        cfg, h = self.cfg, self.hist
+    async def _body(self, zk: zkwire.Client, role: str, c: int, write: Callable[..., None]) -> None:
+        cfg = self.cfg
         hold_for = self.rng.uniform(cfg.hold_min, cfg.hold_max)
         if role == "read":
             data, stat = await zk.get_data(cfg.counter_path)
-            h.write("read", cycle=c, value=int(data), version=stat.version, when="start")
+            write("read", cycle=c, value=int(data), version=stat.version, when="start")
             await self._hold(hold_for)
             data, stat = await zk.get_data(cfg.counter_path)
-            h.write("read", cycle=c, value=int(data), version=stat.version, when="end")
+            write("read", cycle=c, value=int(data), version=stat.version, when="end")
             return
         t0 = time.monotonic()
         try:
             data, stat = await zk.get_data(cfg.counter_path)
         except BaseException as e:
-            h.write("inc_fail", cycle=c, err=type(e).__name__, stage="read", indeterminate=False)
+            write("inc_fail", cycle=c, err=type(e).__name__, stage="read", indeterminate=False)
             raise
         value = int(data) + 1
-        h.write("inc_write", cycle=c, expected_version=stat.version, value=value)
+        write("inc_write", cycle=c, expected_version=stat.version, value=value)
         try:
             new = await zk.set_data(cfg.counter_path, str(value).encode(), version=stat.version)
         except DEFINITE_WRITE_FAILURES as e:
-            h.write(
+            write(
                 "inc_fail",
                 cycle=c,
                 err=type(e).__name__,
@@ -345,7 +402,7 @@ class Worker:
                 value=value,
             )
         except BaseException as e:
-            h.write(
+            write(
                 "inc_fail",
                 cycle=c,
                 err=type(e).__name__,
@@ -356,7 +413,7 @@ class Worker:
             )
             raise
         else:
-            h.write("inc_ok", cycle=c, value=value, version=new.version, t0=t0)
+            write("inc_ok", cycle=c, value=value, version=new.version, t0=t0)
         await self._hold(hold_for)
 
 
