@@ -848,12 +848,15 @@ async def test_connection_loss_one_shot_gives_up_and_the_shell_reports_it(
     async with zkwire.open_client(hosts) as zk:
         await ensure_path(zk, zk_path)
         await zk.set_data(zk_path, b"here")
-    one_shot = await start_interactive(hosts, "--timeout", "1", "get", "-w", zk_path)
+    # The shell is up first, so that only the server's stop comes between the one-shot's read and its
+    # watch deadline (--timeout: a busy machine must not let the watch wait run out before the stop).
     shell = await start_interactive(hosts, "--session-timeout", "20")
+    one_shot = None
     try:
-        await one_shot.expect("here\n")
         await shell.send(f"get {zk_path}")
         await shell.expect("here\n")
+        one_shot = await start_interactive(hosts, "--timeout", "4", "get", "-w", zk_path)
+        await one_shot.expect("here\n")
         await zk_server.stop()
         code, rest = await one_shot.finish()
         assert code == 3
@@ -867,5 +870,7 @@ async def test_connection_loss_one_shot_gives_up_and_the_shell_reports_it(
         assert code == 0
     finally:
         for run in (one_shot, shell):
-            if run.process.returncode is None:
+            if run is not None and run.process.returncode is None:
                 run.process.kill()
+        if not zk_server.running:  # a failure above must not leave the suite's server stopped
+            await zk_server.start()
