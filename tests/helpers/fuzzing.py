@@ -52,7 +52,8 @@ from zkwire.trace.decoder import (
     decode_conversation,
     secret_spans,
 )
-from zkwire.trace.tracer import TraceOptions, _Boundaries
+from zkwire.trace.resync import FrameTracker
+from zkwire.trace.tracer import TraceOptions
 
 CORPUS_FILE = Path(__file__).resolve().parents[1] / "corpus" / "conversations.json"
 
@@ -470,7 +471,7 @@ def check_framing(tally: Tally, rng: random.Random, stream: bytes, *, strict_bad
             else:
                 assert frames == expected[: len(frames)], f"{name}: frames are not a prefix of the reference"
         starts = frame_starts(stream, max_frame)
-        bounds = _Boundaries(max_frame)
+        bounds = FrameTracker(max_frame)
         pos = 0
         for part in parts:
             first = bounds.feed(part)

@@ -31,6 +31,7 @@ from typing import Any
 from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, CreateMode, EventType, KeeperState, OpCode
 from ..errors import InvalidArgumentError, ProtocolError, error_name
 from ..protocol.codec import op_name
+from ..protocol.framing import LENGTH as _INT
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
 from ..protocol.framing import REQUEST_HEADER as _REQUEST_HEADER
 from ..terminal import escape_controls
@@ -64,7 +65,6 @@ FOUR_LETTER_WORDS = frozenset(
 )  # fmt: skip
 _TELNET_CLOSE = b"\xff\xf4\xff\xfd"
 
-_INT = struct.Struct(">i")
 _MALFORMED_PREVIEW = 64
 # Ops the server answers at once, so their replies may overtake others still in the pipeline.
 _OUT_OF_BAND = frozenset({OpCode.AUTH, OpCode.SASL})

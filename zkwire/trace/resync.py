@@ -10,10 +10,9 @@ error code (replies), and the chain either ends exactly where the bytes end or r
 
 from __future__ import annotations
 
-import struct
-
 from ..constants import AUTH_XID, PING_XID, SET_WATCHES_XID, WATCH_XID, OpCode
 from ..errors import ERROR_CLASSES
+from ..protocol.framing import LENGTH, REPLY_HEADER, REQUEST_HEADER
 
 __all__ = ["FrameTracker", "find_boundary", "SEARCH_WINDOW"]
 
@@ -22,9 +21,6 @@ SEARCH_WINDOW = 1 << 20
 #: Complete plausible frames in a row that make an offset a boundary when the chain does not end exactly.
 _CHAIN = 3
 
-_INT = struct.Struct(">i")
-_REQUEST = struct.Struct(">ii")
-_REPLY = struct.Struct(">iqi")
 _OPS = frozenset(int(op) for op in OpCode) - {int(OpCode.NOTIFICATION), int(OpCode.ERROR)}
 _ERRORS = frozenset(ERROR_CLASSES) | {0}
 _SPECIAL_REQUEST_XIDS = {PING_XID: {int(OpCode.PING)}, AUTH_XID: {int(OpCode.AUTH)}}
@@ -47,7 +43,9 @@ class FrameTracker:
         self.need = 0
         self.max_frame = max_frame
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes) -> int | None:
+        """The offset in ``data`` of the first frame that starts in it (None: none does, or not framed)."""
+        first: int | None = None
         pos, end = 0, len(data)
         need, head = self.need, self.head
         while self.framed and pos < end:
@@ -56,18 +54,25 @@ class FrameTracker:
                 need -= step
                 pos += step
                 continue
-            take = 4 - len(head)
-            head += data[pos : pos + take]
-            pos += min(take, end - pos)
-            if len(head) < 4:
-                break
-            n = _INT.unpack(head)[0]
-            head = b""
+            if not head and first is None:
+                first = pos
+            if not head and end - pos >= 4:
+                n = LENGTH.unpack_from(data, pos)[0]
+                pos += 4
+            else:
+                take = 4 - len(head)
+                head += data[pos : pos + take]
+                pos += min(take, end - pos)
+                if len(head) < 4:
+                    break
+                n = LENGTH.unpack(head)[0]
+                head = b""
             if not 0 <= n <= self.max_frame:
                 self.framed = False
                 break
             need = n
         self.need, self.head = need, head
+        return first if self.framed else None
 
     def after_gap(self, gap: int) -> int | None:
         """``gap`` bytes went by unseen: how many of the bytes that follow still belong to the current
@@ -88,7 +93,7 @@ def _plausible(direction: str, buf: bytes | bytearray, pos: int, n: int) -> bool
             return False
         if pos + 8 > len(buf):
             return None
-        xid, op = _REQUEST.unpack_from(buf, pos)
+        xid, op = REQUEST_HEADER.unpack_from(buf, pos)
         if xid == 0:  # a ConnectRequest: protocolVersion 0
             return n in (44, 45)
         if op not in _OPS:
@@ -99,7 +104,7 @@ def _plausible(direction: str, buf: bytes | bytearray, pos: int, n: int) -> bool
         return False
     if pos + 16 > len(buf):
         return None
-    xid, zxid, err = _REPLY.unpack_from(buf, pos)
+    xid, zxid, err = REPLY_HEADER.unpack_from(buf, pos)
     if xid == 0:  # a ConnectResponse: protocolVersion 0, timeout, session id, password
         return n in (36, 37)
     return err in _ERRORS and zxid >= -1 and (xid > 0 or xid in _SPECIAL_REPLY_XIDS)
@@ -110,7 +115,7 @@ def _chain(direction: str, buf: bytes | bytearray, start: int, max_frame: int) -
     of ``buf`` (or with a plausible incomplete last frame)."""
     pos, count, end = start, 0, len(buf)
     while pos + 4 <= end:
-        n = _INT.unpack_from(buf, pos)[0]
+        n = LENGTH.unpack_from(buf, pos)[0]
         if not 0 <= n <= max_frame:
             return count, False
         ok = _plausible(direction, buf, pos + 4, n)

@@ -30,7 +30,6 @@ import math
 import os
 import queue
 import signal
-import struct
 import sys
 import threading
 import time
@@ -58,6 +57,7 @@ from .decoder import (
     frame_to_json,
 )
 from .filters import ConnectionInfo, FrameFilter, format_session, parse_op, parse_session_id
+from .resync import FrameTracker
 from .sniff import open_sniffer
 from .stats import TraceStats
 from .upstream import UpstreamError, Upstreams, tls_context
@@ -79,8 +79,6 @@ _CHUNK = 65536
 DEFAULT_MAX_QUEUED = 16 << 20
 #: Longest line printed for one frame (the JSON object of one frame, with ``--json``).
 DEFAULT_MAX_LINE = 4096
-
-_LEN = struct.Struct(">i")
 
 
 class TraceOptions:
@@ -235,57 +233,11 @@ def _parse_hostport(text: str, default_host: str = "127.0.0.1") -> tuple[str, in
     return host, port
 
 
-class _Boundaries:
-    """Where frames start in one direction of a connection, followed on the forwarding path by reading
-    only the length prefixes (a few operations per frame), so that decoding can pick up again at a frame
-    boundary after bytes were skipped.  A stream that is not length-framed (a four-letter word) is
-    followed no further."""
-
-    __slots__ = ("framed", "head", "max_frame", "need")
-
-    def __init__(self, max_frame: int) -> None:
-        self.framed = True
-        self.head = b""  # the first bytes of a length prefix split between chunks
-        self.need = 0  # payload bytes of the current frame still to come
-        self.max_frame = max_frame
-
-    def feed(self, data: bytes) -> int | None:
-        """The offset in ``data`` of the first frame that starts in it (None: none does, or not framed)."""
-        first: int | None = None
-        pos, end = 0, len(data)
-        need, head = self.need, self.head
-        while self.framed and pos < end:
-            if need:
-                step = min(need, end - pos)
-                need -= step
-                pos += step
-                continue
-            if not head and first is None:
-                first = pos
-            if not head and end - pos >= 4:
-                n = _LEN.unpack_from(data, pos)[0]
-                pos += 4
-            else:
-                take = 4 - len(head)
-                head += data[pos : pos + take]
-                pos += min(take, end - pos)
-                if len(head) < 4:
-                    break
-                n = _LEN.unpack(head)[0]
-                head = b""
-            if not 0 <= n <= self.max_frame:
-                self.framed = False
-                break
-            need = n
-        self.need, self.head = need, head
-        return first if self.framed else None
-
-
 class _Direction:
     __slots__ = ("bounds", "skipped", "skipping")
 
     def __init__(self, max_frame: int) -> None:
-        self.bounds = _Boundaries(max_frame)
+        self.bounds = FrameTracker(max_frame)
         self.skipping = False
         self.skipped = 0
 
