@@ -874,3 +874,12 @@ async def test_connection_loss_one_shot_gives_up_and_the_shell_reports_it(
                 run.process.kill()
         if not zk_server.running:  # a failure above must not leave the suite's server stopped
             await zk_server.start()
+
+
+async def test_cli_with_a_refused_credential_exits_3(zk_hosts: str) -> None:
+    r = await zkw(zk_hosts, "ls", "/", options=("--auth", "bogus:x"))
+    assert r.code == 3, r
+    assert "Authentication failed" in r.err
+    assert "bogus" not in r.out
+    r = await zkw(zk_hosts, "ls", "/", options=("--auth", "digest:u:pw"))
+    assert r.code == 0 and "zookeeper" in r.out

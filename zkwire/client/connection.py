@@ -89,42 +89,10 @@ TRANSPORT_ERRORS: tuple[type[Exception], ...] = (OSError, trio.BrokenResourceErr
 Connect = Callable[[HostPort], Awaitable[trio.abc.Stream]]
 
 
-class PendingCall:
-    """Where the reader leaves a reply for the task waiting on it (the token the core hands back).
-
-    One task waits on it (:meth:`wait`), parked directly on trio's scheduler: no Event (with its
-    parking lot) per request.
-    """
-
-    __slots__ = ("_task", "reply")
-
-    def __init__(self) -> None:
-        self._task: trio.lowlevel.Task | None = None
-        self.reply: Reply[PendingCall] | AuthResult[PendingCall] | None = None
-
-    async def wait(self) -> None:
-        """Wait, in the caller's cancel scope, until the reply is in (a checkpoint even if it is)."""
-        if self.reply is not None:
-            await trio.lowlevel.checkpoint()
-            return
-        self._task = trio.lowlevel.current_task()
-        await trio.lowlevel.wait_task_rescheduled(self._abort)
-
-    def _abort(self, _: object) -> trio.lowlevel.Abort:
-        self._task = None
-        return trio.lowlevel.Abort.SUCCEEDED
-
-    def resolve(self, reply: Reply[PendingCall] | AuthResult[PendingCall]) -> None:
-        self.reply = reply
-        task = self._task
-        if task is not None:
-            self._task = None
-            trio.lowlevel.reschedule(task)
-
-
 class _Wakeup:
-    """A reusable wake-up for one waiting task: what a fresh trio.Event per round would do (``clear``
-    starts a round), without allocating one for every request or burst."""
+    """A reusable wake-up for one waiting task, parked directly on trio's scheduler: what a fresh
+    trio.Event per round would do (``clear`` starts a round), without allocating one (with its parking
+    lot) for every request or burst."""
 
     __slots__ = ("_set", "_task")
 
@@ -144,6 +112,7 @@ class _Wakeup:
             self._set = True
 
     async def wait(self) -> None:
+        """Wait, in the caller's cancel scope, until :meth:`set` (a checkpoint even if it was)."""
         if self._set:
             await trio.lowlevel.checkpoint()
             return
@@ -153,6 +122,21 @@ class _Wakeup:
     def _abort(self, _: object) -> trio.lowlevel.Abort:
         self._task = None
         return trio.lowlevel.Abort.SUCCEEDED
+
+
+class PendingCall(_Wakeup):
+    """Where the reader leaves a reply for the task waiting on it (the token the core hands back); one
+    task waits on it (:meth:`wait`) until :meth:`resolve`."""
+
+    __slots__ = ("reply",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reply: Reply[PendingCall] | AuthResult[PendingCall] | None = None
+
+    def resolve(self, reply: Reply[PendingCall] | AuthResult[PendingCall]) -> None:
+        self.reply = reply
+        self.set()
 
 
 ClientCore = SessionCore[PendingCall, Watcher]
@@ -554,6 +538,8 @@ class ConnectionDriver:
                 if task is not None:
                     call._task = None
                     trio.lowlevel.reschedule(task)
+                else:
+                    call._set = True
             elif isinstance(ev, WatchNotification):
                 if ev.watchers:
                     watched = WatchedEvent(EventType(ev.type), ev.path, KeeperState(ev.state))
