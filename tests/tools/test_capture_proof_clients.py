@@ -1,11 +1,14 @@
 """The capture proof for every client: zkwire (with a reconnect that re-registers a persistent recursive
-watch with SetWatches2), kazoo (with a reconnect that re-attaches its session), zkCli (the Java client)
-and Curator go through the tracing proxy while tcpdump captures the client<->proxy port on lo;
-``zkwire decode --json`` of the capture gives the same frames as the proxy printed, frame for frame.
+watch with SetWatches2), kazoo (with a reconnect that re-attaches its session; kazoo 2.11 has no
+persistent watches and does not re-register watches: it ends them when the connection is lost), zkCli
+(the Java client) and Curator go through the tracing proxy while tcpdump captures the client<->proxy
+port on lo; ``zkwire decode --json`` of the capture gives the same frames as the proxy printed, frame
+for frame.
 
-Then a lost packet: the capture rewritten without one segment in the middle of a large reply decodes
-with a note that bytes are missing and a skipped frame where it resynchronised, and every frame outside
-the damaged span still matches the proxy's, in order.  (kazoo 2.11 has no persistent watches.)
+Then a lost packet: the capture rewritten without one segment (one inside a large reply, or one that
+carried a whole request) decodes with a note that bytes are missing and one skipped frame where it
+resumed on a frame boundary, and every frame outside the damaged span still matches the proxy's, in
+order (the reply to a lost request is there, unpaired).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from helpers.captureproof import (
 
 import zkwire
 from zkwire.trace.capture import SYN, TcpSegment
+
+Chooser = Callable[[list[TcpSegment | None]], int]
 
 pytestmark = pytest.mark.skipif(
     shutil.which("tcpdump") is None or os.geteuid() != 0,
@@ -191,27 +196,41 @@ async def test_curator_through_the_tracer(
 # ---------------------------------------------------------------------------------------------- lost packet
 
 
-def _inside_a_big_reply(server_port: int, proxy: list[dict[str, Any]]) -> Callable[[list[TcpSegment | None]], int]:
-    """Picks the first segment from the server side whose bytes lie strictly inside one large reply
-    frame (neither its first nor its last bytes) and that no other segment (a retransmission) repeats."""
-    frames = [(o["offset"], o["offset"] + 4 + o["size"]) for o in proxy if o["direction"] == "server"]
-    big = [(start, end) for start, end in frames if end - start > BIG]
+def _span_chooser(port: int, direction: str, proxy: list[dict[str, Any]], whole: bool) -> Chooser:
+    """Picks the first segment of ``direction`` (the server side is on ``port``) whose bytes lie
+    strictly inside one large frame (``whole``: whose bytes are exactly one setData request), and that
+    no other segment (a retransmission) repeats."""
+    frames = [(o["offset"], o["offset"] + 4 + o["size"], o) for o in proxy if o["direction"] == direction]
+
+    def fits(at: int, end: int) -> bool:
+        if whole:
+            return any((start, stop) == (at, end) and o["op_name"] == "setData" for start, stop, o in frames)
+        return any(start < at and end < stop and stop - start > BIG for start, stop, _ in frames)
 
     def choose(segments: list[TcpSegment | None]) -> int:
-        ours = [(i, s) for i, s in enumerate(segments) if s is not None and s.src[1] == server_port]
+        ours = [
+            (i, s)
+            for i, s in enumerate(segments)
+            if s is not None and (s.src[1] if direction == "server" else s.dst[1]) == port
+        ]
         isn = next(s.seq for _, s in ours if s.flags & SYN)
         spans = [((s.seq - isn - 1) % (1 << 32), len(s.payload)) for _, s in ours]
         for (i, _), (at, n) in zip(ours, spans, strict=True):
             repeated = sum(1 for a, m in spans if m and a < at + n and at < a + m) > 1
-            if n and not repeated and any(start < at and at + n < end for start, end in big):
+            if n and not repeated and fits(at, at + n):
                 return i
-        raise AssertionError(f"no segment inside a big reply: {spans}")
+        raise AssertionError(f"no segment to drop in {spans}")
 
     return choose
 
 
+@pytest.mark.parametrize(
+    ("direction", "whole", "why"),
+    [("server", False, "lost in the capture"), ("client", True, "before the first frame boundary found")],
+    ids=["inside-a-large-reply", "a-whole-request"],
+)
 async def test_a_lost_packet_resynchronises_and_the_rest_still_matches(
-    zk_hosts: str, zk_path: str, tmp_path: Path
+    zk_hosts: str, zk_path: str, tmp_path: Path, direction: str, whole: bool, why: str
 ) -> None:
     async with traced_capture(zk_hosts, tmp_path / "whole.pcap", connections=1) as run:
         async with zkwire.open_client(run.hosts) as zk:
@@ -225,29 +244,34 @@ async def test_a_lost_packet_resynchronises_and_the_rest_still_matches(
     proxy = await _prove(run)
 
     damaged = tmp_path / "damaged.pcap"
-    lost = drop_packet(run.pcap, damaged, _inside_a_big_reply(run.port, proxy))
+    lost = drop_packet(run.pcap, damaged, _span_chooser(run.port, direction, proxy, whole))
     objs = await decode_cli(damaged)
     notes = notes_of(objs)
-    assert f"server side: {len(lost.payload)} bytes missing from the capture" in notes, notes
+    assert f"{direction} side: {len(lost.payload)} bytes missing from the capture" in notes, notes
     frames = frames_of(objs)
-    skipped = [o for o in frames if o["kind"] == "skipped"]
-    assert len(skipped) == 1 and skipped[0]["direction"] == "server", skipped
-    assert skipped[0]["note"] == f"{skipped[0]['size']} bytes not decoded: lost in the capture"
     assert not [o for o in frames if o["kind"] == "malformed"]
+    # where it resumed: one frame standing for the bytes it could not decode
+    skipped = [o for o in frames if o["kind"] == "skipped"]
+    assert [(o["direction"], o["note"]) for o in skipped] == [
+        (direction, f"{skipped[0]['size']} bytes not decoded: {why}")
+    ]
 
-    # the damaged span: the proxy's frames whose bytes overlap the skipped ones
+    # the damaged span: the proxy's frames whose bytes overlap the skipped ones: exactly one frame
     start, end = skipped[0]["offset"], skipped[0]["offset"] + skipped[0]["size"]
-    server = [o for o in proxy if o["direction"] == "server"]
-    hit = [o for o in server if o["offset"] < end and o["offset"] + 4 + o["size"] > start]
-    assert [(o["op_name"], o["size"] >= BIG) for o in hit] == [("getData", True)], hit
-    assert (hit[0]["offset"], 4 + hit[0]["size"]) == (start, skipped[0]["size"])  # exactly that frame
-    outside = [o for o in server if o not in hit]
-    # everything else matches (the reply after the gap is paired by its xid as before; only its
-    # latency, not compared, is unknown to a decoder that lost the earlier reply)
-    assert [frame_key(o) for o in frames if o["direction"] == "server" and o["kind"] != "skipped"] == [
-        frame_key(o) for o in outside
+    hit = [
+        o for o in proxy if o["direction"] == direction and o["offset"] < end and o["offset"] + 4 + o["size"] > start
     ]
-    assert [frame_key(o) for o in frames if o["direction"] == "client"] == [
-        frame_key(o) for o in proxy if o["direction"] == "client"
+    assert len(hit) == 1 and (hit[0]["offset"], 4 + hit[0]["size"]) == (start, skipped[0]["size"]), hit
+    assert hit[0]["op_name"] == ("setData" if whole else "getData")
+
+    # everything outside it matches, in order; a reply whose request was lost is there, unpaired
+    same = [frame_key(o) for o in frames if o["direction"] == direction and o["kind"] != "skipped"]
+    assert same == [frame_key(o) for o in proxy if o["direction"] == direction and o is not hit[0]]
+    other = "client" if direction == "server" else "server"
+    unpaired = [o for o in frames if o["direction"] == other and o["kind"] == "reply" and o["op_name"] is None]
+    answer = [o for o in proxy if whole and o["kind"] == "reply" and o["xid"] == hit[0]["xid"]]
+    assert [(o["xid"], o["zxid"], o["err"]) for o in unpaired] == [(o["xid"], o["zxid"], o["err"]) for o in answer]
+    assert len(answer) == (1 if whole else 0)
+    assert [frame_key(o) for o in frames if o["direction"] == other and o not in unpaired] == [
+        frame_key(o) for o in proxy if o["direction"] == other and o not in answer
     ]
-    assert len(outside) >= 6  # connect, create, getData, setData, exists, delete, close come after/before
