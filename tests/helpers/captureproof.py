@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import signal
 import struct
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -41,6 +44,7 @@ __all__ = [
     "drop_packet",
     "frame_key",
     "frames_of",
+    "kernel_drops",
     "notes_of",
     "packets",
     "traced_capture",
@@ -87,6 +91,8 @@ class TracedCapture:
     fault: FaultProxy
     pcap: Path
     shown: io.StringIO = field(default_factory=io.StringIO)
+    #: What tcpdump said when it stopped.
+    tcpdump_report: str = ""
 
     @property
     def hosts(self) -> str:
@@ -103,7 +109,7 @@ class TracedCapture:
 async def traced_capture(zk_hosts: str, pcap: Path, *, connections: int) -> AsyncIterator[TracedCapture]:
     """Tracer, fault proxy and tcpdump for the block; on leaving it, waits (bounded) until the proxy has
     printed the end of ``connections`` connections and tcpdump has written them, then stops tcpdump."""
-    from test_capture_proof import _start_tcpdump, _stop, _until_captured
+    from test_capture_proof import _until_captured
 
     async with trio.open_nursery() as nursery, open_fault_proxy(*first_server(zk_hosts)) as fault:
         upstream = first_server(fault.hosts)
@@ -118,8 +124,41 @@ async def traced_capture(zk_hosts: str, pcap: Path, *, connections: int) -> Asyn
                     await trio.sleep(0.05)
             await _until_captured(pcap, connections)
         finally:
-            await _stop(tcpdump)
+            run.tcpdump_report = await _stop_tcpdump(tcpdump)
         nursery.cancel_scope.cancel()
+
+
+async def _start_tcpdump(port: int, out: Path) -> trio.Process:
+    # --immediate-mode: without it, packets still in the capture ring when tcpdump stops are lost;
+    # -B: a larger kernel buffer than the default 2 MiB, for bursts while tcpdump waits for a core
+    args = ["tcpdump", "-Z", "root", "-i", "lo", "-U", "--immediate-mode", "-B", str(BUFFER_KIB), "-s", "0"]
+    proc = await trio.lowlevel.open_process([*args, "-w", str(out), f"tcp port {port}"], stderr=subprocess.PIPE)
+    assert proc.stderr is not None
+    seen = b""
+    with trio.fail_after(10):
+        while b"listening on" not in seen:
+            chunk = await proc.stderr.receive_some()
+            assert chunk, seen
+            seen += chunk
+    return proc
+
+
+async def _stop_tcpdump(proc: trio.Process) -> str:
+    """Stops tcpdump; returns what it said on the way out (its packet counts)."""
+    proc.send_signal(signal.SIGINT)
+    said = b""
+    assert proc.stderr is not None
+    with trio.fail_after(10):
+        while chunk := await proc.stderr.receive_some():
+            said += chunk
+        await proc.wait()
+    return said.decode(errors="replace")
+
+
+def kernel_drops(report: str) -> int:
+    """Packets tcpdump says the kernel dropped (its buffer was full) in its closing report."""
+    found = re.search(r"(\d+) packets? dropped by kernel", report)
+    return int(found.group(1)) if found else 0
 
 
 async def decode_cli(pcap: Path, *extra: str) -> list[dict[str, Any]]:
@@ -134,6 +173,9 @@ async def decode_cli(pcap: Path, *extra: str) -> list[dict[str, Any]]:
     assert done.returncode == 0 and done.stderr == b"", done.stderr.decode(errors="replace")[-2000:]
     return [json.loads(line) for line in done.stdout.decode().splitlines()]
 
+
+#: tcpdump's kernel buffer (KiB).
+BUFFER_KIB = 32768
 
 _PCAP_LE = b"\xd4\xc3\xb2\xa1"
 _RECORD = struct.Struct("<IIII")

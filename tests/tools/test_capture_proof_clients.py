@@ -28,6 +28,7 @@ from helpers.captureproof import (
     drop_packet,
     frame_key,
     frames_of,
+    kernel_drops,
     notes_of,
     traced_capture,
 )
@@ -53,6 +54,7 @@ def _no_gaps(objs: list[dict[str, Any]]) -> None:
 
 async def _prove(run: TracedCapture) -> list[dict[str, Any]]:
     """The capture decodes to the proxy's frames; returns them."""
+    assert kernel_drops(run.tcpdump_report) == 0, run.tcpdump_report
     decoded = await decode_cli(run.pcap)
     _no_gaps(decoded)
     _no_gaps(run.proxy_objs())
