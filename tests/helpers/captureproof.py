@@ -4,7 +4,7 @@ what ``zkwire decode --json`` makes of the capture is then compared with what th
 
 ::
 
-    async with traced_capture(zk_hosts, tmp_path / "x.pcap", connections=2) as run:
+    async with traced_capture(zk_hosts, tmp_path / "x.pcap", connections=2) as run:   # cli=True: a process
         ... a client connects to run.hosts; run.fault.sever() cuts the tracer's upstream side ...
     proxy_frames = run.proxy_frames()
     decoded = await decode_cli(run.pcap)
@@ -20,6 +20,7 @@ import io
 import json
 import re
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -93,39 +94,92 @@ class TracedCapture:
     shown: io.StringIO = field(default_factory=io.StringIO)
     #: What tcpdump said when it stopped.
     tcpdump_report: str = ""
+    #: Where a ``zkwire trace`` process writes its output (instead of ``shown``).
+    out_file: Path | None = None
 
     @property
     def hosts(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     def proxy_objs(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.shown.getvalue().splitlines()]
+        text = self.shown.getvalue() if self.out_file is None else self.out_file.read_text()
+        return [json.loads(line) for line in text.splitlines() if line.endswith("}")]
 
     def proxy_frames(self) -> list[dict[str, Any]]:
         return frames_of(self.proxy_objs())
 
 
 @asynccontextmanager
-async def traced_capture(zk_hosts: str, pcap: Path, *, connections: int) -> AsyncIterator[TracedCapture]:
-    """Tracer, fault proxy and tcpdump for the block; on leaving it, waits (bounded) until the proxy has
-    printed the end of ``connections`` connections and tcpdump has written them, then stops tcpdump."""
+async def traced_capture(
+    zk_hosts: str, pcap: Path, *, connections: int, cli: bool = False
+) -> AsyncIterator[TracedCapture]:
+    """Tracer (``cli``: a ``zkwire trace --json`` process, else :func:`serve_trace` in this process),
+    fault proxy and tcpdump for the block; on leaving it, waits (bounded) until the proxy has printed
+    the end of ``connections`` connections and tcpdump has written them, then stops both."""
     from test_capture_proof import _until_captured
 
     async with trio.open_nursery() as nursery, open_fault_proxy(*first_server(zk_hosts)) as fault:
         upstream = first_server(fault.hosts)
         run = TracedCapture(0, fault, pcap)
-        options = TraceOptions(json_lines=True, out=run.shown, max_line=0)
-        run.port = await nursery.start(serve_trace, ("127.0.0.1", 0), upstream, options)
-        tcpdump = await _start_tcpdump(run.port, pcap)
+        tracer: trio.Process | None = None
+        if cli:
+            run.port, run.out_file = _free_port(), pcap.with_suffix(".trace.jsonl")
+            tracer = await _start_trace_cli(run.port, upstream, run.out_file)
+        else:
+            options = TraceOptions(json_lines=True, out=run.shown, max_line=0)
+            run.port = await nursery.start(serve_trace, ("127.0.0.1", 0), upstream, options)
         try:
-            yield run
-            with trio.fail_after(15):
-                while sum(1 for n in notes_of(run.proxy_objs()) if n.startswith("closed")) < connections:
-                    await trio.sleep(0.05)
-            await _until_captured(pcap, connections)
+            tcpdump = await _start_tcpdump(run.port, pcap)
+            try:
+                yield run
+                with trio.fail_after(15):
+                    while sum(1 for n in notes_of(run.proxy_objs()) if n.startswith("closed")) < connections:
+                        await trio.sleep(0.05)
+                await _until_captured(pcap, connections)
+            finally:
+                run.tcpdump_report = await _stop_tcpdump(tcpdump)
         finally:
-            run.tcpdump_report = await _stop_tcpdump(tcpdump)
+            if tracer is not None:
+                with trio.CancelScope(shield=True):
+                    await _interrupt(tracer)
         nursery.cancel_scope.cancel()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _listening(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:``port`` (from /proc, without connecting to it)."""
+    local = f"0100007F:{port:04X}"
+    with open("/proc/net/tcp") as table:
+        return any(f[1] == local and f[3] == "0A" for f in (line.split() for line in table.readlines()[1:]))
+
+
+async def _start_trace_cli(port: int, upstream: tuple[str, int], out: Path) -> trio.Process:
+    command = [sys.executable, "-m", "zkwire", "trace", "--json", "--max-line", "0"]
+    command += ["--listen", f"127.0.0.1:{port}", "--server", f"{upstream[0]}:{upstream[1]}"]
+    with out.open("wb") as stdout:
+        proc = await trio.lowlevel.open_process(command, stdout=stdout)
+    with trio.fail_after(20):
+        while not _listening(port):
+            assert proc.poll() is None, f"zkwire trace exited with {proc.returncode}"
+            await trio.sleep(0.05)
+    return proc
+
+
+async def _interrupt(proc: trio.Process) -> None:
+    """Ctrl-C to a process, then waits for it (bounded; killed if it does not stop)."""
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGINT)
+    with trio.move_on_after(10):
+        await proc.wait()
+    if proc.returncode is None:
+        proc.kill()
+        await proc.wait()
 
 
 async def _start_tcpdump(port: int, out: Path) -> trio.Process:
@@ -145,13 +199,14 @@ async def _start_tcpdump(port: int, out: Path) -> trio.Process:
 
 async def _stop_tcpdump(proc: trio.Process) -> str:
     """Stops tcpdump; returns what it said on the way out (its packet counts)."""
-    proc.send_signal(signal.SIGINT)
     said = b""
     assert proc.stderr is not None
-    with trio.fail_after(10):
-        while chunk := await proc.stderr.receive_some():
-            said += chunk
-        await proc.wait()
+    with trio.CancelScope(shield=True):
+        proc.send_signal(signal.SIGINT)
+        with trio.move_on_after(10):
+            while chunk := await proc.stderr.receive_some():
+                said += chunk
+        await _interrupt(proc)
     return said.decode(errors="replace")
 
 

@@ -1,7 +1,8 @@
 """The capture proof for every client: zkwire (with a reconnect that re-registers a persistent recursive
 watch with SetWatches2), kazoo (with a reconnect that re-attaches its session; kazoo 2.11 has no
 persistent watches and does not re-register watches: it ends them when the connection is lost), zkCli
-(the Java client) and Curator go through the tracing proxy while tcpdump captures the client<->proxy
+(the Java client) and Curator (these two through a ``zkwire trace --json`` process, the others through
+the same proxy run in the test) go through the tracing proxy while tcpdump captures the client<->proxy
 port on lo; ``zkwire decode --json`` of the capture gives the same frames as the proxy printed, frame
 for frame.
 
@@ -157,7 +158,7 @@ async def test_kazoo_through_the_tracer_with_a_reconnect(zk_hosts: str, zk_path:
 @pytest.mark.skipif(shutil.which("java") is None, reason="java is not installed")
 async def test_zkcli_through_the_tracer(zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
     commands = (["create", zk_path, "from-zkcli"], ["get", zk_path], ["delete", zk_path])
-    async with traced_capture(zk_hosts, tmp_path / "zkcli.pcap", connections=len(commands)) as run:
+    async with traced_capture(zk_hosts, tmp_path / "zkcli.pcap", connections=len(commands), cli=True) as run:
         for command in commands:
             with trio.fail_after(60):
                 done = await trio.run_process(
@@ -181,7 +182,7 @@ async def test_curator_through_the_tracer(
     if shutil.which("java") is None:
         pytest.skip("java is not installed")
     classes = compile_worker(tmp_path_factory)
-    async with traced_capture(zk_hosts, tmp_path / "curator.pcap", connections=1) as run:
+    async with traced_capture(zk_hosts, tmp_path / "curator.pcap", connections=1, cli=True) as run:
         with trio.fail_after(60):
             peer = await trio.to_thread.run_sync(CuratorPeer, classes, run.hosts)
             try:
