@@ -43,8 +43,9 @@ def _server(zk_hosts: str) -> tuple[str, int]:
 
 
 async def _start_tcpdump(port: int, out: Path) -> trio.Process:
-    # --immediate-mode: without it, packets still in the capture ring when tcpdump stops are lost.
-    args = ["tcpdump", "-Z", "root", "-i", "lo", "-U", "--immediate-mode", "-s", "0", "-w", str(out)]
+    # --immediate-mode: without it, packets still in the capture ring when tcpdump stops are lost;
+    # -B: a kernel buffer larger than the default 2 MiB, for bursts while tcpdump waits for a core
+    args = ["tcpdump", "-Z", "root", "-i", "lo", "-U", "--immediate-mode", "-B", "32768", "-s", "0", "-w", str(out)]
     proc = await trio.lowlevel.open_process([*args, f"tcp port {port}"], stderr=subprocess.PIPE)
     assert proc.stderr is not None
     seen = b""
