@@ -58,6 +58,7 @@ from zkwire.protocol.records import (
     WatcherEvent,
     WhoAmIResponse,
 )
+from zkwire.testing.embedded import EmbeddedZooKeeper, ZooKeeperStartError
 from zkwire.testing.handles import ServerHandle
 
 T = TypeVar("T")
@@ -439,7 +440,14 @@ async def test_multi_edge_cases(zk_hosts: str, zk_path: str) -> None:
     await in_thread(body)
 
 
-async def test_standalone_check_op(zk_hosts: str, zk_path: str) -> None:
+async def test_standalone_check_op(zk_path: str) -> None:
+    """A check sent on its own (not inside a multi), on a server of its own: a passing one is logged as
+    a transaction (type 13) that 3.8.0 cannot read back, so that server can never start again from its
+    data ("Unsupported Txn with type=%d13"); the suite's shared server must never see one."""
+    server = EmbeddedZooKeeper()
+    server.start()
+    zk_hosts = server.hosts
+
     def body() -> None:
         with Session(zk_hosts) as s:
             s.ensure(zk_path)
@@ -466,7 +474,14 @@ async def test_standalone_check_op(zk_hosts: str, zk_path: str) -> None:
             finally:
                 s.conn.sock.settimeout(5)
 
-    await in_thread(body)
+    try:
+        await in_thread(body)
+        server.stop(keep_data=True)
+        with pytest.raises(ZooKeeperStartError):
+            await trio.to_thread.run_sync(lambda: server.start(timeout=20))
+        assert "Unsupported Txn with type=%d13" in server.log_tail(400)
+    finally:
+        server.stop()
 
 
 async def test_failed_writes_use_up_a_zxid(zk_hosts: str, zk_path: str) -> None:
