@@ -66,21 +66,12 @@ def as_zkwire_acl(kacl: Any) -> ACL:
     return ACL(kacl.perms, Id(kacl.id.scheme, kacl.id.id))
 
 
-async def ensure_path(zk: zkwire.Client, path: str) -> None:
-    parts = path.strip("/").split("/")
-    for i in range(1, len(parts) + 1):
-        try:
-            await zk.create("/" + "/".join(parts[:i]))
-        except zkwire.NodeExistsError:
-            pass
-
-
 async def test_zkwire_writes_kazoo_reads(zk_hosts: str, zk_path: str, kazoo: Any) -> None:
     alice = digest_acl("alice", "pw", Perm.ALL)
     payload = bytes(range(256)) * 3
     with trio.fail_after(LIMIT):
         async with zkwire.open_client(zk_hosts) as zk:
-            await ensure_path(zk, zk_path)
+            await zk.ensure_path(zk_path)
             await zk.create(f"{zk_path}/data", payload)
             await zk.set_data(f"{zk_path}/data", payload[::-1])
             await zk.create(f"{zk_path}/empty", b"")
@@ -185,7 +176,7 @@ async def test_kazoo_writes_zkwire_reads(zk_hosts: str, zk_path: str, kazoo: Any
 async def test_watches_across_clients(zk_hosts: str, zk_path: str, kazoo: Any) -> None:
     with trio.fail_after(LIMIT):
         async with zkwire.open_client(zk_hosts) as zk:
-            await ensure_path(zk, zk_path)
+            await zk.ensure_path(zk_path)
             # kazoo writes, zkwire's watches fire
             _, _, data_watch = await zk.get_data(zk_path, watch=True)
             _, child_watch = await zk.get_children(zk_path, watch=True)
@@ -214,7 +205,7 @@ async def test_watches_across_clients(zk_hosts: str, zk_path: str, kazoo: Any) -
 async def test_empty_and_null_data_through_both(zk_hosts: str, zk_path: str, kazoo: Any) -> None:
     with trio.fail_after(LIMIT):
         async with zkwire.open_client(zk_hosts) as zk:
-            await ensure_path(zk, zk_path)
+            await zk.ensure_path(zk_path)
             await kz(kazoo.create, f"{zk_path}/k-empty", b"")
             await zk.create(f"{zk_path}/z-empty", b"")
             for name in ("k-empty", "z-empty"):
@@ -227,7 +218,7 @@ async def test_empty_and_null_data_through_both(zk_hosts: str, zk_path: str, kaz
 async def test_open_acl_default_matches(zk_hosts: str, zk_path: str, kazoo: Any) -> None:
     with trio.fail_after(LIMIT):
         async with zkwire.open_client(zk_hosts) as zk:
-            await ensure_path(zk, zk_path)
+            await zk.ensure_path(zk_path)
             await zk.create(f"{zk_path}/z")
             await kz(kazoo.create, f"{zk_path}/k")
             for name in ("z", "k"):

@@ -145,15 +145,6 @@ def _queues(recipe: str, lock_path: str) -> list[Queue]:
     ]
 
 
-async def _ensure_path(zk: zkwire.Client, path: str) -> None:
-    parts = path.strip("/").split("/")
-    for i in range(1, len(parts) + 1):
-        try:
-            await zk.create("/" + "/".join(parts[:i]))
-        except zkwire.NodeExistsError:
-            pass
-
-
 async def _remove_tree(zk: zkwire.Client, path: str) -> None:
     """Delete ``path`` and what is under it (best effort: the run's nodes, once everything is checked)."""
     try:
@@ -233,7 +224,7 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
     try:
         with trio.fail_after(60):
             async with zkwire.open_client(ensemble.hosts, session_timeout=10) as setup:
-                await _ensure_path(setup, lock_path)
+                await setup.ensure_path(lock_path)
                 await setup.create(counter_path, b"0")
                 await setup.create(f"{base}/ticker", b"0")
         async with (

@@ -138,15 +138,6 @@ async def start_interactive(hosts: str, *args: str) -> Interactive:
     return Interactive(process)
 
 
-async def ensure_path(zk: zkwire.Client, path: str) -> None:
-    parts = path.strip("/").split("/")
-    for i in range(1, len(parts) + 1):
-        try:
-            await zk.create("/" + "/".join(parts[:i]))
-        except zkwire.NodeExistsError:
-            pass
-
-
 async def remove_tree(zk: zkwire.Client, path: str) -> None:
     try:
         children = await zk.get_children(path)
@@ -198,7 +189,7 @@ def test_quota_text_round_trip() -> None:
 
 async def test_create_get_set_delete_and_their_failures(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
     node = f"{zk_path}/n"
     r = await zkw(zk_hosts, "create", node, "hello world")
     assert (r.code, r.out, r.err) == (0, f"Created {node}\n", "")
@@ -239,7 +230,7 @@ async def test_create_get_set_delete_and_their_failures(zk_hosts: str, zk_path: 
 
 async def test_stat_shows_all_eleven_fields(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
         await zk.create(f"{zk_path}/kid", b"abc")
         stat = await zk.exists(zk_path)
         assert stat is not None
@@ -259,7 +250,7 @@ async def test_stat_shows_all_eleven_fields(zk_hosts: str, zk_path: str) -> None
 
 async def test_binary_data_is_shown_in_hex(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
         await zk.set_data(zk_path, b"\x00\x01\xfe\xff")
     r = await zkw(zk_hosts, "get", zk_path)
     assert (r.code, r.out) == (0, "0x0001feff\n")
@@ -267,7 +258,7 @@ async def test_binary_data_is_shown_in_hex(zk_hosts: str, zk_path: str) -> None:
 
 async def test_ls_plain_stat_recursive(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, f"{zk_path}/b/y")
+        await zk.ensure_path(f"{zk_path}/b/y")
         await zk.create(f"{zk_path}/a")
         await zk.create(f"{zk_path}/b/x")
     ls, ls_s, ls_r, missing, number = await zkw_all(
@@ -290,7 +281,7 @@ async def test_ls_plain_stat_recursive(zk_hosts: str, zk_path: str) -> None:
 
 async def test_create_modes(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
         bad = f"{zk_path}/bad"
         results = await zkw_all(
             zk_hosts,
@@ -316,7 +307,7 @@ async def test_create_modes(zk_hosts: str, zk_path: str) -> None:
 
 async def test_acls_and_auth(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
     readonly = f"{zk_path}/readonly"
     secret = f"{zk_path}/secret"
     ident = digest_id("alice", "s3cret").id
@@ -381,7 +372,7 @@ async def test_acls_and_auth(zk_hosts: str, zk_path: str) -> None:
 async def test_recursive_set_acl_and_deleteall(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
         for p in ("a/b/c", "a/d", "e"):
-            await ensure_path(zk, f"{zk_path}/{p}")
+            await zk.ensure_path(f"{zk_path}/{p}")
         r = await zkw(zk_hosts, "setAcl", "-R", f"{zk_path}/a", "world:anyone:cdrwa")
         assert r.code == 0
         _, stat = await zk.get_acl(f"{zk_path}/a/b/c")
@@ -412,7 +403,7 @@ async def test_quotas_in_zookeeper_38_format(zk_hosts: str, zk_path: str) -> Non
     limits = f"/zookeeper/quota{zk_path}/zookeeper_limits"
     stats = f"/zookeeper/quota{zk_path}/zookeeper_stats"
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, f"{zk_path}/a")
+        await zk.ensure_path(f"{zk_path}/a")
         await zk.set_data(f"{zk_path}/a", b"12345")
         try:
             r = await zkw(zk_hosts, "setquota", "-n", "5", zk_path)
@@ -487,7 +478,7 @@ async def _start_one_shot(hosts: str, *args: str) -> Interactive:
 
 async def test_one_shot_get_w_prints_result_then_the_event(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
         await zk.set_data(zk_path, b"before")
         run = await _start_one_shot(zk_hosts, "get", "-w", zk_path)
         await run.expect("before\n")
@@ -511,7 +502,7 @@ async def test_one_shot_get_w_prints_result_then_the_event(zk_hosts: str, zk_pat
 
 async def test_one_shot_watch_that_does_not_fire_exits_4(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
     with trio.fail_after(10):
         start = trio.current_time()
         r = await zkw(zk_hosts, "get", "-w", zk_path, options=("--timeout", "1"))
@@ -521,7 +512,7 @@ async def test_one_shot_watch_that_does_not_fire_exits_4(zk_hosts: str, zk_path:
 
 async def test_one_shot_stat_w_on_missing_node_waits_for_its_creation(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
         run = await start_interactive(zk_hosts, "--timeout", "1.5", "stat", "-w", f"{zk_path}/later")
         await run.expect(f"Node does not exist: {zk_path}/later\n")
         await zk.create(f"{zk_path}/later")
@@ -531,7 +522,7 @@ async def test_one_shot_stat_w_on_missing_node_waits_for_its_creation(zk_hosts: 
 
 async def test_one_shot_add_watch_streams_events_until_the_timeout(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
         run = await start_interactive(zk_hosts, "--timeout", "2", "addWatch", zk_path)
         # Wait until the server holds the watch before changing anything.
         with trio.fail_after(10):
@@ -558,7 +549,7 @@ async def _server_has_persistent_watch(hosts: str, path: str) -> bool:
 
 async def test_one_shot_removewatches_without_a_watch_fails(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
     r = await zkw(zk_hosts, "removewatches", zk_path, "-d")
     assert (r.code, r.err) == (1, f"No such watch: {zk_path}\n")
 
@@ -680,7 +671,7 @@ async def test_four_letter_words(zk_hosts: str) -> None:
 
 async def test_shell_reads_commands_from_stdin(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
     script = "\n".join(
         [
             f"create {zk_path}/a 'two words'",
@@ -733,7 +724,7 @@ async def test_shell_prints_watch_events_as_they_arrive(zk_hosts: str, zk_path: 
     # (a fired one-shot watch takes the persistent registration with it), so they use different paths.
     q = f"{zk_path}/q"
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, q)
+        await zk.ensure_path(q)
         shell = await start_interactive(zk_hosts)
         await shell.send(f"get -w {zk_path}")
         await shell.send("printwatches")  # a marker: the get has completed once this prints
@@ -774,7 +765,7 @@ async def test_shell_prints_watch_events_as_they_arrive(zk_hosts: str, zk_path: 
 
 async def test_shell_close_connect_and_session_commands(zk_hosts: str, zk_path: str) -> None:
     async with zkwire.open_client(zk_hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
     shell = await start_interactive(zk_hosts, "--timeout", "2")
     await shell.send(f"create -e {zk_path}/mine")
     await shell.expect(f"Created {zk_path}/mine\n")
@@ -846,7 +837,7 @@ async def test_connection_loss_one_shot_gives_up_and_the_shell_reports_it(
 ) -> None:
     hosts = zk_server.hosts
     async with zkwire.open_client(hosts) as zk:
-        await ensure_path(zk, zk_path)
+        await zk.ensure_path(zk_path)
         await zk.set_data(zk_path, b"here")
     # The shell is up first, so that only the server's stop comes between the one-shot's read and its
     # watch deadline (--timeout: a busy machine must not let the watch wait run out before the stop).
