@@ -837,3 +837,85 @@ def test_long_string_vectors_decode_alike_on_the_one_decode_path(as_view: bool) 
     ]:
         with pytest.raises(ProtocolError, match=message):
             Reader(memoryview(bytearray(bad)) if as_view else bad).string_vector()
+
+
+def _careful_reading(blob: bytes) -> tuple[object, int]:
+    """What reading the vector one ustring at a time gives: (names, position) or the error's type."""
+    r = Reader(blob)
+    try:
+        return r.vector(Reader.ustring), r.pos
+    except ProtocolError:
+        return ProtocolError, -1
+
+
+def _fast_reading(blob: bytes) -> tuple[object, int]:
+    r = Reader(blob)
+    try:
+        return r.string_vector(), r.pos
+    except ProtocolError:
+        return ProtocolError, -1
+
+
+_NAME = st.one_of(
+    st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=1, max_size=12),
+    st.sampled_from(["a" * 255, "b" * 256, "\x00", "x\x00\x00\x00y", "\x00\x00\x00\x05", "é", ""]),
+)
+
+
+@_FUZZ
+@given(
+    st.lists(_NAME, min_size=32, max_size=120),
+    st.binary(max_size=80),
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=4),
+    st.booleans(),
+)
+def test_the_split_paths_of_string_vector_read_exactly_what_the_careful_loop_reads(
+    names: list[str], tail: bytes, flips: list[tuple[int, int]], uniform: bool
+) -> None:
+    """The uniform-stride and split fast paths of long vectors are checked in full: on any input, well
+    formed or corrupted (a length byte changed, a name holding NULs or the length prefix itself, names of
+    255/256 bytes, trailing bytes), they give the names and end position the careful loop gives, or the
+    same ProtocolError."""
+    if uniform:
+        names = [f"{i:06d}" for i in range(len(names))]
+    out = bytearray()
+    write_string_vector(out, list(names))
+    blob = bytearray(out + tail)
+    for at, value in flips:
+        blob[4 + at % max(1, len(blob) - 4)] = value
+    assert _fast_reading(bytes(blob)) == _careful_reading(bytes(blob))
+
+
+def test_swapped_lengths_do_not_fool_the_split_path() -> None:
+    """Two names whose length bytes are swapped still split on three NULs into the right number of
+    pieces, with the right total length; the per-piece check sends the vector to the careful loop."""
+    names = [f"n{i}" for i in range(40)]
+    names[5], names[6] = "ab", "cdef"
+    out = bytearray()
+    write_string_vector(out, names)
+    blob = bytes(out).replace(b"\x00\x00\x00\x02ab\x00\x00\x00\x04cdef", b"\x00\x00\x00\x04ab\x00\x00\x00\x02cdef")
+    assert blob != bytes(out) and len(blob) == len(out)
+    assert _fast_reading(blob) == _careful_reading(blob) == (ProtocolError, -1)
+    # The same swap where the careful loop happens to read something: it is what the bytes say.
+    names[5], names[6] = "ab", "cd"
+    out = bytearray()
+    write_string_vector(out, [*names, "x" * 10])
+    blob = bytes(out).replace(b"\x00\x00\x00\x02ab\x00\x00\x00\x02cd", b"\x00\x00\x00\x03ab\x00\x00\x00\x01cd")
+    assert _fast_reading(blob) == _careful_reading(blob)
+
+
+def test_the_uniform_stride_path_checks_every_prefix_and_every_cut() -> None:
+    """Vectors of one name length are read by stride: prefixes that sit off the stride, or a name that
+    holds the prefix itself, must not pass for names (the careful loop's reading is what counts)."""
+    good = b"\x00\x00\x00\x01c" * 29
+    # Three separators, the first and the stride bytes right, but the second one off the stride:
+    # it would cut the tail into ["", "\x01y", "z"]; the bytes really say a 257-byte name, truncated.
+    off_stride = h("00000020") + good + b"\x00\x00\x00\x01" + b"\x00\x00\x00\x01" + b"\x01y" + b"\x00\x00\x00\x01z"
+    assert _careful_reading(off_stride) == (ProtocolError, -1)
+    assert _fast_reading(off_stride) == (ProtocolError, -1)
+    # A name that is the length prefix itself: a valid name (NULs and all) the split would cut in two.
+    names = [f"{i:04d}" for i in range(40)]
+    names[7] = "\x00\x00\x00\x04"
+    out = bytearray()
+    write_string_vector(out, names)
+    assert _fast_reading(bytes(out)) == _careful_reading(bytes(out)) == (names, len(out))
