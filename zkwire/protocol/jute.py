@@ -145,7 +145,7 @@ class Reader:
         last = pieces.pop()
         del pieces[0]
         try:
-            names: list[str | None] = list(map(_AFTER_FIRST, pieces))
+            names: list[str] = list(map(_AFTER_FIRST, pieces))
             if bytes(map(ord, map(_FIRST, pieces))) != bytes(map(len, names)):
                 return None
             k = ord(last[0])
@@ -158,7 +158,7 @@ class Reader:
         if not text[:consumed].isascii():
             return None
         self.pos = pos + consumed
-        return names
+        return names  # type: ignore[return-value]  # list is invariant; no None here
 
     def _utf8_string_vector(self, n: int) -> list[str | None]:
         buf, pos, end = self.buf, self.pos, self.end
