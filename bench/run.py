@@ -641,6 +641,15 @@ def main() -> int:
         help="bound on any single wait in a child (default 30 s; the scale waiters and sessions add 10 ms per "
         "waiter or session); raise it on a loaded machine",
     )
+    parser.add_argument(
+        "--big-waiters",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="scale_waiters sizes of N or more run in the last --big-rounds rounds only, never as a warm-up "
+        "(default 10000: each such round takes minutes per peer)",
+    )
+    parser.add_argument("--big-rounds", type=int, default=1, metavar="K", help="see --big-waiters (default 1)")
     parser.add_argument("--hosts", help="use this running server instead of starting one")
     parser.add_argument("--json", type=Path, default=HERE / "results" / "latest.json")
     parser.add_argument("--png", type=Path, default=HERE / "results" / "latest.png")
@@ -729,13 +738,16 @@ def main() -> int:
                 for peer in peers:
                     if metric not in support[peer]:
                         continue
+                    big = group is not None and group.name == "scale_waiters" and size >= args.big_waiters
+                    if big and (r < rounds - max(1, args.big_rounds) or (r == 0 and rounds > 1)):
+                        continue
                     child_params = group.params(params, size) if group else params
                     child_path = group.path(path, size) if group else path
                     figure = run_child(peer, metric, hosts, child_path, child_params, java_cp)
                     figure["round"] = r
                     tag = "warm-up" if r == 0 and rounds > 1 else f"round {r}"
                     log(f"{tag:<8} {key:<22} {peer:<7} {_brief(figure)}")
-                    if r > 0 or rounds == 1:
+                    if r > 0 or rounds == 1 or big:
                         results[key][peer].append(figure)
         for metric in [m for m in ONCE_METRICS if m in metrics]:
             for peer in peers:

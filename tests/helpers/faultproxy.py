@@ -199,6 +199,7 @@ class _Pipe:
         self.eof = False
         self.raw = False  # framing failed: forward chunks as they come, match nothing
         self.frames = 0  # whole frames forwarded (the first one is the handshake)
+        self.last_sent = float("-inf")  # when the last item went out (for the pace)
         self.after_send: FaultRule | None = None  # a rule to complete once the current frame is written
         self.changed = _Signal()
         self._decoder = FrameDecoder(max_frame=_MAX_FRAME)
@@ -263,7 +264,7 @@ class _Pipe:
                     await self.changed.wait()
                     continue
                 arrival, item, is_frame = self.queue[0]
-                due = arrival + proxy._delay[self.direction]
+                due = max(arrival + proxy._delay[self.direction], self.last_sent + proxy._pace[self.direction])
                 if trio.current_time() < due:
                     with trio.move_on_at(due):
                         await self.changed.wait()  # early if the delay, the freeze or the queue changes
@@ -275,6 +276,7 @@ class _Pipe:
                     continue
                 if is_frame:
                     self.frames += 1
+                self.last_sent = trio.current_time()
                 await self.dst.send_all(item)
                 rule, self.after_send = self.after_send, None
                 if rule is not None:
@@ -456,6 +458,7 @@ class FaultProxy:
         self.refusing = False
         self._frozen: set[Direction] = set()
         self._delay: dict[Direction, float] = dict.fromkeys(_DIRECTIONS, 0.0)
+        self._pace: dict[Direction, float] = dict.fromkeys(_DIRECTIONS, 0.0)
         self._live: dict[int, ProxiedConnection] = {}
         self._rules: list[FaultRule] = []
         self._ids = itertools.count(1)
@@ -543,6 +546,17 @@ class FaultProxy:
             self._delay["to_server"] = seconds
         if to_client:
             self._delay["to_client"] = seconds
+        self._wake_all()
+
+    def set_pace(self, seconds: float, *, to_server: bool = False, to_client: bool = True) -> None:
+        """Forward at most one frame every ``seconds`` (per connection and direction; 0 for no limit):
+        a slow link, or a server working through a deep queue.  Order is kept."""
+        if seconds < 0:
+            raise ValueError("pace must be >= 0")
+        if to_server:
+            self._pace["to_server"] = seconds
+        if to_client:
+            self._pace["to_client"] = seconds
         self._wake_all()
 
     def refuse(self, on: bool = True) -> None:

@@ -59,3 +59,35 @@ async def test_a_pipeline_longer_than_the_bound_goes_out_in_bursts(zk_hosts: str
                 proxy.thaw()
         [created] = outcome
         assert [path for path, _ in created] == [f"{zk_path}/n{i:010d}" for i in range(50)]  # type: ignore[misc]
+
+
+async def test_a_pipeline_whose_replies_drain_for_longer_than_the_session_timeout_keeps_its_connection(
+    zk_hosts: str, zk_path: str
+) -> None:
+    """The server's answers reach the client one every 50 ms (a slow link; the proxy paces them): 120
+    pipelined reads take about 6 s, longer than the session timeout, the pings queued behind them.  The
+    session is told SUSPENDED once nothing sent in the last read timeout is answered, but the connection
+    stays: every read succeeds, no reconnect, and the ping answered after the backlog confirms the same
+    session again (CONNECTED)."""
+    async with open_fault_proxy(*first_server(zk_hosts)) as proxy:
+        async with zkwire.open_client(proxy.hosts, session_timeout=4.0) as zk:
+            await zk.create(zk_path, b"x")
+            session = zk.session_id
+            timeout = zk.session_timeout
+            assert timeout is not None
+            states: list[zkwire.SessionState] = []
+            zk.add_state_listener(states.append)
+            proxy.set_pace(0.05)
+            started = trio.current_time()
+            with trio.fail_after(60):
+                results = await zk.pipeline([zkwire.GetData(zk_path) for _ in range(120)])
+            took = trio.current_time() - started
+            assert [r if isinstance(r, zkwire.ZKError) else r[0] for r in results] == [b"x"] * 120
+            assert took > timeout, f"the replies drained in {took:.2f}s: nothing was tested"
+            proxy.set_pace(0)
+            with trio.fail_after(timeout):
+                while zk.state is not zkwire.SessionState.CONNECTED:
+                    await trio.sleep(0.05)
+            assert states == [zkwire.SessionState.SUSPENDED, zkwire.SessionState.CONNECTED]
+            assert zk.session_id == session
+            assert proxy.connections == 1

@@ -409,7 +409,8 @@ def test_answered_pings_keep_the_connection() -> None:
 def test_watch_notifications_do_not_hide_unanswered_pings() -> None:
     """A one-way partition: our pings are lost while notifications keep coming.  The server, which has
     not heard from us since the last answered ping, may expire the session a timeout after it; the
-    connection is dropped two thirds of a timeout after it, however busy the other direction is."""
+    application is told (SUSPENDED) two thirds of a timeout after it, and the connection, on which
+    nothing more is answered, is dropped, however busy the other direction is."""
     pair = connected(timeout=9.0)
     w = Watcher("w")
     pair.core.watches.add(WatchKind.PERSISTENT, "/busy", w)
@@ -425,24 +426,90 @@ def test_watch_notifications_do_not_hide_unanswered_pings() -> None:
         events = pair.to_client(pair.server.event(EventType.NODE_DATA_CHANGED, "/busy"), now)
         assert [type(e) for e in events] == [WatchNotification]
     assert pair.core.next_deadline() == pytest.approx(9.0)
-    [drop] = pair.timer(9.0)
+    [told] = pair.timer(9.0)
+    assert told == StateChanged(SessionState.CONNECTED, SessionState.SUSPENDED)
+    assert pair.core.next_deadline() == pytest.approx(9.01)  # the newest answer came at 3.01
+    [drop] = pair.timer(9.01)
     assert isinstance(drop, DropConnection) and "answered" in drop.reason
 
 
 def test_liveness_counts_from_when_the_answered_request_was_sent() -> None:
-    """A reply that comes late proves the server heard us when we sent, not when it answered."""
+    """A reply that comes late proves the server heard us when we sent, not when it answered: the
+    session is SUSPENDED a read timeout after that send; an answer to something newer confirms it
+    again on the same connection."""
     pair = connected(timeout=9.0)
     core = pair.core
     get_data(core, "/slow", "t", 1.0)
     pair.to_server()
     assert pair.timer(4.0) == []
-    [ping] = pair.to_server()  # the ping due at 4.0 is not answered
+    [ping] = pair.to_server()  # the ping due at 4.0 is not answered yet
     assert ping.is_ping
     [reply] = pair.to_client(pair.server.answer(data_reply()), 5.0)
     assert isinstance(reply, Reply) and reply.error is None
     assert core.next_deadline() == pytest.approx(7.0)  # 1.0 + 6.0, not 5.0 + 6.0
-    [drop] = pair.timer(7.0)
-    assert isinstance(drop, DropConnection)
+    assert pair.timer(7.0) == [StateChanged(SessionState.CONNECTED, SessionState.SUSPENDED)]
+    assert core.next_deadline() == pytest.approx(10.0)  # a ping 3 s after the last send
+    assert pair.to_client(pair.server.pong(), 8.0) == [StateChanged(SessionState.SUSPENDED, SessionState.CONNECTED)]
+    assert core.state is SessionState.CONNECTED
+    # Nothing answered for a read timeout after that: the connection goes.
+    assert drops(pair.timer(8.0 + 6.0))
+
+
+def test_a_pipeline_draining_longer_than_the_read_timeout_keeps_its_connection() -> None:
+    """200 requests sent at once; the server answers one every 50 ms (10 s, over three session
+    timeouts), our pings queued behind them.  The session is SUSPENDED while no answer is to anything
+    sent in the last read timeout, but the connection stays: every request gets its reply, none fails,
+    no client-side expiry; the ping answered after the backlog confirms the session again."""
+    pair = connected(timeout=3.0)  # read timeout 2 s, pings every second of idleness
+    core = pair.core
+    for i in range(200):
+        get_data(core, f"/n{i}", i, 0.0)
+    assert len(pair.to_server()) == 200
+    replies: list[Reply] = []
+    changes: list[StateChanged] = []
+    pings = 0
+    now = 0.0
+    for _ in range(200):
+        now += 0.05
+        for e in pair.timer(now):
+            assert not isinstance(e, DropConnection), e
+            if isinstance(e, StateChanged):
+                changes.append(e)
+        pings += sum(1 for r in pair.to_server() if r.is_ping)
+        for e in pair.to_client(pair.server.answer(data_reply()), now):
+            if isinstance(e, Reply):
+                replies.append(e)
+            elif isinstance(e, StateChanged):
+                changes.append(e)
+    assert [r.token for r in replies] == list(range(200)) and all(r.error is None for r in replies)
+    assert changes == [StateChanged(SessionState.CONNECTED, SessionState.SUSPENDED)]
+    assert pings >= 1
+    # The server gets to the pings behind the backlog: the newest one, sent within the read timeout,
+    # confirms the session; the older ones prove nothing newer.
+    events = pair.to_client(pair.server.pong() * pings, now + 0.01)
+    assert events == [StateChanged(SessionState.SUSPENDED, SessionState.CONNECTED)]
+    assert core.outstanding == 0
+
+
+def test_a_server_that_stops_answering_mid_pipeline_is_dropped_a_read_timeout_after_its_last_answer() -> None:
+    pair = connected(timeout=3.0)
+    core = pair.core
+    for i in range(100):
+        get_data(core, f"/n{i}", i, 0.0)
+    pair.to_server()
+    now = 0.0
+    for _ in range(60):  # answers until 3.0, then silence (a frozen server)
+        now += 0.05
+        assert not drops(pair.timer(now))
+        pair.to_client(pair.server.answer(data_reply()), now)
+    assert core.state is SessionState.SUSPENDED  # since 2.0: nothing sent since 0.0 answered
+    while (deadline := core.next_deadline()) < 4.99:  # pings, unanswered
+        assert not drops(pair.timer(deadline))
+    assert deadline == pytest.approx(now + 2.0)
+    [drop] = pair.timer(deadline)
+    assert isinstance(drop, DropConnection) and "nothing answered for 2.00s" in drop.reason
+    failed = only(pair.lose(deadline), Reply)
+    assert len(failed) == 40 and all(isinstance(r.error, ConnectionLossError) for r in failed)
 
 
 def test_a_reply_trickled_byte_by_byte_does_not_keep_the_connection() -> None:

@@ -128,7 +128,9 @@ class SessionState(Enum):
     CONNECTED = "connected"
     #: Connected to a read-only server (only with ``allow_read_only``): writes fail with NotReadOnlyError.
     READ_ONLY = "read_only"
-    #: The connection was lost; the session may still be alive on the servers.  Reconnecting.
+    #: The connection was lost, or nothing sent in the last two thirds of the session timeout has been
+    #: answered (a server still answering older requests keeps its connection); the session may still
+    #: be alive on the servers.  Reconnecting, or CONNECTED again once something newer is answered.
     SUSPENDED = "suspended"
     #: The session is gone: a server said so, or no server was reached for the whole session timeout.
     EXPIRED = "expired"
@@ -261,6 +263,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
     """
 
     __slots__ = (
+        "_answered_at",
         "_auth_pending",
         "_connect_deadline",
         "_credentials",
@@ -348,6 +351,12 @@ class SessionCore(Generic[TokenT, WatcherT]):
         #: two thirds of a timeout after this moment tells the application at least a third of a timeout
         #: before the session can expire, whatever else the server keeps sending.
         self._last_confirmed = 0.0
+        #: When the newest answer arrived (of anything sent on this connection): the connection is
+        #: dropped only when nothing has been answered for the read timeout.  Between the two deadlines
+        #: -- answers still arriving, but none to anything sent in the last read timeout (a deep
+        #: pipeline draining, pings queued behind it) -- the session is SUSPENDED on the open connection
+        #: and CONNECTED again as soon as something newer is answered.
+        self._answered_at = 0.0
         #: The same moment across connections (None before the first session): client-side expiry.
         self._last_heard: float | None = None
 
@@ -374,15 +383,17 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     @property
     def liveness_deadline(self) -> float:
-        """When the connection counts as dead unless the server answers something sent before then: the
-        read timeout after the send time of the newest answered request or ping (the connect timeout
-        during the handshake; inf without a connection).  It moves only as answers arrive, so an I/O
-        layer blocked in a write while the server keeps answering (busy, not dead) waits on."""
+        """When the connection counts as dead unless the server answers something before then: the read
+        timeout after the newest answer arrived (the connect timeout during the handshake; inf without a
+        connection).  It moves only as answers arrive, so an I/O layer blocked in a write while the
+        server keeps answering (busy, not dead) waits on."""
         if self._phase is _Phase.IDLE:
             return float("inf")
         if self._phase is _Phase.HANDSHAKE:
             return self._connect_deadline
-        return self._last_confirmed + self.read_timeout
+        if self._phase is _Phase.SYNCING:
+            return self._last_confirmed + self.read_timeout
+        return self._answered_at + self.read_timeout
 
     @property
     def ping_interval(self) -> float:
@@ -418,23 +429,39 @@ class SessionCore(Generic[TokenT, WatcherT]):
         deadlines = [float("inf")]
         if self._phase is _Phase.HANDSHAKE:
             deadlines.append(self._connect_deadline)
-        elif self._phase in (_Phase.SYNCING, _Phase.OPEN):
+        elif self._phase is _Phase.SYNCING:
             deadlines.append(self._last_confirmed + self.read_timeout)
             deadlines.append(self._last_send + self.ping_interval)
-            if self._pending:
+        elif self._phase is _Phase.OPEN:
+            deadlines.append(self._answered_at + self.read_timeout)
+            if self.state.is_connected:
+                deadlines.append(self._last_confirmed + self.read_timeout)
+            deadlines.append(self._last_send + self.ping_interval)
+            if self._pending and self._last_confirmed > self._pending[0].sent:
                 deadlines.append(self._pending[0].sent + self.session_timeout)
-        if self._last_heard is not None and self.negotiated_timeout is not None and not self.state.is_connected:
+        if self._client_side_expiry_applies():
+            assert self._last_heard is not None and self.negotiated_timeout is not None
             deadlines.append(self._last_heard + self.negotiated_timeout)
         return min(deadlines)
+
+    def _client_side_expiry_applies(self) -> bool:
+        """No connection vouches for the session (a server that still answers on an open connection
+        would close it if the session expired)."""
+        return (
+            self._last_heard is not None
+            and self.negotiated_timeout is not None
+            and not self.state.is_connected
+            and self._phase is not _Phase.OPEN
+        )
 
     def handle_timer(self, now: float) -> list[Event[TokenT, WatcherT]]:
         events: list[Event[TokenT, WatcherT]] = []
         if self.state.is_terminal:
             return events
         if (
-            self._last_heard is not None
+            self._client_side_expiry_applies()
+            and self._last_heard is not None
             and self.negotiated_timeout is not None
-            and not self.state.is_connected
             and now >= self._last_heard + self.negotiated_timeout
         ):
             log.warning(
@@ -445,14 +472,34 @@ class SessionCore(Generic[TokenT, WatcherT]):
             return self._expire(events, SessionExpiredError(detail="no server reachable for the session timeout"))
         if self._phase is _Phase.HANDSHAKE and now >= self._connect_deadline:
             events.append(DropConnection(f"no handshake reply within {self.connect_timeout:.2f}s"))
+        elif self._phase is _Phase.SYNCING and now >= self._last_confirmed + self.read_timeout:
+            events.append(DropConnection(f"nothing sent in the last {now - self._last_confirmed:.2f}s was answered"))
         elif self._phase in (_Phase.SYNCING, _Phase.OPEN):
-            if now >= self._last_confirmed + self.read_timeout:
-                events.append(
-                    DropConnection(f"nothing sent in the last {now - self._last_confirmed:.2f}s was answered")
+            if self._phase is _Phase.OPEN and now >= self._answered_at + self.read_timeout:
+                events.append(DropConnection(f"nothing answered for {now - self._answered_at:.2f}s"))
+                return events
+            if (
+                self._phase is _Phase.OPEN
+                and self.state.is_connected
+                and now >= self._last_confirmed + self.read_timeout
+            ):
+                # Answers keep coming, but to requests sent before the read timeout (a deep pipeline
+                # draining; our pings wait behind it): nothing proves the server heard us since, so the
+                # session may expire unseen.  The application is told now, as it would be by a dropped
+                # connection; the connection stays, and the next newer answer confirms the session.
+                log.info(
+                    "session 0x%x: answers arrive, but none to anything sent in the last %.2fs: suspended",
+                    self.session_id,
+                    now - self._last_confirmed,
                 )
-            elif self._pending and now >= self._pending[0].sent + self.session_timeout:
-                # The server answers what was sent later (pings) but not this request: it has lost it.
-                # A server answers a session's requests in order, so no healthy one gets here.
+                self._set_state(events, SessionState.SUSPENDED)
+            if (
+                self._pending
+                and self._last_confirmed > self._pending[0].sent
+                and now >= self._pending[0].sent + self.session_timeout
+            ):
+                # The server answered something sent later (a ping) but not this request: it has lost
+                # it.  A server answers a session's requests in order, so no healthy one gets here.
                 oldest = self._pending[0]
                 events.append(
                     DropConnection(
@@ -476,7 +523,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self._decoder = FrameDecoder(self.max_frame, skip_oversize=True)
         self._out.clear()
         self._connect_deadline = now + self.connect_timeout
-        self._last_send = self._last_confirmed = now
+        self._last_send = self._last_confirmed = self._answered_at = now
         self._pings.clear()
         # A session only ever served by read-only servers is local to that server: a read-write server
         # would not know it, so it is not presented again (it has no ephemeral nodes to lose).
@@ -727,7 +774,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if err:
             raise ProtocolError(f"error reply of {frame.length} bytes")
         p = self._pending.popleft()
-        self._confirm(p.sent)
+        self._confirm(p.sent, now, events)
         if zxid > self.last_zxid:
             self.last_zxid = zxid
         if p.token is None:
@@ -774,6 +821,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
             timeout = ceiling
         self.negotiated_timeout = timeout
         self._last_heard = self._last_confirmed  # when the ConnectRequest was queued
+        self._answered_at = now
         self._failed_in_row = 0
         read_only = bool(resp.read_only)
         if not read_only:
@@ -859,7 +907,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload, 0)
         if xid == PING_XID:
             if self._pings:  # an answer to no ping of ours proves nothing
-                self._confirm(self._pings.popleft())
+                self._confirm(self._pings.popleft(), now, events)
             return
         if xid == WATCH_XID:
             self._handle_notification(payload, events)
@@ -874,7 +922,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
             raise ProtocolError(f"reply xid {xid} does not match the oldest request's xid {p.xid}")
         if p.token is None:  # internal request
             self._pending.popleft()
-            self._confirm(p.sent)
+            self._confirm(p.sent, now, events)
             if zxid > self.last_zxid:
                 self.last_zxid = zxid
             self._internal_reply(p, err, events)
@@ -894,17 +942,23 @@ class SessionCore(Generic[TokenT, WatcherT]):
             if p.op in _CHECKED_REPLIES:
                 _check_reply(p, body)
         self._pending.popleft()
-        self._confirm(p.sent)
+        self._confirm(p.sent, now, events)
         if zxid > self.last_zxid:
             self.last_zxid = zxid
         if p.watch is not None:
             self._register_watch(p, err)
         events.append(Reply(p.token, zxid, body, error_for_code(err, p.path) if err else None))
 
-    def _confirm(self, sent: float) -> None:
-        """The server answered something we sent at ``sent``: it heard from us then or later."""
+    def _confirm(self, sent: float, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
+        """The server answered, at ``now``, something we sent at ``sent``: it heard from us then or later."""
+        self._answered_at = now
         if sent > self._last_confirmed:
             self._last_confirmed = self._last_heard = sent
+            if self.state is SessionState.SUSPENDED and self._phase is _Phase.OPEN and now < sent + self.read_timeout:
+                log.info("session 0x%x: confirmed again on the same connection", self.session_id)
+                self._set_state(
+                    events, SessionState.READ_ONLY if self._read_only_connection else SessionState.CONNECTED
+                )
 
     def _register_watch(self, p: _Pending[TokenT, WatcherT], err: int) -> None:
         assert p.watch is not None
