@@ -12,7 +12,9 @@ import struct
 
 import pytest
 import trio
+from helpers.addresses import first_server
 from helpers.fakeserver import STAT, FakeServer
+from helpers.faultproxy import open_fault_proxy
 from helpers.hostileserver import HostileConnection, honest, open_hostile_server, reply_for
 
 import zkwire
@@ -376,3 +378,91 @@ async def test_large_and_oversize_replies_on_a_stream_connection(zk_connect_stri
         assert await small.exists("/big") is not None
         assert small.state is SessionState.CONNECTED
     assert len(streams) == 2
+
+
+async def test_requests_beyond_max_in_flight_wait_in_a_backlog_parked_once(zk_hosts: str, zk_path: str) -> None:
+    """4,000 concurrent callers, 100 in flight at most (real server): a caller beyond the bound waits in
+    the driver's backlog and is sent by the reader as replies make room, so it is parked once (for its
+    reply), not once for room and again for the reply; every call gets its own reply."""
+    async with zkwire.open_client(zk_hosts) as zk:
+        await zk.create(zk_path, b"x")
+        await zk.pipeline([Create(f"{zk_path}/{i}", str(i).encode()) for i in range(50)])
+        zk.max_in_flight = 100
+        counter = _CountSchedules()
+        wrong: list[tuple[int, bytes]] = []
+
+        async def get(i: int) -> None:
+            data, _ = await zk.get_data(f"{zk_path}/{i % 50}")
+            if data != str(i % 50).encode():
+                wrong.append((i, data))
+
+        trio.lowlevel.add_instrument(counter)
+        try:
+            with trio.fail_after(60):
+                async with trio.open_nursery() as nursery:
+                    for i in range(4000):
+                        nursery.start_soon(get, i)
+        finally:
+            trio.lowlevel.remove_instrument(counter)
+        assert wrong == []
+        # Start, reply, and the reader's and writer's own wake-ups shared by many requests.
+        assert counter.count < 2.6 * 4000, counter.count / 4000
+
+
+async def test_requests_given_up_in_the_backlog_are_never_sent(zk_hosts: str, zk_path: str) -> None:
+    """Callers cancelled while their requests wait for room: those requests never reach the server; the
+    others are answered; closing the client fails what still waits with ClientClosedError."""
+    async with open_fault_proxy(*first_server(zk_hosts)) as proxy:
+        async with zkwire.open_client(proxy.hosts) as zk:
+            await zk.create(zk_path, b"x")
+            zk.max_in_flight = 5
+            [conn] = proxy.live
+            before = conn.forwarded("to_server")
+            proxy.freeze(to_server=False)  # replies held: the first 5 fill the window
+            results: list[object] = []
+
+            async def get() -> None:
+                try:
+                    results.append((await zk.get_data(zk_path))[0])
+                except zkwire.ZKError as e:
+                    results.append(type(e))
+
+            with trio.fail_after(20):
+                async with trio.open_nursery() as nursery:
+                    for _ in range(5):
+                        nursery.start_soon(get)
+                    while conn.forwarded("to_server") - before < 5:
+                        await trio.sleep(0.01)
+                    with trio.CancelScope() as doomed:
+                        async with trio.open_nursery() as inner:
+                            for _ in range(20):
+                                inner.start_soon(get)
+                            await trio.sleep(0.3)
+                            doomed.cancel()
+                    assert conn.forwarded("to_server") - before == 5
+                    for _ in range(3):
+                        nursery.start_soon(get)
+                    await trio.sleep(0.3)
+                    proxy.thaw()
+            assert results == [b"x"] * 8
+            await trio.sleep(0.2)
+            assert conn.forwarded("to_server") - before == 8  # the 20 given up never went out
+
+            proxy.freeze(to_server=False)
+            closed: list[object] = []
+
+            async def waiter() -> None:
+                try:
+                    await zk.get_data(zk_path)
+                except zkwire.ZKError as e:
+                    closed.append(type(e))
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(8):
+                    nursery.start_soon(waiter)
+                await trio.sleep(0.3)
+                with trio.CancelScope(shield=True):
+                    await zk.close()
+            assert len(closed) == 8
+            assert set(closed) <= {zkwire.ClientClosedError, zkwire.ConnectionLossError}
+            assert closed.count(zkwire.ClientClosedError) >= 3  # the 3 waiting for room

@@ -238,10 +238,11 @@ class Client:
 
     @property
     def max_in_flight(self) -> int:
-        """Requests in flight on one connection at most (1000 by default; settable); more wait (in their
-        caller's cancel scope) until replies make room.  The server stops reading a connection with
-        ~1,000 requests outstanding and buffers every reply it owes, so an unbounded burst costs it
-        memory and the client liveness."""
+        """Requests in flight on one connection at most (1000 by default; settable); more wait in order
+        in the client (in their caller's cancel scope: a request given up before it was sent is never
+        sent) and go out as replies make room.  The server stops reading a connection with ~1,000
+        requests outstanding and buffers every reply it owes, so an unbounded burst costs it memory and
+        the client liveness."""
         return self._driver.max_in_flight
 
     @max_in_flight.setter

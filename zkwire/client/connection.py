@@ -21,9 +21,10 @@ answering (a busy server reads slowly; only one that answers nothing for the rea
 
 A large reply is read on a plain socket with ``recv_into`` straight into one buffer sized from its
 length prefix; a reply over ``max_frame`` is skipped as it arrives and fails only its request
-(:class:`~zkwire.errors.ReplyTooLargeError`).  Callers waiting for room below
-:attr:`ConnectionDriver.max_in_flight` are woken only as room frees, and a caller waiting for its
-reply is parked directly on trio's scheduler (no Event per request).
+(:class:`~zkwire.errors.ReplyTooLargeError`).  A request made while :attr:`ConnectionDriver.max_in_flight`
+requests are in flight waits in the driver's backlog and is sent by whoever frees room (the reader, as
+replies come), its caller parked only once, for its reply; a burst waiting for room is woken only as room
+frees; a caller waiting for its reply is parked directly on trio's scheduler (no Event per request).
 
 Transport failures (:data:`TRANSPORT_ERRORS`) all go to one handler,
 :meth:`ConnectionDriver._transport_failed`: the connection is dropped and the core told; callers see
@@ -36,6 +37,7 @@ import logging
 import random
 import socket
 import ssl
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
 import trio
@@ -128,11 +130,13 @@ class PendingCall(_Wakeup):
     """Where the reader leaves a reply for the task waiting on it (the token the core hands back); one
     task waits on it (:meth:`wait`) until :meth:`resolve`."""
 
-    __slots__ = ("reply",)
+    __slots__ = ("queued", "reply")
 
     def __init__(self) -> None:
         super().__init__()
         self.reply: Reply[PendingCall] | AuthResult[PendingCall] | None = None
+        #: Waiting in the driver's backlog (not sent yet); cleared when sent or given up.
+        self.queued = False
 
     def resolve(self, reply: Reply[PendingCall] | AuthResult[PendingCall]) -> None:
         self.reply = reply
@@ -192,6 +196,9 @@ class ConnectionDriver:
         #: Callers waiting for room below ``max_in_flight``, oldest first; replies wake only as many as
         #: there is room for (10,000 waiters are not all woken by every reply).
         self._room = trio.lowlevel.ParkingLot()
+        #: Requests waiting for room (op, record, path, watch, call), oldest first; an entry whose call
+        #: is no longer ``queued`` was given up by its cancelled caller and is skipped.
+        self._backlog: deque[tuple[int, Record | None, str | None, WatchRequest[Watcher] | None, PendingCall]] = deque()
         self.state_streams: list[StateStream] = []
         self.state_listeners: list[Callable[[SessionState], None]] = []
         self.nursery: trio.Nursery | None = None
@@ -524,6 +531,8 @@ class ConnectionDriver:
         to streams and listeners; a DropConnection drops the connection."""
         if self._write_scope is not None:
             self._write_scope.deadline = self.core.liveness_deadline
+        if self._backlog:
+            self._send_backlog()
         if self._room:
             free = self.max_in_flight - self.core.outstanding
             if free > 0:
@@ -551,6 +560,40 @@ class ConnectionDriver:
                 log.info("dropping connection to %s: %s", self.core.current_host, ev.reason)
                 self.drop_connection()
 
+    def _send_backlog(self) -> None:
+        """Move waiting requests into the core as far as there is room (the writer sends them)."""
+        core = self.core
+        backlog = self._backlog
+        free = self.max_in_flight - core.outstanding
+        if free <= 0:
+            return
+        now = trio.current_time()
+        moved = False
+        while backlog and free > 0:
+            op, record, path, watch, call = backlog[0]
+            if call.queued:
+                try:
+                    core.send_request(op, record, call, now, path=path, watch=watch)
+                except ConnectionLossError:
+                    break  # no open connection: they wait for the next one
+                except ZKError as e:  # the session ended, or the request cannot be encoded
+                    call.resolve(Reply(call, 0, None, e))
+                else:
+                    free -= 1
+                    moved = True
+                call.queued = False
+            backlog.popleft()
+        if moved:
+            self.wake_timer()
+
+    def _fail_backlog(self) -> None:
+        """The session has ended: every waiting request fails with a fresh copy of why."""
+        while self._backlog:
+            call = self._backlog.popleft()[4]
+            if call.queued:
+                call.queued = False
+                call.resolve(Reply(call, 0, None, self.core.terminal_error()))
+
     def _on_state_changed(self, ev: StateChanged) -> None:
         for s in self.state_streams:
             s._deliver(ev.new)
@@ -562,6 +605,7 @@ class ConnectionDriver:
         if ev.new.is_terminal:
             self.state_streams.clear()
             error = self.core.terminal_error()
+            self._fail_backlog()
             for w in self.core.watches.all_watchers():
                 w._fail(type(error)(*error.args) if not isinstance(error, ServerError) else type(error)())
             self.core.watches.clear()
@@ -615,8 +659,21 @@ class ConnectionDriver:
         """
         core = self.core
         call = PendingCall()
-        if core.outstanding >= self.max_in_flight:
-            await self.wait_for_room(1)
+        if self._backlog or core.outstanding >= self.max_in_flight:
+            if core.state.is_terminal:
+                raise core.terminal_error()
+            call.queued = True
+            self._backlog.append((op, record, path, watch, call))
+            if core.outstanding < self.max_in_flight:
+                self._send_backlog()  # room after all (entries given up at the head)
+            try:
+                await call.wait()
+            except BaseException:
+                call.queued = False  # given up: if still in the backlog, it is never sent
+                raise
+            reply = call.reply
+            assert isinstance(reply, Reply)
+            return reply
         while True:
             try:
                 core.send_request(op, record, call, trio.current_time(), path=path, watch=watch)
