@@ -612,7 +612,7 @@ def main() -> int:
         help="comma-separated: " + ",".join(ALL_METRICS + list(SCALE)) + " (the scale_* groups only on request)",
     )
     parser.add_argument(
-        "--scale", action="store_true", help="add every scale_* group to --metrics (see bench/README.md, Scale)"
+        "--scale", action="store_true", help="add every scale_* group to --metrics (see bench/README.md, Metrics)"
     )
     for group in SCALE_GROUPS:
         short = group.name.removeprefix("scale_")
