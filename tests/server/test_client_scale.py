@@ -380,15 +380,23 @@ async def test_large_and_oversize_replies_on_a_stream_connection(zk_connect_stri
     assert len(streams) == 2
 
 
+class _CountSchedulesPerTask(trio.abc.Instrument):
+    def __init__(self) -> None:
+        self.counts: dict[trio.lowlevel.Task, int] = {}
+
+    def task_scheduled(self, task: trio.lowlevel.Task) -> None:
+        self.counts[task] = self.counts.get(task, 0) + 1
+
+
 async def test_requests_beyond_max_in_flight_wait_in_a_backlog_parked_once(zk_hosts: str, zk_path: str) -> None:
     """4,000 concurrent callers, 100 in flight at most (real server): a caller beyond the bound waits in
-    the driver's backlog and is sent by the reader as replies make room, so it is parked once (for its
-    reply), not once for room and again for the reply; every call gets its own reply."""
+    the driver's backlog and is sent by the reader as replies make room, so it is scheduled twice (to
+    start, and with its reply), not a third time for room; every call gets its own reply."""
     async with zkwire.open_client(zk_hosts) as zk:
         await zk.create(zk_path, b"x")
         await zk.pipeline([Create(f"{zk_path}/{i}", str(i).encode()) for i in range(50)])
         zk.max_in_flight = 100
-        counter = _CountSchedules()
+        counter = _CountSchedulesPerTask()
         wrong: list[tuple[int, bytes]] = []
 
         async def get(i: int) -> None:
@@ -405,8 +413,11 @@ async def test_requests_beyond_max_in_flight_wait_in_a_backlog_parked_once(zk_ho
         finally:
             trio.lowlevel.remove_instrument(counter)
         assert wrong == []
-        # Start, reply, and the reader's and writer's own wake-ups shared by many requests.
-        assert counter.count < 2.6 * 4000, counter.count / 4000
+        callers = sorted(n for task, n in counter.counts.items() if task.name.endswith(".get"))
+        assert len(callers) == 4000
+        # The first 100 may also yield while writing; the 3,900 that waited for room are not woken for it.
+        assert callers[len(callers) // 2] == 2, callers[len(callers) // 2]
+        assert callers[int(len(callers) * 0.9)] <= 2, callers[int(len(callers) * 0.9)]
 
 
 async def test_requests_given_up_in_the_backlog_are_never_sent(zk_hosts: str, zk_path: str) -> None:
