@@ -7,7 +7,8 @@
 
 Clients talk to the server through a recording TCP proxy that keeps what each side of each connection sent.
 The clients: zkwire (every op it has: the create modes, reads and writes with and without watches, ACLs,
-auth, multi and multiRead with failures, persistent and recursive watches, watch removal, the ops of 3.7+,
+auth, multi and multiRead with failures, listings of 40 and 80 names (the decoder's fast paths), persistent and
+recursive watches, watch removal, the ops of 3.7+,
 error replies, pings, a severed connection re-attached with SetWatches2, and one with SetWatches), a raw
 socket (a handshake without the read-only byte, an expired session, a top-level check, SASL on a server
 without it), four-letter words, and kazoo (a client we did not write).  Every op's request and reply,
@@ -159,6 +160,16 @@ async def every_op(rec: Recorder) -> None:
             await rec.sever()  # re-attach with the same session: SetWatches2 for the persistent watches
             await zk.wait_connected()
             await zk.exists(a)
+        # Listings long enough for the decoder's fast paths (32 names or more): names of one length (the
+        # stride path), then of several lengths (the split path); getChildren2 puts a Stat after them.
+        listing = f"{BASE}/listing"
+        await zk.create(listing)
+        await zk.multi([Create(f"{listing}/job-{i:010d}") for i in range(40)])
+        await zk.get_children(listing)
+        await zk.multi([Create(f"{listing}/n{i}") for i in range(40)])
+        await zk.get_children(listing)
+        names, _ = await zk.get_children_with_stat(listing)
+        await zk.multi([*(Delete(f"{listing}/{name}") for name in names), Delete(listing)])
         for child in await zk.get_children(BASE):
             if child not in ("a", "secured"):
                 await _ignore(lambda child=child: zk.delete(f"{BASE}/{child}"), zkwire.ZKError)
