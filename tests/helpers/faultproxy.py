@@ -540,23 +540,22 @@ class FaultProxy:
 
     def set_delay(self, seconds: float, *, to_server: bool = True, to_client: bool = True) -> None:
         """Forward every frame ``seconds`` after it arrived (per direction; 0 for none). Order is kept."""
-        if seconds < 0:
-            raise ValueError("delay must be >= 0")
-        if to_server:
-            self._delay["to_server"] = seconds
-        if to_client:
-            self._delay["to_client"] = seconds
-        self._wake_all()
+        self._set_per_direction(self._delay, "delay", seconds, to_server=to_server, to_client=to_client)
 
     def set_pace(self, seconds: float, *, to_server: bool = False, to_client: bool = True) -> None:
         """Forward at most one frame every ``seconds`` (per connection and direction; 0 for no limit):
         a slow link, or a server working through a deep queue.  Order is kept."""
+        self._set_per_direction(self._pace, "pace", seconds, to_server=to_server, to_client=to_client)
+
+    def _set_per_direction(
+        self, table: dict[Direction, float], what: str, seconds: float, *, to_server: bool, to_client: bool
+    ) -> None:
         if seconds < 0:
-            raise ValueError("pace must be >= 0")
+            raise ValueError(f"{what} must be >= 0")
         if to_server:
-            self._pace["to_server"] = seconds
+            table["to_server"] = seconds
         if to_client:
-            self._pace["to_client"] = seconds
+            table["to_client"] = seconds
         self._wake_all()
 
     def refuse(self, on: bool = True) -> None:

@@ -106,10 +106,12 @@ class Reader:
         return [item(self) for _ in range(n)]
 
     def string_vector(self) -> list[str | None] | None:
-        """A vector of ustrings (children lists can hold 100,000 names) in one tight loop.
+        """A vector of ustrings (children lists can hold 100,000 names).
 
-        The bytes after the count are decoded as Latin-1 once and the names sliced out of that text; if the
-        vector turns out not to be ASCII (where Latin-1 and UTF-8 differ), it is decoded again name by name.
+        A long vector is decoded as Latin-1 once and cut at C speed (:meth:`_ascii_string_vector`: by
+        stride when every name has one length, else by one split), every cut checked against the length
+        prefixes; a vector that fails a check (names of 256 bytes or more, nulls, non-ASCII text, where
+        Latin-1 and UTF-8 differ) is read again name by name.
         """
         n = self._length("vector")
         if n == -1:

@@ -439,35 +439,34 @@ class SessionCore(Generic[TokenT, WatcherT]):
             deadlines.append(self._last_send + self.ping_interval)
             if self._pending and self._last_confirmed > self._pending[0].sent:
                 deadlines.append(self._pending[0].sent + self.session_timeout)
-        if self._client_side_expiry_applies():
-            assert self._last_heard is not None and self.negotiated_timeout is not None
-            deadlines.append(self._last_heard + self.negotiated_timeout)
+        expiry = self._client_side_expiry()
+        if expiry is not None:
+            deadlines.append(expiry)
         return min(deadlines)
 
-    def _client_side_expiry_applies(self) -> bool:
-        """No connection vouches for the session (a server that still answers on an open connection
-        would close it if the session expired)."""
-        return (
-            self._last_heard is not None
-            and self.negotiated_timeout is not None
-            and not self.state.is_connected
-            and self._phase is not _Phase.OPEN
-        )
+    def _client_side_expiry(self) -> float | None:
+        """When the client treats the session as expired by itself: a session timeout after the server
+        last heard from it, while no connection vouches for it (a server that still answers on an open
+        connection would close it if the session expired); None when that does not apply."""
+        if (
+            self._last_heard is None
+            or self.negotiated_timeout is None
+            or self.state.is_connected
+            or self._phase is _Phase.OPEN
+        ):
+            return None
+        return self._last_heard + self.negotiated_timeout
 
     def handle_timer(self, now: float) -> list[Event[TokenT, WatcherT]]:
         events: list[Event[TokenT, WatcherT]] = []
         if self.state.is_terminal:
             return events
-        if (
-            self._client_side_expiry_applies()
-            and self._last_heard is not None
-            and self.negotiated_timeout is not None
-            and now >= self._last_heard + self.negotiated_timeout
-        ):
+        expiry = self._client_side_expiry()
+        if expiry is not None and now >= expiry:
             log.warning(
                 "session 0x%x: no server reached for %.1fs, treating it as expired",
                 self.session_id,
-                now - self._last_heard,
+                now - expiry + self.session_timeout,
             )
             return self._expire(events, SessionExpiredError(detail="no server reachable for the session timeout"))
         if self._phase is _Phase.HANDSHAKE and now >= self._connect_deadline:
