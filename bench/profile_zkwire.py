@@ -221,15 +221,23 @@ async def floor(hosts: str, path: str, ops: int, rounds: int = 5) -> None:
         ("zkwire Client.get_data", with_zkwire),
     ]
     p50s: dict[str, list[float]] = {name: [] for name, _ in ways}
+    cpus: dict[str, list[float]] = {name: [] for name, _ in ways}
     for _ in range(rounds):
         for name, way in ways:
-            lat = sorted((await way(ops + ops // 4))[ops // 4 :])  # the first fifth is warm-up
+            cpu = time.process_time()
+            lat = await way(ops + ops // 4)
+            cpus[name].append((time.process_time() - cpu) / len(lat) * 1e6)  # connecting included
+            lat = sorted(lat[ops // 4 :])  # the first fifth is warm-up
             p50s[name].append(lat[len(lat) // 2] * 1e6)
     print(f"\n## floor: sequential getData p50, {ops} calls x {rounds} interleaved rounds\n")
-    print("| client structure | p50 µs (median of rounds) | rounds |")
-    print("|---|---:|---|")
+    print("| client structure | p50 µs (median of rounds) | rounds | client CPU µs per call (median) | rounds |")
+    print("|---|---:|---|---:|---|")
     for name, vals in p50s.items():
-        print(f"| {name} | {sorted(vals)[len(vals) // 2]:.0f} | {', '.join(f'{v:.0f}' for v in vals)} |")
+        cpu = cpus[name]
+        print(
+            f"| {name} | {sorted(vals)[len(vals) // 2]:.0f} | {', '.join(f'{v:.0f}' for v in vals)} "
+            f"| {sorted(cpu)[len(cpu) // 2]:.0f} | {', '.join(f'{v:.0f}' for v in cpu)} |"
+        )
 
 
 async def memory(hosts: str, sessions: int = 200) -> None:

@@ -1,7 +1,7 @@
-"""Benchmarks: zkwire/zklock beside a raw-socket client, kazoo, aiozk and the Java client / Curator.
+"""Benchmarks: zkwire/zklock beside a raw-socket client, a one-task trio floor, kazoo, aiozk and Java/Curator.
 
     .venv/bin/python bench/run.py [--quick] [--rounds N] [--json PATH] [--png PATH]
-                                  [--peers zkwire,raw,kazoo,aiozk,java] [--metrics ...] [--hosts H:P]
+                                  [--peers zkwire,raw,trio,kazoo,aiozk,java] [--metrics ...] [--hosts H:P]
                                   [--scale] [--scale-waiters N,N] [--scale-sessions N,N] [--scale-depth N,N]
                                   [--scale-payload N,N] [--scale-children N,N] [--timeout S]
 
@@ -541,7 +541,14 @@ def chart(med: dict[str, dict[str, dict[str, float | None]]], peers: list[str], 
     cols = 4
     nrows = (len(rows) + cols - 1) // cols
     fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
-    colors = {"zkwire": "#d62728", "raw": "#7f7f7f", "kazoo": "#1f77b4", "aiozk": "#2ca02c", "java": "#ff7f0e"}
+    colors = {
+        "zkwire": "#d62728",
+        "raw": "#7f7f7f",
+        "trio": "#bcbd22",
+        "kazoo": "#1f77b4",
+        "aiozk": "#2ca02c",
+        "java": "#ff7f0e",
+    }
     for ax, row in zip(axes.flat, rows, strict=False):
         names, values, cs = [], [], []
         for p in peers:
@@ -605,7 +612,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="2 rounds, shorter phases (about 2 minutes)")
     parser.add_argument("--rounds", type=int, help="rounds including the discarded warm-up round (full: 5, quick: 2)")
-    parser.add_argument("--peers", default="zkwire,raw,kazoo,aiozk,java", help="comma-separated: " + ",".join(PEERS))
+    parser.add_argument(
+        "--peers", default="zkwire,raw,trio,kazoo,aiozk,java", help="comma-separated: " + ",".join(PEERS)
+    )
     parser.add_argument(
         "--metrics",
         default=",".join(ALL_METRICS),

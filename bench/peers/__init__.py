@@ -16,6 +16,7 @@ import re
 import socket
 import subprocess
 import time
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ SCALE_METRICS = frozenset({"waiters", "sessions", "children"})
 PEERS: dict[str, tuple[str, str, frozenset[str]]] = {
     "zkwire": ("zkwire_peer", "zkwire / zklock", ALL_METRICS | SCALE_METRICS),
     "raw": ("raw_peer", "raw socket", frozenset({"seq", "pipelined", "create_delete", "children"})),
+    "trio": ("trio_peer", "one trio task (floor)", frozenset({"seq"})),
     "kazoo": ("kazoo_peer", "kazoo 2.11", ALL_METRICS | SCALE_METRICS),
     "aiozk": ("aiozk_peer", "aiozk 0.32", ALL_METRICS | SCALE_METRICS),
     "java": ("java_peer", "Java client / Curator", ALL_METRICS | SCALE_METRICS),
@@ -77,6 +79,65 @@ def percentiles(samples: list[float], scale: float) -> dict[str, float]:
         return {"p50": float("nan"), "p99": float("nan")}
     s = sorted(samples)
     return {"p50": s[len(s) // 2] * scale, "p99": s[min(len(s) - 1, int(len(s) * 0.99))] * scale}
+
+
+class SequentialTimer:
+    """The seq metric's loop, for a blocking or an async peer alike: ``for _ in timer.warm_up(): call()``,
+    then ``for _ in timer.samples(): call()`` (each pass between two steps is one timed call), then
+    :meth:`result`."""
+
+    def __init__(self, p: Params) -> None:
+        self.p = p
+        self.lat: list[float] = []
+        self.cpu = self.elapsed = 0.0
+
+    def warm_up(self) -> Iterator[None]:
+        deadline = time.perf_counter() + self.p.warm
+        i = 0
+        while i < self.p.max_ops and time.perf_counter() < deadline:
+            yield
+            i += 1
+
+    def samples(self) -> Iterator[None]:
+        lat = self.lat
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        deadline = t0 + self.p.measure
+        while len(lat) < self.p.samples and time.perf_counter() < deadline:
+            t = time.perf_counter()
+            yield
+            lat.append(time.perf_counter() - t)
+        self.cpu, self.elapsed = time.process_time() - cpu0, time.perf_counter() - t0
+
+    def result(self) -> Result:
+        pc = percentiles(self.lat, 1e6)
+        n = max(1, len(self.lat))
+        return {
+            "p50_us": pc["p50"],
+            "p99_us": pc["p99"],
+            "mean_us": self.elapsed / n * 1e6,
+            "cpu_us_per_op": self.cpu / n * 1e6,
+            "samples": len(self.lat),
+        }
+
+
+def measure_sequential(call: Callable[[], object], p: Params) -> Result:
+    """The seq metric for a blocking ``call`` (one getData)."""
+    timer = SequentialTimer(p)
+    for _ in timer.warm_up():
+        call()
+    for _ in timer.samples():
+        call()
+    return timer.result()
+
+
+async def measure_sequential_async(call: Callable[[], Awaitable[object]], p: Params) -> Result:
+    """The seq metric for a coroutine function (trio or asyncio)."""
+    timer = SequentialTimer(p)
+    for _ in timer.warm_up():
+        await call()
+    for _ in timer.samples():
+        await call()
+    return timer.result()
 
 
 def rss_bytes() -> int:

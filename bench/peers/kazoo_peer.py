@@ -21,6 +21,7 @@ from . import (
     Result,
     children_path,
     lock_watch_count,
+    measure_sequential,
     percentiles,
     rss_bytes,
     server_counters,
@@ -48,30 +49,9 @@ def run(metric: str, hosts: str, path: str, p: Params) -> Result:
 def _seq(hosts: str, path: str, p: Params) -> Result:
     kz = _client(hosts, p)
     try:
-        deadline = time.perf_counter() + p.warm
-        i = 0
-        while i < p.max_ops and time.perf_counter() < deadline:
-            kz.get(path)
-            i += 1
-        lat: list[float] = []
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        deadline = t0 + p.measure
-        while len(lat) < p.samples and time.perf_counter() < deadline:
-            t = time.perf_counter()
-            kz.get(path)
-            lat.append(time.perf_counter() - t)
-        cpu, elapsed = time.process_time() - cpu0, time.perf_counter() - t0
+        return measure_sequential(lambda: kz.get(path), p)
     finally:
         _close(kz)
-    pc = percentiles(lat, 1e6)
-    n = max(1, len(lat))
-    return {
-        "p50_us": pc["p50"],
-        "p99_us": pc["p99"],
-        "mean_us": elapsed / n * 1e6,
-        "cpu_us_per_op": cpu / n * 1e6,
-        "samples": len(lat),
-    }
 
 
 def _pipelined(hosts: str, path: str, p: Params) -> Result:

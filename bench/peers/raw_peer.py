@@ -21,7 +21,7 @@ from zkwire.protocol.records import (
     GetDataRequest,
 )
 
-from . import Params, Result, children_path, percentiles, unique
+from . import Params, Result, children_path, measure_sequential, unique
 
 _LEN = struct.Struct(">i")
 _HEADER = struct.Struct(">iqi")  # xid, zxid, err
@@ -100,28 +100,7 @@ def run(metric: str, hosts: str, path: str, p: Params) -> Result:
 
 def _seq(conn: RawConnection, path: str, p: Params) -> Result:
     request = GetDataRequest(path, False)
-    deadline = time.perf_counter() + p.warm
-    i = 0
-    while i < p.max_ops and time.perf_counter() < deadline:
-        conn.call(GET_DATA, request)
-        i += 1
-    lat: list[float] = []
-    cpu0, t0 = time.process_time(), time.perf_counter()
-    deadline = t0 + p.measure
-    while len(lat) < p.samples and time.perf_counter() < deadline:
-        t = time.perf_counter()
-        conn.call(GET_DATA, request)
-        lat.append(time.perf_counter() - t)
-    cpu, elapsed = time.process_time() - cpu0, time.perf_counter() - t0
-    pc = percentiles(lat, 1e6)
-    n = max(1, len(lat))
-    return {
-        "p50_us": pc["p50"],
-        "p99_us": pc["p99"],
-        "mean_us": elapsed / n * 1e6,
-        "cpu_us_per_op": cpu / n * 1e6,
-        "samples": len(lat),
-    }
+    return measure_sequential(lambda: conn.call(GET_DATA, request), p)
 
 
 def _pipelined(conn: RawConnection, path: str, p: Params) -> Result:

@@ -21,6 +21,7 @@ from . import (
     Result,
     children_path,
     lock_watch_count,
+    measure_sequential_async,
     percentiles,
     rss_bytes,
     server_counters,
@@ -47,28 +48,7 @@ class _Stop:
 
 async def _seq(hosts: str, path: str, p: Params) -> Result:
     async with zkwire.open_client(hosts) as zk:
-        deadline = time.perf_counter() + p.warm
-        i = 0
-        while i < p.max_ops and time.perf_counter() < deadline:
-            await zk.get_data(path)
-            i += 1
-        lat: list[float] = []
-        cpu0, t0 = time.process_time(), time.perf_counter()
-        deadline = t0 + p.measure
-        while len(lat) < p.samples and time.perf_counter() < deadline:
-            t = time.perf_counter()
-            await zk.get_data(path)
-            lat.append(time.perf_counter() - t)
-        cpu, elapsed = time.process_time() - cpu0, time.perf_counter() - t0
-    pc = percentiles(lat, 1e6)
-    n = max(1, len(lat))
-    return {
-        "p50_us": pc["p50"],
-        "p99_us": pc["p99"],
-        "mean_us": elapsed / n * 1e6,
-        "cpu_us_per_op": cpu / n * 1e6,
-        "samples": len(lat),
-    }
+        return await measure_sequential_async(lambda: zk.get_data(path), p)
 
 
 async def _pipelined(hosts: str, path: str, p: Params) -> Result:

@@ -133,7 +133,8 @@ class PendingCall(_Wakeup):
     __slots__ = ("queued", "reply")
 
     def __init__(self) -> None:
-        super().__init__()
+        self._task = None  # _Wakeup's state, set here: one call less per request
+        self._set = False
         self.reply: Reply[PendingCall] | AuthResult[PendingCall] | None = None
         #: Waiting in the driver's backlog (not sent yet); cleared when sent or given up.
         self.queued = False
@@ -144,6 +145,9 @@ class PendingCall(_Wakeup):
 
 
 ClientCore = SessionCore[PendingCall, Watcher]
+
+#: The events that answer a caller (a tuple: ``isinstance`` with a union builds the union each time).
+_ANSWERS = (Reply, AuthResult)
 
 
 def tcp_connector(ssl_context: ssl.SSLContext | None) -> Connect:
@@ -450,18 +454,38 @@ class ConnectionDriver:
         runs after every task made runnable in the same scheduling round, so a burst leaves in one send.
         ``whole_burst``: the caller has queued its whole burst (a pipeline); write it now.
         """
-        if self._writing:
-            return
-        stream = self._stream
-        if stream is None:
-            return
-        if self.core.outstanding > 1 and not whole_burst:
-            self._timer_wakeup.set()  # the timer task writes the burst
-            return
-        await self._write_now(stream)
+        if self._write_without_blocking(whole_burst) and self._stream is not None:
+            await self._write_rest(self._stream)
 
-    async def _write_now(self, stream: trio.abc.Stream) -> None:
-        """Write what is queued: a non-blocking send first, then a shielded loop for the rest.
+    def _write_without_blocking(self, whole_burst: bool = False) -> bool:
+        """:meth:`flush` as far as it goes without waiting; True if the rest must be written by awaiting
+        :meth:`_write_rest` (a stream connection, or a send that would block)."""
+        if self._writing or self._stream is None:
+            return False
+        core = self.core
+        if core.outstanding > 1 and not whole_burst:
+            self._timer_wakeup.set()  # the timer task writes the burst
+            return False
+        raw = self._raw
+        if raw is None:
+            return True
+        data = core.data_to_send()
+        if not data:
+            return False
+        try:
+            sent = raw.send(data)
+        except BlockingIOError:
+            sent = 0
+        except TRANSPORT_ERRORS as e:
+            self._transport_failed("write to", e)
+            return False
+        if sent == len(data):
+            return False
+        core.push_front(data[sent:])
+        return True
+
+    async def _write_rest(self, stream: trio.abc.Stream) -> None:
+        """Write what is queued in a shielded loop (after :meth:`_write_without_blocking`).
 
         The loop is shielded from the caller's cancellation (a frame is written whole or not at all),
         but not unbounded.  A write blocked while the server keeps answering is not stalled (the server
@@ -471,21 +495,6 @@ class ConnectionDriver:
         timeout is the connection dropped.
         """
         core = self.core
-        raw = self._raw
-        if raw is not None:
-            data = core.data_to_send()
-            if not data:
-                return
-            try:
-                sent = raw.send(data)
-            except BlockingIOError:
-                sent = 0
-            except TRANSPORT_ERRORS as e:
-                self._transport_failed("write to", e)
-                return
-            if sent == len(data):
-                return
-            core.push_front(data[sent:])
         self._writing = True
         started = trio.current_time()
         try:
@@ -538,7 +547,7 @@ class ConnectionDriver:
             if free > 0:
                 self._room.unpark(count=free)
         for ev in events:
-            if isinstance(ev, Reply | AuthResult):
+            if isinstance(ev, _ANSWERS):
                 if ev.error is None:
                     self._answered += 1
                 call = ev.token  # PendingCall.resolve, inlined (once per reply)
@@ -682,7 +691,8 @@ class ConnectionDriver:
                 if self.closing:
                     raise ClientClosedError("client closed") from None
                 await self._state_changed.wait()
-        await self.flush()
+        if self._write_without_blocking() and self._stream is not None:
+            await self._write_rest(self._stream)
         if call.reply is None and self._raw is not None and self._socket_reader is None and core.outstanding == 1:
             await self._read_replies(self._raw, (call,))
         else:

@@ -17,11 +17,28 @@ __all__ = ["validate_path", "join_chroot", "strip_chroot", "validate_chroot"]
 _FORBIDDEN = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff\U00010000-\U0010ffff]")
 
 
+#: Paths found valid lately (applications use a few paths over and over): checked once, not on every
+#: request.  Emptied when it reaches :data:`_KNOWN_VALID_MAX` entries.
+_known_valid: set[str] = set()
+_KNOWN_VALID_MAX = 4096
+
+
 def validate_path(path: object, *, sequential: bool = False) -> str:
     """Return ``path`` if it is a valid znode path, else raise :class:`InvalidPathError`.
 
     With ``sequential=True`` a trailing "/" is allowed, since the server appends the sequence number.
     """
+    if type(path) is str and path in _known_valid:
+        return path
+    checked = _check_path(path, sequential)
+    if not sequential:
+        if len(_known_valid) >= _KNOWN_VALID_MAX:
+            _known_valid.clear()
+        _known_valid.add(checked)
+    return checked
+
+
+def _check_path(path: object, sequential: bool) -> str:
     if not isinstance(path, str):
         raise InvalidPathError(path, f"must be a str, not {type(path).__name__}")
     if not path:
@@ -29,8 +46,6 @@ def validate_path(path: object, *, sequential: bool = False) -> str:
     if path[0] != "/":
         raise InvalidPathError(path, 'must start with "/"')
     if path == "/":
-        if sequential:
-            return path
         return path
     # The server validates a sequential path after appending the counter, so "/a/" and "/a/." are fine.
     check = path + "0" if sequential else path
