@@ -254,19 +254,25 @@ async def test_mutual_exclusion_while_ensemble_leader_is_killed(ensemble, zk_pat
 
     async def worker(stop: trio.Event) -> None:
         nonlocal conflicts, grants
-        async with zkwire.open_client(ensemble.hosts, session_timeout=8) as zk:
-            mutex = zklock.Mutex(zk, path)
-            while not stop.is_set():
-                try:
-                    async with mutex:
-                        data, stat = await zk.get_data(counter)
+        while not stop.is_set():
+            # An election slower than the session timeout expires the session (the client gives up
+            # after no server answered for the timeout): a new session carries on, as an application would.
+            try:
+                async with zkwire.open_client(ensemble.hosts, session_timeout=8) as zk:
+                    mutex = zklock.Mutex(zk, path)
+                    while not stop.is_set():
                         try:
-                            await zk.set_data(counter, str(int(data) + 1).encode(), version=stat.version)
-                            grants += 1
-                        except zkwire.BadVersionError:
-                            conflicts += 1
-                except (zklock.LockLostError, zkwire.ConnectionLossError):
-                    await zk.wait_connected()
+                            async with mutex:
+                                data, stat = await zk.get_data(counter)
+                                try:
+                                    await zk.set_data(counter, str(int(data) + 1).encode(), version=stat.version)
+                                    grants += 1
+                                except zkwire.BadVersionError:
+                                    conflicts += 1
+                        except (zklock.LockLostError, zkwire.ConnectionLossError):
+                            await zk.wait_connected()
+            except zkwire.SessionExpiredError:
+                continue
 
     stop = trio.Event()
     with trio.fail_after(90):
