@@ -34,7 +34,8 @@ import trio
 
 from helpers.addresses import first_server
 from helpers.faultproxy import FaultProxy, open_fault_proxy
-from zkwire.trace.capture import TcpSegment, tcp_segment
+from zkwire.trace.capture import CaptureError, TcpSegment, read_packets, tcp_segment
+from zkwire.trace.conversations import CaptureDecoder
 from zkwire.trace.tracer import TraceOptions, serve_trace
 
 __all__ = [
@@ -48,7 +49,10 @@ __all__ = [
     "kernel_drops",
     "notes_of",
     "packets",
+    "start_tcpdump",
+    "stop_tcpdump",
     "traced_capture",
+    "until_captured",
 ]
 
 #: What must agree between the proxy's view of a frame and the capture's (not times or latencies):
@@ -116,8 +120,6 @@ async def traced_capture(
     """Tracer (``cli``: a ``zkwire trace --json`` process, else :func:`serve_trace` in this process),
     fault proxy and tcpdump for the block; on leaving it, waits (bounded) until the proxy has printed
     the end of ``connections`` connections and tcpdump has written them, then stops both."""
-    from test_capture_proof import _until_captured
-
     async with trio.open_nursery() as nursery, open_fault_proxy(*first_server(zk_hosts)) as fault:
         upstream = first_server(fault.hosts)
         run = TracedCapture(0, fault, pcap)
@@ -129,15 +131,15 @@ async def traced_capture(
             options = TraceOptions(json_lines=True, out=run.shown, max_line=0)
             run.port = await nursery.start(serve_trace, ("127.0.0.1", 0), upstream, options)
         try:
-            tcpdump = await _start_tcpdump(run.port, pcap)
+            tcpdump = await start_tcpdump(run.port, pcap)
             try:
                 yield run
                 with trio.fail_after(15):
                     while sum(1 for n in notes_of(run.proxy_objs()) if n.startswith("closed")) < connections:
                         await trio.sleep(0.05)
-                await _until_captured(pcap, connections)
+                await until_captured(pcap, connections)
             finally:
-                run.tcpdump_report = await _stop_tcpdump(tcpdump)
+                run.tcpdump_report = await stop_tcpdump(tcpdump)
         finally:
             if tracer is not None:
                 with trio.CancelScope(shield=True):
@@ -182,10 +184,13 @@ async def _interrupt(proc: trio.Process) -> None:
         await proc.wait()
 
 
-async def _start_tcpdump(port: int, out: Path) -> trio.Process:
+async def start_tcpdump(port: int, out: Path, *options: str) -> trio.Process:
+    """tcpdump writing the traffic of ``port`` on lo to ``out`` (``options`` go before the filter), once
+    it says it listens."""
     # --immediate-mode: without it, packets still in the capture ring when tcpdump stops are lost;
-    # -B: a larger kernel buffer than the default 2 MiB, for bursts while tcpdump waits for a core
-    args = ["tcpdump", "-Z", "root", "-i", "lo", "-U", "--immediate-mode", "-B", str(BUFFER_KIB), "-s", "0"]
+    # -B: with --immediate-mode every packet takes a frame sized for -s 0 (256 KiB), so the default
+    # 2 MiB buffer holds about eight packets while tcpdump waits for a core; this one holds ~128
+    args = ["tcpdump", "-Z", "root", "-i", "lo", "-U", "--immediate-mode", "-B", str(BUFFER_KIB), "-s", "0", *options]
     proc = await trio.lowlevel.open_process([*args, "-w", str(out), f"tcp port {port}"], stderr=subprocess.PIPE)
     assert proc.stderr is not None
     seen = b""
@@ -197,7 +202,7 @@ async def _start_tcpdump(port: int, out: Path) -> trio.Process:
     return proc
 
 
-async def _stop_tcpdump(proc: trio.Process) -> str:
+async def stop_tcpdump(proc: trio.Process) -> str:
     """Stops tcpdump; returns what it said on the way out (its packet counts)."""
     said = b""
     assert proc.stderr is not None
@@ -208,6 +213,26 @@ async def _stop_tcpdump(proc: trio.Process) -> str:
                 said += chunk
         await _interrupt(proc)
     return said.decode(errors="replace")
+
+
+def closed_connections(pcap: Path) -> int:
+    """Connections seen to close in the capture so far (a file still being written may end mid-packet)."""
+    decoder = CaptureDecoder()
+    count = 0
+    try:
+        for seg in read_packets(str(pcap)):
+            count += sum(1 for event in decoder.add(seg) if event.kind == "close")
+    except CaptureError:
+        pass
+    return count
+
+
+async def until_captured(pcap: Path, connections: int) -> None:
+    """Wait (up to 15 s) until tcpdump has written the end of ``connections`` connections: under load it
+    may lag behind the traffic, and what it has not read when it stops is lost."""
+    with trio.move_on_after(15):
+        while await trio.to_thread.run_sync(closed_connections, pcap) < connections:
+            await trio.sleep(0.1)
 
 
 def kernel_drops(report: str) -> int:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 from helpers.addresses import first_server
-from test_capture_proof import _start_tcpdump, _stop, _until_captured
+from helpers.captureproof import start_tcpdump, stop_tcpdump, until_captured
 from test_tracer import _kazoo_session
 
 from zkwire.trace.capture import read_packets
@@ -42,13 +42,13 @@ def _decode(pcap: Path) -> tuple[list[dict[str, object]], dict[str, object]]:
 
 async def test_a_capture_of_kazoo_decodes(zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
     pcap = tmp_path / "kazoo.pcap"
-    tcpdump = await _start_tcpdump(_port(zk_hosts), pcap)
+    tcpdump = await start_tcpdump(_port(zk_hosts), pcap)
     try:
         with trio.fail_after(60):
             seen = await trio.to_thread.run_sync(_kazoo_session, zk_hosts, zk_path)
-        await _until_captured(pcap, 1)
+        await until_captured(pcap, 1)
     finally:
-        await _stop(tcpdump)
+        await stop_tcpdump(tcpdump)
     assert seen["event"] == [("CHANGED", "/a")]
     objs, summary = _decode(pcap)
     frames = [o for o in objs if o["kind"] != "connection"]
@@ -75,7 +75,7 @@ async def test_a_capture_of_kazoo_decodes(zk_hosts: str, zk_path: str, tmp_path:
 async def test_a_capture_of_zkcli_decodes(zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
     pcap = tmp_path / "zkcli.pcap"
     server = zk_hosts.split(",")[0].split("/")[0]
-    tcpdump = await _start_tcpdump(_port(zk_hosts), pcap)
+    tcpdump = await start_tcpdump(_port(zk_hosts), pcap)
     try:
         for command in (["create", zk_path, "from-zkcli"], ["get", zk_path], ["delete", zk_path]):
             with trio.fail_after(60):
@@ -83,9 +83,9 @@ async def test_a_capture_of_zkcli_decodes(zk_hosts: str, zk_path: str, tmp_path:
                     [ZKCLI, "-server", server, *command], capture_stdout=True, capture_stderr=True, check=False
                 )
             assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
-        await _until_captured(pcap, 3)
+        await until_captured(pcap, 3)
     finally:
-        await _stop(tcpdump)
+        await stop_tcpdump(tcpdump)
     objs, summary = _decode(pcap)
     frames = [o for o in objs if o["kind"] != "connection"]
     assert frames and not [o for o in frames if o["kind"] == "malformed"]
@@ -105,7 +105,7 @@ async def test_a_capture_of_curator_decodes(
 
     classes = compile_worker(tmp_path_factory)
     pcap = tmp_path / "curator.pcap"
-    tcpdump = await _start_tcpdump(_port(zk_hosts), pcap)
+    tcpdump = await start_tcpdump(_port(zk_hosts), pcap)
     try:
         with trio.fail_after(60):
             peer = await trio.to_thread.run_sync(CuratorPeer, classes, zk_hosts)
@@ -115,9 +115,9 @@ async def test_a_capture_of_curator_decodes(
                     await peer.release()
             finally:
                 await trio.to_thread.run_sync(peer.close)
-        await _until_captured(pcap, 1)
+        await until_captured(pcap, 1)
     finally:
-        await _stop(tcpdump)
+        await stop_tcpdump(tcpdump)
     objs, summary = _decode(pcap)
     frames = [o for o in objs if o["kind"] != "connection"]
     assert frames and not [o for o in frames if o["kind"] == "malformed"]

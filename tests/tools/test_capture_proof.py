@@ -14,8 +14,6 @@ import io
 import json
 import os
 import shutil
-import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,11 +21,12 @@ from typing import Any
 import pytest
 import trio
 from helpers.addresses import first_server
+from helpers.captureproof import start_tcpdump, stop_tcpdump, until_captured
 from helpers.faultproxy import open_fault_proxy
 
 import zkwire
 from zkwire import Check, Create, Delete, SetData
-from zkwire.trace.capture import CaptureError, read_packets
+from zkwire.trace.capture import read_packets
 from zkwire.trace.conversations import CaptureDecoder
 from zkwire.trace.stats import TraceStats
 from zkwire.trace.tracer import TraceOptions, serve_trace, show_event
@@ -40,47 +39,6 @@ pytestmark = pytest.mark.skipif(
 
 def _server(zk_hosts: str) -> tuple[str, int]:
     return first_server(zk_hosts)
-
-
-async def _start_tcpdump(port: int, out: Path) -> trio.Process:
-    # --immediate-mode: without it, packets still in the capture ring when tcpdump stops are lost;
-    # -B: a kernel buffer larger than the default 2 MiB, for bursts while tcpdump waits for a core
-    args = ["tcpdump", "-Z", "root", "-i", "lo", "-U", "--immediate-mode", "-B", "32768", "-s", "0", "-w", str(out)]
-    proc = await trio.lowlevel.open_process([*args, f"tcp port {port}"], stderr=subprocess.PIPE)
-    assert proc.stderr is not None
-    seen = b""
-    with trio.fail_after(10):
-        while b"listening on" not in seen:
-            chunk = await proc.stderr.receive_some()
-            assert chunk, seen
-            seen += chunk
-    return proc
-
-
-def _closed_connections(pcap: Path) -> int:
-    """Connections seen to close in the capture so far (a file still being written may end mid-packet)."""
-    decoder = CaptureDecoder()
-    count = 0
-    try:
-        for seg in read_packets(str(pcap)):
-            count += sum(1 for event in decoder.add(seg) if event.kind == "close")
-    except CaptureError:
-        pass
-    return count
-
-
-async def _until_captured(pcap: Path, connections: int) -> None:
-    """Wait (up to 15 s) until tcpdump has written the end of ``connections`` connections: under load it
-    may lag behind the traffic, and what it has not read when it stops is lost."""
-    with trio.move_on_after(15):
-        while await trio.to_thread.run_sync(_closed_connections, pcap) < connections:
-            await trio.sleep(0.1)
-
-
-async def _stop(proc: trio.Process) -> None:
-    proc.send_signal(signal.SIGINT)
-    with trio.fail_after(10):
-        await proc.wait()
 
 
 async def _session(hosts: str, base: str, proxy: Any) -> dict[str, int]:
@@ -118,16 +76,16 @@ async def test_decoding_the_capture_gives_the_frames_the_proxy_saw(zk_hosts: str
             tport = await nursery.start(
                 serve_trace, ("127.0.0.1", 0), _server(zk_hosts), TraceOptions(json_lines=True, out=shown)
             )
-            tcpdump = await _start_tcpdump(tport, pcap)
+            tcpdump = await start_tcpdump(tport, pcap)
             try:
                 async with open_fault_proxy("127.0.0.1", tport) as proxy:
                     issued = await _session(proxy.hosts, zk_path, proxy)
                 with trio.fail_after(10):  # the proxy has printed both connections' ends
                     while shown.getvalue().count('"closed"') < 2:
                         await trio.sleep(0.05)
-                await _until_captured(pcap, 2)
+                await until_captured(pcap, 2)
             finally:
-                await _stop(tcpdump)
+                await stop_tcpdump(tcpdump)
             nursery.cancel_scope.cancel()
 
     proxy_frames = [o for o in map(json.loads, shown.getvalue().splitlines()) if o["kind"] != "connection"]
