@@ -57,6 +57,61 @@ def test_large_frame_fed_in_chunks_equals_one_feed() -> None:
         assert got == [payload, payload, b"tail"], step
 
 
+def _read_large(decoder: FrameDecoder, payload: bytes) -> memoryview:
+    """One large frame through ``decoder`` as the driver reads it (recv_into the decoder's buffer)."""
+    stream = frame(payload, len(payload))
+    assert decoder.feed(stream[:100]) == []
+    view = decoder.receive_buffer()
+    assert view is not None and len(view) == len(payload) - 96
+    view[:] = stream[100:]
+    [whole] = decoder.received(len(view))
+    assert isinstance(whole, memoryview) and whole.readonly
+    return whole
+
+
+def test_a_large_frames_buffer_is_reused_once_nothing_looks_at_it() -> None:
+    """Each large frame used to get a new buffer of its size: a megabyte of fresh pages faulted in per
+    reply.  The buffer of a frame the caller is done with serves the next (of this or another
+    decoder); one whose view is still alive is never written again."""
+    first = bytes(range(256)) * (3 * LARGE_FRAME // 256)
+    second = b"\x01" * (2 * LARGE_FRAME)  # shorter: a reused buffer may be longer than the frame
+    decoder = FrameDecoder(len(first))
+    whole = _read_large(decoder, first)
+    base = whole.obj
+    del whole
+    again = _read_large(FrameDecoder(len(first)), second)  # another decoder: the spares are shared
+    assert again.obj is not base  # the first decoder has not given its buffer back yet (no call since)
+    del again
+    assert decoder.receive_buffer() is None  # the next call gives it back
+    third = _read_large(FrameDecoder(len(first)), second)
+    assert third.obj is base and third == second and len(third) == len(second)
+    # A view still alive: its buffer is not handed to the next frame.
+    held_decoder = FrameDecoder(len(first))
+    held = _read_large(held_decoder, first)
+    del third
+    assert held_decoder.receive_buffer() is None
+    for _ in range(3):
+        other = _read_large(FrameDecoder(len(first)), second)
+        assert other.obj is not held.obj
+        del other
+    assert held == first
+
+
+def test_the_spare_buffers_are_few_and_bounded() -> None:
+    from zkwire.protocol import framing
+
+    spares = framing._SpareBuffers()
+    for _ in range(5):
+        spares.give(bytearray(LARGE_FRAME))
+    spares.give(bytearray(framing.SPARE_LIMIT + 1))
+    assert len(spares._free) == spares.count == 2
+    assert all(len(b) == LARGE_FRAME for b in spares._free)
+    assert len(spares.take(LARGE_FRAME + 1)) == LARGE_FRAME + 1  # none is large enough: a new one
+    assert len(spares._free) == 2
+    spares.take(LARGE_FRAME)
+    assert len(spares._free) == 1
+
+
 def test_oversize_frame_is_skipped_when_asked() -> None:
     big = struct.pack(">iqi", 7, 99, 0) + b"z" * 5000
     stream = frame(b"one") + struct.pack(">i", len(big)) + big + frame(b"two")
@@ -125,6 +180,48 @@ async def test_large_get_data_real_server(zk_connect_string: str) -> None:
         # Pipelined, so several large replies follow each other on the socket.
         results = await zk.pipeline([zkwire.GetData("/big") for _ in range(4)])
         assert all(isinstance(r, tuple) and r[0] == data for r in results)
+
+
+async def test_large_replies_read_into_reused_buffers_stay_intact_real_server(zk_connect_string: str) -> None:
+    """Replies whose buffers are reused for the next large frames: what a caller holds never changes."""
+    sizes = {"/big-a": 1_000_000, "/big-b": 600_000, "/big-c": 40_000}
+    async with zkwire.open_client(zk_connect_string) as zk:
+        for n, (path, size) in enumerate(sizes.items()):
+            await zk.create(path, bytes([n + 1]) * size)
+        held = [(await zk.get_data(path))[0] for path in [*sizes, *sizes]]
+        held += [r[0] for r in await zk.pipeline([zkwire.GetData(p) for p in [*sizes, *sizes]])]  # type: ignore[index]
+        children = await zk.get_children("/")
+        assert {"big-a", "big-b", "big-c"} <= set(children)
+        for i, got in enumerate(held):
+            n = i % 3
+            assert type(got) is bytes and got == bytes([n + 1]) * list(sizes.values())[n], i
+
+
+async def test_a_reply_is_not_kept_alive_by_a_reference_cycle_real_server(zk_connect_string: str) -> None:
+    """A reply referred to its call and the call to its reply: every request left cyclic garbage, and a
+    megabyte reply's data stayed in memory until the cyclic collector ran (the heap grew by its size
+    per call, each new megabyte faulted in afresh)."""
+    import gc
+
+    async with zkwire.open_client(zk_connect_string) as zk:
+        await zk.create("/cycle", b"x" * 100_000)
+        gc.collect()
+        gc.disable()
+        try:
+            await zk.get_data("/cycle")
+            await zk.pipeline([zkwire.GetData("/cycle"), zkwire.GetChildren("/cycle")])
+            await zk.add_auth("digest", "cycle:secret")
+            await zk.set_data("/cycle", b"y")
+            gc.set_debug(gc.DEBUG_SAVEALL)
+            try:
+                gc.collect()
+                kinds = {type(o).__name__ for o in gc.garbage}
+            finally:
+                gc.set_debug(0)
+                gc.garbage.clear()
+            assert not kinds & {"PendingCall", "Reply", "AuthResult", "GetDataResponse", "Stat"}, kinds
+        finally:
+            gc.enable()
 
 
 async def test_listing_over_max_frame_fails_only_that_request_real_server(zk_connect_string: str) -> None:

@@ -37,7 +37,7 @@ from ..sansio.ops import Check, Create, Delete, GetChildren, GetData, ReadOp, Se
 from ..sansio.options import check_max_frame, check_session_timeout
 from ..sansio.paths import strip_chroot
 from ..sansio.requests import Request, RequestBuilder, check_watcher_type, encodable, removed_watch_kinds
-from ..sansio.session import AuthResult, HostPort, SessionCore, SessionState, WatchRequest
+from ..sansio.session import HostPort, SessionCore, SessionState, WatchRequest
 from .aio import require_trio
 from .connection import ClientCore, Connect, ConnectionDriver, PendingCall, tcp_connector
 from .nodes import with_chroot_hint
@@ -627,9 +627,9 @@ class Client:
         call = self._queue_auth(scheme, credential)
         await self._driver.flush()
         await call.wait()
-        assert isinstance(call.reply, AuthResult)
-        if call.reply.error is not None:
-            raise call.reply.error
+        error = call.take_auth_result().error
+        if error is not None:
+            raise error
 
     async def check_watches(self, path: str, watcher_type: WatcherType = WatcherType.ANY) -> bool:
         """Whether the server holds a watch of ``watcher_type`` on ``path`` for this session.

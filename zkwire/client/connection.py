@@ -143,6 +143,21 @@ class PendingCall(_Wakeup):
         self.reply = reply
         self.set()
 
+    def take_reply(self) -> Reply[PendingCall]:
+        """The reply, handed over once: the call forgets it.  A reply refers back to its call (its
+        token); kept both ways, the two would be a reference cycle, garbage that only the cyclic
+        collector finds -- with the reply's data in it (a megabyte getData's heap then grows by a
+        megabyte per call until a collection)."""
+        reply, self.reply = self.reply, None
+        assert isinstance(reply, Reply)
+        return reply
+
+    def take_auth_result(self) -> AuthResult[PendingCall]:
+        """The answer to an auth request, handed over once (as :meth:`take_reply`)."""
+        result, self.reply = self.reply, None
+        assert isinstance(result, AuthResult)
+        return result
+
 
 ClientCore = SessionCore[PendingCall, Watcher]
 
@@ -680,9 +695,7 @@ class ConnectionDriver:
             except BaseException:
                 call.queued = False  # given up: if still in the backlog, it is never sent
                 raise
-            reply = call.reply
-            assert isinstance(reply, Reply)
-            return reply
+            return call.take_reply()
         while True:
             try:
                 core.send_request(op, record, call, trio.current_time(), path=path, watch=watch)
@@ -697,9 +710,7 @@ class ConnectionDriver:
             await self._read_replies(self._raw, (call,))
         else:
             await call.wait()
-        reply = call.reply
-        assert isinstance(reply, Reply)
-        return reply
+        return call.take_reply()
 
     async def call_burst(self, requests: Sequence[tuple[int, Record | None, str | None]]) -> list[Reply[PendingCall]]:
         """Send ``requests`` back to back (in bursts of at most ``max_in_flight``), then wait for every
@@ -739,11 +750,7 @@ class ConnectionDriver:
                 if call.reply is None:
                     await call.wait()
             await trio.lowlevel.checkpoint_if_cancelled()
-        replies: list[Reply[PendingCall]] = []
-        for call in calls:
-            assert isinstance(call.reply, Reply)
-            replies.append(call.reply)
-        return replies
+        return [call.take_reply() for call in calls]
 
     async def wait_for_room(self, count: int) -> None:
         """Wait until ``count`` more requests fit under :attr:`max_in_flight` (always once nothing is in

@@ -58,6 +58,50 @@ OVERSIZE_HEAD = REPLY_HEADER.size
 LARGE_FRAME = 32 * 1024
 #: The size of one read a driver does when no large frame is in progress.
 READ_SIZE = 65536
+#: The buffers of finished large frames up to this size are kept for the next ones (see
+#: :class:`_SpareBuffers`).
+SPARE_LIMIT = 2 * 1024 * 1024
+
+
+class _SpareBuffers:
+    """The buffers of large frames already handled, kept for the next large frames of any decoder in the
+    process (at most :attr:`count`, each at most :data:`SPARE_LIMIT` bytes).
+
+    A new megabyte buffer per reply costs more than reading into it: the allocator hands fresh pages
+    back to the system between replies, and each of the ~250 pages is faulted in (and zero-filled)
+    again.  A buffer is kept only when nothing still looks at it (no view of it is alive).
+    """
+
+    count = 2
+
+    def __init__(self) -> None:
+        self._free: list[bytearray] = []
+
+    def take(self, n: int) -> bytearray:
+        """A buffer of at least ``n`` bytes (its contents are not cleared)."""
+        free = self._free
+        for i in range(len(free) - 1, -1, -1):
+            if len(free[i]) >= n:
+                try:
+                    return free.pop(i)
+                except IndexError:  # taken meanwhile by another thread's decoder
+                    break
+        return bytearray(n)
+
+    def give(self, buf: bytearray) -> None:
+        if len(buf) > SPARE_LIMIT or len(self._free) >= self.count:
+            return
+        try:
+            # Resizing a bytearray that a view still exports fails: the cheapest test that no view of
+            # it is left (one byte off the end and back; neither moves the buffer).
+            del buf[-1]
+        except BufferError:
+            return
+        buf.append(0)
+        self._free.append(buf)
+
+
+_spares = _SpareBuffers()
 
 
 class FrameDecoder:
@@ -66,7 +110,9 @@ class FrameDecoder:
     ``feed(data)`` returns the payloads completed by ``data``, oldest first.  A frame of at least
     :data:`LARGE_FRAME` bytes is copied once into a buffer of its announced size; a driver can also read
     the socket straight into that buffer (:meth:`receive_buffer`, then :meth:`received`).  Such a
-    payload comes as a read-only view of that buffer (not copied again); the others as bytes.
+    payload comes as a read-only view of that buffer (not copied again); the others as bytes.  The
+    view is valid until the next call to the decoder: its buffer is then reused for a later large
+    frame, so a caller copies what it keeps (the session core does).
 
     With ``skip_oversize``, a frame longer than ``max_frame`` is not read: ``feed`` hands back an
     :class:`OversizeFrame` (its length and header) in its place as soon as the header has come, and
@@ -79,16 +125,31 @@ class FrameDecoder:
     caller checks :attr:`error` after handling what ``feed`` returned.
     """
 
-    __slots__ = ("_buf", "_failed", "_filled", "_large", "_scratch", "_skip", "max_frame", "skip_oversize")
+    __slots__ = (
+        "_buf",
+        "_failed",
+        "_filled",
+        "_handed",
+        "_large",
+        "_large_size",
+        "_scratch",
+        "_skip",
+        "max_frame",
+        "skip_oversize",
+    )
 
     def __init__(self, max_frame: int = DEFAULT_MAX_FRAME, *, skip_oversize: bool = False) -> None:
         self._buf = bytearray()
         self.max_frame = max_frame
         self.skip_oversize = skip_oversize
         self._failed: ProtocolError | None = None
-        #: The payload buffer of the large frame in progress (None between frames).
+        #: The payload buffer of the large frame in progress (None between frames); it may be longer
+        #: than the frame (a reused one), whose size is ``_large_size``.
         self._large: bytearray | None = None
+        self._large_size = 0
         self._filled = 0
+        #: The buffer of the large frame handed out last, given back at the next call.
+        self._handed: bytearray | None = None
         #: Bytes of an oversize frame still to drop.
         self._skip = 0
         self._scratch: bytearray | None = None
@@ -108,9 +169,11 @@ class FrameDecoder:
         its buffer) or an oversize one is being skipped (a scratch buffer no larger than what is left of
         it); None otherwise (read up to :data:`READ_SIZE` bytes and :meth:`feed` them).  Bytes read into
         the view are handed over with :meth:`received`."""
+        if self._handed is not None:
+            self._give_back()
         large = self._large
         if large is not None:
-            return memoryview(large)[self._filled :]
+            return memoryview(large)[self._filled : self._large_size]
         if self._skip:
             scratch = self._scratch
             if scratch is None:
@@ -123,17 +186,26 @@ class FrameDecoder:
         large = self._large
         if large is not None:
             self._filled += n
-            if self._filled < len(large):
+            if self._filled < self._large_size:
                 return []
             self._large = None
             self._filled = 0
-            return [memoryview(large).toreadonly()]
+            self._handed = large
+            with memoryview(large) as whole:
+                return [whole[: self._large_size].toreadonly()]
         self._skip -= n
         return []
+
+    def _give_back(self) -> None:
+        handed, self._handed = self._handed, None
+        if handed is not None:
+            _spares.give(handed)
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | memoryview | OversizeFrame]:
         if self._failed is not None:
             raise self._failed
+        if self._handed is not None:
+            self._give_back()
         frames: list[bytes | memoryview | OversizeFrame] = []
         if self._large is not None or self._skip:
             data = self._continue(data, frames)
@@ -178,7 +250,8 @@ class FrameDecoder:
                 break
             if n >= LARGE_FRAME:
                 # A large frame, incomplete: move what has come into a buffer of its full size.
-                large = self._large = bytearray(n)
+                large = self._large = _spares.take(n)
+                self._large_size = n
                 have = end - pos - 4
                 with memoryview(src) as view:
                     large[:have] = view[pos + 4 : end]
@@ -198,7 +271,7 @@ class FrameDecoder:
         large = self._large
         if large is not None:
             filled = self._filled
-            take = min(len(large) - filled, len(data))
+            take = min(self._large_size - filled, len(data))
             large[filled : filled + take] = data[:take] if take < len(data) else data
             frames.extend(self.received(take))
         else:
