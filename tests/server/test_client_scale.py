@@ -112,6 +112,23 @@ def test_the_spare_buffers_are_few_and_bounded() -> None:
     assert len(spares._free) == 1
 
 
+def test_a_spare_taken_by_another_thread_meanwhile_is_never_handed_out_too_small() -> None:
+    from zkwire.protocol import framing
+
+    class Raced(list[bytearray]):
+        """Another thread's decoder takes the large spare between the scan and the pop."""
+
+        def pop(self, index: int = -1) -> bytearray:
+            super().pop(0)
+            self.append(bytearray(10))
+            return super().pop(index)
+
+    for spares_list in (Raced([bytearray(LARGE_FRAME), bytearray(10)]), Raced([bytearray(LARGE_FRAME)])):
+        spares = framing._SpareBuffers()
+        spares._free = spares_list
+        assert len(spares.take(LARGE_FRAME)) >= LARGE_FRAME
+
+
 def test_oversize_frame_is_skipped_when_asked() -> None:
     big = struct.pack(">iqi", 7, 99, 0) + b"z" * 5000
     stream = frame(b"one") + struct.pack(">i", len(big)) + big + frame(b"two")

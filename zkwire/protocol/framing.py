@@ -80,12 +80,15 @@ class _SpareBuffers:
     def take(self, n: int) -> bytearray:
         """A buffer of at least ``n`` bytes (its contents are not cleared)."""
         free = self._free
-        for i in range(len(free) - 1, -1, -1):
-            if len(free[i]) >= n:
-                try:
-                    return free.pop(i)
-                except IndexError:  # taken meanwhile by another thread's decoder
+        try:
+            for i in range(len(free) - 1, -1, -1):
+                if len(free[i]) >= n:
+                    buf = free.pop(i)
+                    if len(buf) >= n:  # another thread's decoder may have taken that one meanwhile
+                        return buf
                     break
+        except IndexError:  # the list shrank meanwhile (another thread)
+            pass
         return bytearray(n)
 
     def give(self, buf: bytearray) -> None:
