@@ -351,7 +351,6 @@ async def test_the_suites_tcpdump_keeps_a_burst_while_it_waits_for_a_core(tmp_pa
                 proc.send_signal(signal.SIGCONT)
             client.close()
             server.close()
-            await until_captured(tmp_path / "burst.pcap", 0)
     finally:
         report = await stop_tcpdump(proc)
         listener.close()

@@ -194,15 +194,15 @@ class FrameDecoder:
             self._large = None
             self._filled = 0
             self._handed = large
-            with memoryview(large) as whole:
-                return [whole[: self._large_size].toreadonly()]
+            return [memoryview(large)[: self._large_size].toreadonly()]
         self._skip -= n
         return []
 
     def _give_back(self) -> None:
-        handed, self._handed = self._handed, None
-        if handed is not None:
-            _spares.give(handed)
+        """The large frame handed out last has been handled: its buffer may serve the next one."""
+        assert self._handed is not None
+        _spares.give(self._handed)
+        self._handed = None
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | memoryview | OversizeFrame]:
         if self._failed is not None:
