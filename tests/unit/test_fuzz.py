@@ -4,7 +4,8 @@ hypothesis settings, derandomized): ``python -m tests.fuzz --seconds 600 --seed 
 
 * every reply decoder (and the request, event and connect decoders): only ProtocolError escapes, and the
   fast codec agrees with the construct schemas, interpreted and compiled, when they accept;
-* the frame splitter fed whole, byte at a time and in random chunks gives the same frames;
+* the frame splitter fed whole, byte at a time and in random chunks gives the same frames; large frames
+  read partly with ``feed`` and partly into the decoder's (reused) buffers come out intact;
 * the traffic decoder fed mutated conversations: no exception, no hang, bounded and escaped output;
 * secret masking at every truncation point of every captured secret, and in mutated secret frames.
 """
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from zkwire.constants import DEFAULT_MAX_FRAME
 from zkwire.errors import ProtocolError
 from zkwire.protocol.codec import RESPONSE_RECORDS
-from zkwire.protocol.framing import FrameDecoder
+from zkwire.protocol.framing import LARGE_FRAME, FrameDecoder, frame
 from zkwire.trace.decoder import CLIENT, SERVER, ConversationDecoder
 
 CONVERSATIONS = F.load_conversations()
@@ -104,6 +105,43 @@ def test_frame_splitter_gives_the_same_frames_however_fed(
     tally = F.Tally()
     F.check_framing(tally, rng, stream)
     _no_failures(tally)
+
+
+@_fuzz(60)
+@given(
+    sizes=st.lists(st.integers(LARGE_FRAME - 16, 3 * LARGE_FRAME), min_size=2, max_size=5),
+    small=st.booleans(),
+    seed=st.integers(0, 2**32),
+)
+def test_large_frames_through_reused_buffers_come_out_intact(sizes: list[int], small: bool, seed: int) -> None:
+    """Large frames (their buffers reused from one to the next, shorter ones in longer buffers) read the
+    way the client reads them -- into the decoder's buffer, or fed -- in random pieces, each frame copied
+    as it comes (as the session core does): every one is what was sent."""
+    rng = random.Random(seed)  # (drawn from hypothesis's own randomness, the pieces' base example is too large)
+    payloads = [rng.randbytes(n) for n in sizes]
+    if small:
+        payloads.insert(1, b"between")
+    stream = b"".join(frame(p, 4 * LARGE_FRAME) for p in payloads)
+    decoder = FrameDecoder(4 * LARGE_FRAME)
+    got: list[bytes] = []
+    pos = 0
+    while pos < len(stream):
+        step = rng.choice((1, 7, 4096, 65536, rng.randint(1, 3 * LARGE_FRAME)))
+        view = decoder.receive_buffer()
+        if view is not None and rng.random() < 0.7:
+            n = min(len(view), step, len(stream) - pos)
+            view[:n] = stream[pos : pos + n]
+            view.release()
+            frames = decoder.received(n)
+        else:
+            if view is not None:
+                view.release()
+            n = min(step, len(stream) - pos)
+            frames = decoder.feed(stream[pos : pos + n])
+        pos += n
+        got += [bytes(f) for f in frames]  # type: ignore[arg-type]
+        del frames  # done with the views: their buffers may serve the next frames
+    assert got == payloads
 
 
 def test_frame_splitter_keeps_the_frames_before_a_bad_length_in_the_same_chunk() -> None:
