@@ -111,7 +111,8 @@ class FrameDecoder:
     """Incremental frame splitter.
 
     ``feed(data)`` returns the payloads completed by ``data``, oldest first.  A frame of at least
-    :data:`LARGE_FRAME` bytes is copied once into a buffer of its announced size; a driver can also read
+    :data:`LARGE_FRAME` bytes is copied once into a buffer that holds its announced size (one reused from
+    an earlier large frame when there is one); a driver can also read
     the socket straight into that buffer (:meth:`receive_buffer`, then :meth:`received`).  Such a
     payload comes as a read-only view of that buffer (not copied again); the others as bytes.  The
     view is valid until the next call to the decoder: its buffer is then reused for a later large
