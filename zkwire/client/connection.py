@@ -14,8 +14,11 @@ cancel scopes until the client closes):
 
 The request path avoids task switches where it can.  A lone request (nothing else in flight) is written
 by its caller with a non-blocking send; on a plain socket connection that caller then also reads the
-socket itself until its reply has come (the reader steps aside meanwhile and takes over again
-afterwards), so a sequential request costs one scheduler pass instead of two.  Frames are written whole
+socket itself until its reply has come (the reader steps aside meanwhile), so a sequential request
+costs one scheduler pass.  The reader takes over again at once when the caller leaves something behind
+for it (requests in flight, watches that may fire, a cancelled read); when nothing can arrive but the
+connection's end, it comes back by itself within :attr:`ConnectionDriver.reader_handback` instead, so
+a run of sequential requests does not wake it for every one.  Frames are written whole
 or not at all: a send that would block continues in a shielded loop, for as long as the server keeps
 answering (a busy server reads slowly; only one that answers nothing for the read timeout is dropped).
 
@@ -192,6 +195,13 @@ class ConnectionDriver:
     #: replies make room.
     max_in_flight = 1000
 
+    #: How long at most the reader stays away from the socket after a caller that read its own reply
+    #: left nothing behind that anyone waits for (no request in flight, no watch): then only the
+    #: connection's end (or an unasked-for reply) can arrive, and it is noticed this much later at most.
+    #: The reader rests in slices this long while callers read, so a run of sequential requests wakes it
+    #: once per slice instead of once per request.
+    reader_handback = 0.02
+
     def __init__(self, core: ClientCore, connect: Connect) -> None:
         self.core = core
         self._connect = connect
@@ -229,12 +239,15 @@ class ConnectionDriver:
         #: Requests answered successfully so far (tells a connection that served from one that did not).
         self._answered = 0
         self._connect_log = ConnectFailureLog(log)
+        #: trio's clock, read without trio.current_time()'s lookups (set when the tasks start, in the run).
+        self._now: Callable[[], float] = trio.current_time
 
     # ------------------------------------------------------------------ the client's own tasks
 
     def start(self, nursery: trio.Nursery) -> None:
         """Start the connection manager and the timer in ``nursery``."""
         self.nursery = nursery
+        self._now = trio.lowlevel.current_clock().current_time
         nursery.start_soon(self.run_connections)
         nursery.start_soon(self.run_timer)
 
@@ -379,9 +392,11 @@ class ConnectionDriver:
         try:
             while True:
                 if self._socket_reader is not None:
-                    # A caller reads its own reply; it wakes us when it is done.
+                    # A caller reads its own reply.  It wakes us when it leaves something for us; when it
+                    # leaves nothing, we come back at the end of this slice (see reader_handback).
                     self._reader_resume.clear()
-                    await self._reader_resume.wait()
+                    with trio.move_on_after(self.reader_handback):
+                        await self._reader_resume.wait()
                     continue
                 if raw is not None and self._raw is not raw:
                     return  # the connection was dropped (and the socket closed) meanwhile
@@ -427,7 +442,7 @@ class ConnectionDriver:
                     data = raw.recv(READ_SIZE)
                     if not data:
                         return False
-                    self.dispatch(core.receive_data(data, trio.current_time()))
+                    self.dispatch(core.receive_data(data, self._now()))
                     full = len(data) == READ_SIZE
                 else:
                     want = len(view)
@@ -435,7 +450,7 @@ class ConnectionDriver:
                     view.release()
                     if not n:
                         return False
-                    self.dispatch(core.received_into(n, trio.current_time()))
+                    self.dispatch(core.received_into(n, self._now()))
                     full = n == want
             except BlockingIOError:
                 return True
@@ -468,9 +483,19 @@ class ConnectionDriver:
         requests are already in flight, the timer task (which is also the writer) is woken instead: it
         runs after every task made runnable in the same scheduling round, so a burst leaves in one send.
         ``whole_burst``: the caller has queued its whole burst (a pipeline); write it now.
+
+        What this sends is answered to the reader (unless a caller reads the socket): a reader resting
+        after a caller's read (see :attr:`reader_handback`) is called back at once.
         """
+        self._recall_reader()
         if self._write_without_blocking(whole_burst) and self._stream is not None:
             await self._write_rest(self._stream)
+
+    def _recall_reader(self) -> None:
+        """Someone waits for what the server sends next: a reader resting while no caller reads the
+        socket goes back to it now rather than at the end of its slice."""
+        if self._socket_reader is None:
+            self._reader_resume.set()
 
     def _write_without_blocking(self, whole_burst: bool = False) -> bool:
         """:meth:`flush` as far as it goes without waiting; True if the rest must be written by awaiting
@@ -698,7 +723,7 @@ class ConnectionDriver:
             return call.take_reply()
         while True:
             try:
-                core.send_request(op, record, call, trio.current_time(), path=path, watch=watch)
+                core.send_request(op, record, call, self._now(), path=path, watch=watch)
                 break
             except ConnectionLossError:
                 if self.closing:
@@ -763,15 +788,19 @@ class ConnectionDriver:
         """Read the socket in the caller's own task until every one of ``calls`` has its reply.
 
         Everything received is handled as the reader task would (other replies, watch events, pings).
-        The reader task is moved off the socket first (cancelling its wait unregisters it at once) and
-        woken again when this returns, also on cancellation: a reply that comes later is read and
-        dropped by the reader, as for any cancelled caller.
+        The reader task is moved off the socket first (cancelling its wait unregisters it at once).  It is
+        woken again when this returns with something left for it to read: requests still in flight,
+        watches registered (a notification may come at any time), or a read given up (cancelled, or
+        failed: a reply that comes later is read and dropped by the reader, as for any cancelled
+        caller).  Otherwise it comes back by itself within :attr:`reader_handback`, and a caller that
+        takes the socket again before then has not woken it at all.
         """
         core = self.core
         self._socket_reader = raw
         scope = self._reader_scope
         if scope is not None:
             scope.cancel()
+        done = False
         try:
             for call in calls:
                 while call.reply is None:
@@ -792,10 +821,12 @@ class ConnectionDriver:
                         continue
                     if core.has_data_to_send:
                         await self.flush()
+            done = True
         finally:
             if self._socket_reader is raw:
                 self._socket_reader = None
-                self._reader_resume.set()
+                if not done or core.outstanding or core.watches:
+                    self._reader_resume.set()
 
     # ------------------------------------------------------------------ closing
 
