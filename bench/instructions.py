@@ -1,0 +1,161 @@
+"""User-space instructions per sequential getData, counted by valgrind's callgrind: zkwire beside the trio
+floor and the blocking raw socket.
+
+    .venv/bin/python bench/instructions.py [--ops 1000] [--peers zkwire,trio,raw] [--hosts H:P] [--json out.json]
+
+Client CPU time per request (``bench/run.py``'s seq row) moves by ±20 % between rounds on a shared
+2-core machine; an instruction count does not: the same code, server and inputs count the same
+instructions whatever else the machine runs.  It leaves out the kernel's share (the system calls, which
+every peer pays alike) and says nothing about cache misses, so it complements the CPU row and does not
+replace it.
+
+For each peer, a child process runs under ``valgrind --tool=callgrind`` twice: a short run (``--base``
+calls) and a long one (``--base`` + ``--ops`` calls) against the same fresh server; the difference of the
+two totals divided by ``--ops`` is the cost of one request, without the start-up (imports, connecting).
+zkwire's reader is told to stay away for the whole run (``reader_handback``), as it does in a real run of
+back-to-back requests: under valgrind each request takes tens of times longer, which would otherwise
+bring it back between requests.  Needs valgrind (Debian: ``apt-get install valgrind``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PATH = "/bench-instructions"
+
+#: The child: ``python instructions.py --child PEER HOSTS N`` makes N sequential getData calls.
+CHILD = "--child"
+
+
+def child(peer: str, hosts: str, n: int) -> None:
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(HERE))
+    import trio
+
+    if peer == "raw":
+        from peers.raw_peer import GET_DATA, RawConnection
+
+        from zkwire.protocol.codec import encode_request
+        from zkwire.protocol.records import GetDataRequest
+
+        conn = RawConnection(hosts)
+        record = GetDataRequest(PATH, False)
+        for _ in range(n):
+            conn.sock.sendall(encode_request(conn.next_xid(), GET_DATA, record))
+            conn.frame()
+        return
+
+    async def main() -> None:
+        import zkwire
+
+        if peer == "trio":
+            from peers.raw_peer import GET_DATA, RawConnection
+            from peers.trio_peer import _call
+
+            from zkwire.protocol.codec import encode_request
+            from zkwire.protocol.records import GetDataRequest
+
+            conn = RawConnection(hosts)
+            conn.sock.setblocking(False)
+            record = GetDataRequest(PATH, False)
+            for _ in range(n):
+                await _call(conn, encode_request(conn.next_xid(), GET_DATA, record))
+            return
+        async with zkwire.open_client(hosts) as zk:
+            zk._driver.reader_handback = 3600.0  # see the module docstring
+            for _ in range(n):
+                await zk.get_data(PATH)
+
+    trio.run(main)
+
+
+def count(peer: str, hosts: str, n: int, out_dir: Path) -> int:
+    """Instructions of one child run of ``n`` calls."""
+    out = out_dir / f"callgrind.{peer}.{n}"
+    proc = subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={out}",
+            sys.executable,
+            str(Path(__file__).resolve()),
+            CHILD,
+            peer,
+            hosts,
+            str(n),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
+    m = re.search(r"Collected : (\d+)", proc.stderr)
+    if proc.returncode != 0 or m is None:
+        raise RuntimeError(f"{peer}: callgrind run failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    return int(m.group(1))
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == CHILD:
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+        return 0
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ops", type=int, default=1000, help="calls counted per peer (default 1,000)")
+    p.add_argument("--base", type=int, default=200, help="calls of the short run that is subtracted (default 200)")
+    p.add_argument("--peers", default="zkwire,trio,raw")
+    p.add_argument("--hosts", help="a running server (default: start a fresh one, as bench/run.py does)")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    if shutil.which("valgrind") is None:
+        print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
+        return 1
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(HERE))
+    from run import Server
+
+    import zkwire
+
+    server = None
+    hosts = args.hosts
+    if hosts is None:
+        server = Server()
+        server.start()
+        hosts = server.hosts
+    try:
+        import trio
+
+        async def setup() -> None:
+            async with zkwire.open_client(hosts) as zk:
+                await zk.ensure_path(PATH, data=b"x" * 100)
+
+        trio.run(setup)
+        results: dict[str, float] = {}
+        with tempfile.TemporaryDirectory(prefix="zkwire-callgrind-") as tmp:
+            for peer in args.peers.split(","):
+                short = count(peer, hosts, args.base, Path(tmp))
+                long = count(peer, hosts, args.base + args.ops, Path(tmp))
+                results[peer] = (long - short) / args.ops
+                print(f"{peer:8} {results[peer]:>10,.0f} instructions per getData", flush=True)
+    finally:
+        if server is not None:
+            server.stop()
+    floor = results.get("trio")
+    if floor and "zkwire" in results:
+        print(f"zkwire ÷ trio floor: {results['zkwire'] / floor:.2f}x")
+    if args.json:
+        args.json.write_text(json.dumps({"ops": args.ops, "base": args.base, "per_getdata": results}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
