@@ -12,9 +12,11 @@ parent, its ``zk_root``). Tests that use a server carry the ``server`` marker (t
 
 from __future__ import annotations
 
+import importlib
 import re
 import uuid
 from collections.abc import Iterator
+from types import ModuleType
 
 import pytest
 from helpers.tls import tls_server  # noqa: F401  (a TLS-enabled real server, for the client's and the tracer's tests)
@@ -56,6 +58,12 @@ def local_zookeeper(pytestconfig: pytest.Config) -> None:
     backend = pytest_options.settings(pytestconfig).backend
     if backend != "local":
         pytest.skip(f"starts local servers (backend: {backend})")
+
+
+@pytest.fixture
+def faultproxy() -> ModuleType:
+    """The suite's TCP fault proxy (``tests/helpers/faultproxy.py``): imported, never skipped."""
+    return importlib.import_module("helpers.faultproxy")
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 import trio
 from helpers.addresses import first_server
@@ -11,11 +9,6 @@ from helpers.sessiontools import expire
 
 import zkwire
 from zkwire import SessionState
-
-
-@pytest.fixture
-def faultproxy():  # type: ignore[no-untyped-def]
-    return importlib.import_module("helpers.faultproxy")  # the suite's own: never skipped
 
 
 async def test_sessions_yields_a_new_client_after_expiry(zk_hosts: str, zk_path: str) -> None:

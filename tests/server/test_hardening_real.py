@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 import trio
 from helpers.addresses import first_server
@@ -13,11 +11,6 @@ from zkwire import SessionState
 from zkwire.testing import ServerHandle
 
 LIMIT = 20
-
-
-@pytest.fixture
-def faultproxy():  # type: ignore[no-untyped-def]
-    return importlib.import_module("helpers.faultproxy")  # the suite's own: never skipped
 
 
 # ------------------------------------------------------------------------------ item: poisoned credentials

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import io
 import itertools
 import json
@@ -100,11 +99,6 @@ async def test_cancelled_during_release_leaves_no_node(zk_hosts: str, zk_path: s
             async with mutex:
                 scope.cancel()  # the release runs inside an already-cancelled scope
         assert await _children(zk, path) == []
-
-
-@pytest.fixture
-def faultproxy():  # type: ignore[no-untyped-def]
-    return importlib.import_module("helpers.faultproxy")  # the suite's own: never skipped
 
 
 async def test_frozen_holder_learns_of_loss_before_anyone_else_acquires(

@@ -8,7 +8,6 @@ that long, and check every such path: watches, pings, auth, other callers, a clo
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from types import ModuleType
 
@@ -21,11 +20,6 @@ from zkwire import EventType, SessionState
 from zkwire.client.connection import ConnectionDriver
 
 LONG = 60.0  # longer than any bound below: a path that waits for the slice to end fails
-
-
-@pytest.fixture
-def faultproxy() -> ModuleType:
-    return importlib.import_module("helpers.faultproxy")
 
 
 @pytest.fixture

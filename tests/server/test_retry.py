@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import random
 
 import pytest
@@ -12,11 +11,6 @@ from helpers.addresses import first_server
 import zkwire
 from zkwire.client.retry import RetryPolicy, retry, retry_with
 from zkwire.constants import OpCode
-
-
-@pytest.fixture
-def faultproxy():  # type: ignore[no-untyped-def]
-    return importlib.import_module("helpers.faultproxy")  # the suite's own: never skipped
 
 
 def test_delay_is_full_jitter_capped() -> None:

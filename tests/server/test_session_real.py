@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import random
 import time
 
@@ -23,11 +22,6 @@ async def _through_suspension(states: zkwire.StateStream) -> None:
         elif state is SessionState.CONNECTED and suspended:
             return
         assert not state.is_terminal, state
-
-
-@pytest.fixture
-def faultproxy():  # type: ignore[no-untyped-def]
-    return importlib.import_module("helpers.faultproxy")  # the suite's own: never skipped
 
 
 async def test_states_and_close(zk_hosts: str) -> None:

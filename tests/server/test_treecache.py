@@ -3,7 +3,6 @@ session expiry, overflow."""
 
 from __future__ import annotations
 
-import importlib
 import random
 
 import pytest
@@ -14,12 +13,6 @@ from helpers.sessiontools import expire
 import zkwire
 from zkwire import TreeEventType
 from zkwire.client.nodes import _list_tree
-
-
-@pytest.fixture
-def faultproxy():  # type: ignore[no-untyped-def]
-    return importlib.import_module("helpers.faultproxy")  # the suite's own: never skipped
-
 
 Tree = dict[str, tuple[bytes, int, int]]
 

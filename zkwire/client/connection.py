@@ -826,7 +826,7 @@ class ConnectionDriver:
             if self._socket_reader is raw:
                 self._socket_reader = None
                 if not done or core.outstanding or core.watches:
-                    self._reader_resume.set()
+                    self._recall_reader()
 
     # ------------------------------------------------------------------ closing
 
