@@ -5,6 +5,7 @@ Everything here is pure: no server, no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import pickle
 import random
@@ -38,6 +39,7 @@ from zkwire.protocol.codec import (
     decode_watcher_event,
     encode_connect_request,
     encode_request,
+    encode_request_into,
     op_name,
 )
 from zkwire.protocol.framing import FrameDecoder, frame
@@ -220,6 +222,42 @@ def test_get_data_reply_round_trip() -> None:
     assert decode_reply(OpCode.GET_DATA, null)[1] == GetDataResponse(None, stat)
     empty = reply(ReplyHeader(7, 9, 0), GetDataResponse(b"", stat))[4:]
     assert decode_reply(OpCode.GET_DATA, empty)[1] == GetDataResponse(b"", stat)
+
+
+def test_decoded_get_data_response_is_a_whole_frozen_record() -> None:
+    """The getData decoder builds its record by setting the slots itself: every field is set, the
+    record compares, hashes and refuses changes like one built by its constructor."""
+    stat = Stat(1, 2, 3, 4, 5, 6, 7, 8, 3, 0, 9)
+    decoded = decode_reply(OpCode.GET_DATA, reply(ReplyHeader(7, 9, 0), GetDataResponse(b"abc", stat))[4:])[1]
+    assert type(decoded) is GetDataResponse and type(decoded.stat) is Stat
+    assert [f.name for f in dataclasses.fields(GetDataResponse)] == ["data", "stat"]  # the slots set
+    assert decoded == GetDataResponse(b"abc", stat) and hash(decoded) == hash(GetDataResponse(b"abc", stat))
+    assert repr(decoded) == repr(GetDataResponse(b"abc", stat))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        decoded.data = b"x"  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(decoded)) == decoded
+
+
+def test_encode_request_into_appends_or_leaves_the_buffer_alone() -> None:
+    out = bytearray(b"queued")
+    encode_request_into(out, 1, OpCode.GET_DATA, GetDataRequest("/a", True))
+    assert out == b"queued" + GET_DATA
+    for bad in (
+        lambda: encode_request_into(out, 2, OpCode.SET_DATA, SetDataRequest("/a", bytes(100), -1), max_frame=50),
+        lambda: encode_request_into(out, 1 << 31, OpCode.GET_DATA, GetDataRequest("/a", False)),
+        lambda: encode_request_into(out, 3, OpCode.SET_DATA, SetDataRequest("/a", b"", 1 << 31)),
+        lambda: encode_request_into(out, 3, OpCode.GET_DATA, GetDataRequest("/\ud800", False)),
+    ):
+        with pytest.raises(errors.InvalidInputError):
+            bad()
+        assert out == b"queued" + GET_DATA  # nothing half-written stays behind
+
+
+def test_encode_request_refuses_ids_out_of_range() -> None:
+    for xid, op in ((1 << 31, OpCode.GET_DATA), (-(1 << 31) - 1, OpCode.GET_DATA), (1, 1 << 31)):
+        with pytest.raises(errors.InvalidArgumentError, match="out of int32 range"):
+            encode_request(xid, op, GetDataRequest("/a", False))
+    assert encode_request(-(1 << 31), OpCode.GET_DATA)[4:8] == struct.pack(">i", -(1 << 31))
 
 
 def test_op_names() -> None:

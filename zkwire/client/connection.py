@@ -225,6 +225,8 @@ class ConnectionDriver:
         #: Callers waiting for room below ``max_in_flight``, oldest first; replies wake only as many as
         #: there is room for (10,000 waiters are not all woken by every reply).
         self._room = trio.lowlevel.ParkingLot()
+        #: How many callers are parked in ``_room`` (read on every dispatch: cheaper than asking the lot).
+        self._room_waiters = 0
         #: Requests waiting for room (op, record, path, watch, call), oldest first; an entry whose call
         #: is no longer ``queued`` was given up by its cancelled caller and is skipped.
         self._backlog: deque[tuple[int, Record | None, str | None, WatchRequest[Watcher] | None, PendingCall]] = deque()
@@ -499,11 +501,12 @@ class ConnectionDriver:
 
     def _write_without_blocking(self, whole_burst: bool = False) -> bool:
         """:meth:`flush` as far as it goes without waiting; True if the rest must be written by awaiting
-        :meth:`_write_rest` (a stream connection, or a send that would block)."""
+        :meth:`_write_rest` (a stream connection, or a send that would block).  ``whole_burst``: write
+        now, even with other requests in flight (a lone request's caller passes it too)."""
         if self._writing or self._stream is None:
             return False
         core = self.core
-        if core.outstanding > 1 and not whole_burst:
+        if not whole_burst and core.outstanding > 1:
             self._timer_wakeup.set()  # the timer task writes the burst
             return False
         raw = self._raw
@@ -582,7 +585,7 @@ class ConnectionDriver:
             self._write_scope.deadline = self.core.liveness_deadline
         if self._backlog:
             self._send_backlog()
-        if self._room:
+        if self._room_waiters:
             free = self.max_in_flight - self.core.outstanding
             if free > 0:
                 self._room.unpark(count=free)
@@ -708,7 +711,8 @@ class ConnectionDriver:
         """
         core = self.core
         call = PendingCall()
-        if self._backlog or core.outstanding >= self.max_in_flight:
+        ahead = core.outstanding
+        if self._backlog or ahead >= self.max_in_flight:
             if core.state.is_terminal:
                 raise core.terminal_error()
             call.queued = True
@@ -729,9 +733,13 @@ class ConnectionDriver:
                 if self.closing:
                     raise ClientClosedError("client closed") from None
                 await self._state_changed.wait()
-        if self._write_without_blocking() and self._stream is not None:
+                ahead = core.outstanding
+        # A lone request (none ahead of it) is written and read by its caller.  Until something awaits,
+        # no other request can be sent, and a failed write answers this one: ``ahead`` still holds.
+        if self._write_without_blocking(not ahead) and self._stream is not None:
             await self._write_rest(self._stream)
-        if call.reply is None and self._raw is not None and self._socket_reader is None and core.outstanding == 1:
+            ahead = core.outstanding - 1  # others may have sent meanwhile (this one may be answered)
+        if not ahead and call.reply is None and self._raw is not None and self._socket_reader is None:
             await self._read_replies(self._raw, (call,))
         else:
             await call.wait()
@@ -782,7 +790,11 @@ class ConnectionDriver:
         flight: a larger burst then goes out whole)."""
         core = self.core
         while core.outstanding and core.outstanding + count > self.max_in_flight:
-            await self._room.park()
+            self._room_waiters += 1
+            try:
+                await self._room.park()
+            finally:
+                self._room_waiters -= 1
 
     async def _read_replies(self, raw: socket.socket, calls: Sequence[PendingCall]) -> None:
         """Read the socket in the caller's own task until every one of ``calls`` has its reply.

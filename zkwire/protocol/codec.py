@@ -9,6 +9,9 @@ Which record each op carries is looked up in :mod:`zkwire.protocol.optable` (its
 
 from __future__ import annotations
 
+import struct
+from collections.abc import Callable
+
 from ..constants import DEFAULT_MAX_FRAME, PING_XID, WATCH_XID
 from ..errors import DataTooLargeError, InvalidArgumentError, ProtocolError
 from .framing import LENGTH as _LEN
@@ -34,6 +37,7 @@ __all__ = [
     "PING_XID",
     "RESPONSE_RECORDS",
     "encode_request",
+    "encode_request_into",
     "encode_connect_request",
     "decode_connect_request",
     "decode_connect_response",
@@ -45,21 +49,52 @@ __all__ = [
     "op_name",
 ]
 
-_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+#: The place of a frame's length prefix and RequestHeader, filled in once the record is written.
+_NO_HEAD = bytes(_FRAME_HEAD.size)
+
+
+def _slot_setter(cls: type, name: str) -> Callable[[object, object], None]:
+    """What sets field ``name`` of a slots record: its slot's descriptor, which a frozen dataclass's
+    ``__setattr__`` does not guard (for building a record at its generated ``__init__``'s place)."""
+    setter: Callable[[object, object], None] = getattr(cls, name).__set__
+    return setter
+
+
+_new_object = object.__new__
+_set_get_data_data = _slot_setter(GetDataResponse, "data")
+_set_get_data_stat = _slot_setter(GetDataResponse, "stat")
+#: Builds a Stat from its 11 unpacked fields without ``Stat._make``'s extra call (the struct always
+#: yields 11).
+_new_tuple = tuple.__new__
 
 
 def encode_request(xid: int, op: int, request: Record | None = None, max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:
     """One complete frame: length, RequestHeader(xid, op), then the request record (if any)."""
-    if not (_INT_MIN <= xid <= _INT_MAX and _INT_MIN <= op <= _INT_MAX):
-        raise InvalidArgumentError(f"xid {xid} or op {op} out of int32 range")
-    out = bytearray(12)
-    if request is not None:
-        request.write(out)
-    n = len(out) - 4
-    if n > max_frame:
-        raise DataTooLargeError(f"request of {n} bytes exceeds the maximum frame size of {max_frame}")
-    _FRAME_HEAD.pack_into(out, 0, n, xid, op)
+    out = bytearray()
+    encode_request_into(out, xid, op, request, max_frame)
     return out
+
+
+def encode_request_into(
+    out: bytearray, xid: int, op: int, request: Record | None = None, max_frame: int = DEFAULT_MAX_FRAME
+) -> None:
+    """Append :func:`encode_request`'s frame to ``out`` (a session's outgoing buffer: no copy).  A request
+    that cannot be encoded raises and leaves ``out`` as it was."""
+    start = len(out)
+    out += _NO_HEAD
+    try:
+        if request is not None:
+            request.write(out)
+        n = len(out) - start - 4
+        if n > max_frame:
+            raise DataTooLargeError(f"request of {n} bytes exceeds the maximum frame size of {max_frame}")
+        try:
+            _FRAME_HEAD.pack_into(out, start, n, xid, op)
+        except struct.error:  # packed last: the range check costs nothing in the common case
+            raise InvalidArgumentError(f"xid {xid} or op {op} out of int32 range") from None
+    except BaseException:
+        del out[start:]
+        raise
 
 
 def encode_connect_request(request: ConnectRequest, max_frame: int = DEFAULT_MAX_FRAME) -> bytearray:
@@ -145,7 +180,13 @@ def _decode_get_data(payload: bytes, offset: int) -> GetDataResponse:
         data = payload[offset + 4 : p]
     if p + 68 != end:
         raise ProtocolError(f"getData reply of {end - offset} bytes does not match data length {n}")
-    return GetDataResponse(data, Stat._make(_STAT.unpack_from(payload, p)))
+    # GetDataResponse(data, stat), built as its generated __init__ would but setting the two slots
+    # directly: a frozen dataclass's __init__ goes through object.__setattr__ per field, which costs
+    # half again as much (one is built per getData reply).
+    response = _new_object(GetDataResponse)
+    _set_get_data_data(response, data)
+    _set_get_data_stat(response, _new_tuple(Stat, _STAT.unpack_from(payload, p)))
+    return response
 
 
 def decode_reply(op: int, payload: bytes) -> tuple[ReplyHeader, Record | None]:

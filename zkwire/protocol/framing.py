@@ -131,13 +131,13 @@ class FrameDecoder:
 
     __slots__ = (
         "_buf",
-        "_failed",
         "_filled",
         "_handed",
         "_large",
         "_large_size",
         "_scratch",
         "_skip",
+        "error",
         "max_frame",
         "skip_oversize",
     )
@@ -146,7 +146,9 @@ class FrameDecoder:
         self._buf = bytearray()
         self.max_frame = max_frame
         self.skip_oversize = skip_oversize
-        self._failed: ProtocolError | None = None
+        #: Why the stream failed (a bad length), or None while it is sound (a plain attribute: the
+        #: session core reads it after every read).
+        self.error: ProtocolError | None = None
         #: The payload buffer of the large frame in progress (None between frames); it may be longer
         #: than the frame (a reused one), whose size is ``_large_size``.
         self._large: bytearray | None = None
@@ -157,11 +159,6 @@ class FrameDecoder:
         #: Bytes of an oversize frame still to drop.
         self._skip = 0
         self._scratch: bytearray | None = None
-
-    @property
-    def error(self) -> ProtocolError | None:
-        """Why the stream failed (a bad length), or None while it is sound."""
-        return self._failed
 
     @property
     def buffered(self) -> int:
@@ -206,16 +203,21 @@ class FrameDecoder:
         self._handed = None
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | memoryview | OversizeFrame]:
-        if self._failed is not None:
-            raise self._failed
+        if self.error is not None:
+            raise self.error
         if self._handed is not None:
             self._give_back()
+        buf = self._buf
+        if not buf and self._large is None and not self._skip and len(data) >= 4:
+            # The common case, one whole frame in one read (a reply to a lone request): no loop.
+            n = _LEN.unpack_from(data)[0]
+            if n + 4 == len(data) and 0 <= n <= self.max_frame:
+                return [bytes(data[4:])]
         frames: list[bytes | memoryview | OversizeFrame] = []
         if self._large is not None or self._skip:
             data = self._continue(data, frames)
             if not data:
                 return frames
-        buf = self._buf
         if buf:
             buf += data
             src: bytes | bytearray | memoryview = buf
@@ -232,12 +234,12 @@ class FrameDecoder:
                 pos = stop
                 continue
             if n < 0 or (n > max_frame and (not self.skip_oversize or _looks_like_text(src, pos))):
-                self._failed = ProtocolError(
+                self.error = ProtocolError(
                     f"frame length {n} outside 0..{max_frame}"
                     + (" (looks like text: not a ZooKeeper stream?)" if _looks_like_text(src, pos) else "")
                 )
                 if not frames:
-                    raise self._failed
+                    raise self.error
                 buf.clear()
                 return frames
             if n > max_frame:

@@ -183,9 +183,12 @@ class RequestBuilder(Generic[W]):
     def server_path(self, path: str, *, sequential: bool = False) -> str:
         """``path`` validated and under the chroot."""
         validate_path(path, sequential=sequential)
-        if sequential and path == "/" and self.chroot:
-            return self.chroot + "/"  # children of the chroot, not siblings of it
-        return join_chroot(self.chroot, path)
+        chroot = self.chroot
+        if not chroot:
+            return path
+        if sequential and path == "/":
+            return chroot + "/"  # children of the chroot, not siblings of it
+        return join_chroot(chroot, path)
 
     def client_path(self, server_path: str | None) -> str:
         """A path from the server as the application knows it (chroot stripped)."""

@@ -54,6 +54,7 @@ from ..protocol.codec import (
     decode_response_body,
     encode_connect_request,
     encode_request,
+    encode_request_into,
     op_name,
 )
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
@@ -166,9 +167,10 @@ class WatchRequest(Generic[WatcherT]):
     watcher: WatcherT
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reply(Generic[TokenT]):
-    """The outcome of a request: ``body`` on success, or ``error``."""
+    """The outcome of a request: ``body`` on success, or ``error``.  (Not frozen: one is built per
+    reply, and a frozen dataclass costs three times as much to build; nothing changes it.)"""
 
     token: TokenT
     zxid: int
@@ -624,8 +626,11 @@ class SessionCore(Generic[TokenT, WatcherT]):
             if self.state.is_terminal:
                 raise self.terminal_error()
             raise ConnectionLossError(path, "not connected")
-        xid = self._next_xid()
-        self._out += encode_request(xid, op, record, self.max_frame)
+        xid = self._xid + 1  # _next_xid, inlined
+        if xid > _XID_MAX:
+            xid = 1
+        encode_request_into(self._out, xid, op, record, self.max_frame)
+        self._xid = xid
         pending = _Pending(xid, op, token, path, watch, now)
         if type(record) is MultiRequest:
             pending.subops = tuple([sub.op for sub in record.ops])
@@ -936,12 +941,15 @@ class SessionCore(Generic[TokenT, WatcherT]):
             # The decoders read any buffer; a large reply comes as a view (see FrameDecoder), which only
             # getData's data would keep: it is made bytes here.
             body = decode_response_body(p.op, cast("bytes", payload))
-            if type(body) is GetDataResponse and isinstance(body.data, memoryview):
+            if type(payload) is not bytes and type(body) is GetDataResponse and isinstance(body.data, memoryview):
                 body = GetDataResponse(bytes(body.data), body.stat)
             if p.op in _CHECKED_REPLIES:
                 _check_reply(p, body)
         self._pending.popleft()
-        self._confirm(p.sent, now, events)
+        if p.sent > self._last_confirmed:
+            self._confirm(p.sent, now, events)
+        else:
+            self._answered_at = now  # _confirm's whole work in this case, without the call
         if zxid > self.last_zxid:
             self.last_zxid = zxid
         if p.watch is not None:
