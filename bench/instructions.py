@@ -1,7 +1,10 @@
 """User-space instructions per sequential getData, counted by valgrind's callgrind: zkwire beside the trio
-floor and the blocking raw socket.
+floor, the blocking raw socket, and ``least``: one trio task doing only what any session client must per
+getData (build, encode and remember the request; split, match and decode the reply into a reply event),
+so that zkwire's count reads as floor + least work + its layers.
 
-    .venv/bin/python bench/instructions.py [--ops 1000] [--peers zkwire,trio,raw] [--hosts H:P] [--json out.json]
+    .venv/bin/python bench/instructions.py [--ops 1000] [--peers zkwire,least,trio,raw] [--hosts H:P]
+                                           [--json out.json]
 
 Client CPU time per request (``bench/run.py``'s seq row) moves by ±20 % between rounds on a shared
 2-core machine; an instruction count does not: the same code, server and inputs count the same
@@ -58,6 +61,9 @@ def child(peer: str, hosts: str, n: int) -> None:
     async def main() -> None:
         import zkwire
 
+        if peer == "least":
+            await _least(hosts, n)
+            return
         if peer == "trio":
             from peers.raw_peer import GET_DATA, RawConnection
             from peers.trio_peer import _call
@@ -77,6 +83,45 @@ def child(peer: str, hosts: str, n: int) -> None:
                 await zk.get_data(PATH)
 
     trio.run(main)
+
+
+async def _least(hosts: str, n: int) -> None:
+    """The least a session client does per getData, in one trio task: build the request record, encode
+    it, keep a pending entry, send, wait, split the frame, match its xid, decode data and Stat, build a
+    reply event (no path check, no API layers, no hand-off, no liveness bookkeeping)."""
+    from collections import deque
+
+    import trio
+    from peers.raw_peer import _LEN, GET_DATA, RawConnection
+
+    from zkwire.protocol.codec import decode_response_body, encode_request_into
+    from zkwire.protocol.framing import REPLY_HEADER
+    from zkwire.protocol.records import GetDataRequest, GetDataResponse
+    from zkwire.sansio.session import Reply
+
+    conn = RawConnection(hosts)
+    conn.sock.setblocking(False)
+    sock, buf = conn.sock, conn.buf
+    pending: deque[tuple[int, int, float]] = deque()
+    now = trio.lowlevel.current_clock().current_time
+    for _ in range(n):
+        out = bytearray()
+        xid = conn.next_xid()
+        encode_request_into(out, xid, GET_DATA, GetDataRequest(PATH, False))
+        pending.append((xid, GET_DATA, now()))
+        sock.send(out)
+        while len(buf) < 4 or len(buf) < 4 + _LEN.unpack_from(buf)[0]:
+            await trio.lowlevel.wait_readable(sock)
+            buf += sock.recv(65536)
+        size = _LEN.unpack_from(buf)[0]
+        payload = bytes(buf[4 : 4 + size])
+        del buf[: 4 + size]
+        got, zxid, err = REPLY_HEADER.unpack_from(payload)
+        sent, op, _ = pending.popleft()
+        if got != sent or err:
+            raise RuntimeError(f"reply xid {got} err {err} for xid {sent}")
+        reply = Reply(None, zxid, decode_response_body(op, payload), None)
+        assert isinstance(reply.body, GetDataResponse)
 
 
 def count(peer: str, hosts: str, n: int, out_dir: Path) -> int:
@@ -112,7 +157,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ops", type=int, default=1000, help="calls counted per peer (default 1,000)")
     p.add_argument("--base", type=int, default=200, help="calls of the short run that is subtracted (default 200)")
-    p.add_argument("--peers", default="zkwire,trio,raw")
+    p.add_argument("--peers", default="zkwire,least,trio,raw")
     p.add_argument("--hosts", help="a running server (default: start a fresh one, as bench/run.py does)")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
@@ -152,6 +197,9 @@ def main() -> int:
     floor = results.get("trio")
     if floor and "zkwire" in results:
         print(f"zkwire ÷ trio floor: {results['zkwire'] / floor:.2f}x")
+    if floor and "least" in results and "zkwire" in results:
+        least, own = results["least"] - floor, results["zkwire"] - floor
+        print(f"over the floor: least {least:,.0f}, zkwire {own:,.0f} instructions")
     if args.json:
         args.json.write_text(json.dumps({"ops": args.ops, "base": args.base, "per_getdata": results}, indent=2))
     return 0
