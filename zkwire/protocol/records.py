@@ -93,8 +93,6 @@ class Record(Protocol):
 #: Stat: the 11 fields of a znode's metadata (68 bytes).
 STAT_STRUCT = struct.Struct(">qqqqiiiqiiq")
 _MULTI_HEADER = struct.Struct(">i?i")
-#: A jute boolean's two encodings.
-_TRUE, _FALSE = b"\x01", b"\x00"
 
 
 class Stat(NamedTuple):
@@ -361,7 +359,7 @@ class _PathWatch:
 
     def write(self, out: bytearray) -> None:
         write_ustring(out, self.path)
-        out += _TRUE if self.watch else _FALSE  # write_bool inlined: getData, exists, getChildren are hot
+        write_bool(out, self.watch)
 
     @classmethod
     def read(cls, r: Reader) -> Self:

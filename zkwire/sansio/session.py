@@ -626,11 +626,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
             if self.state.is_terminal:
                 raise self.terminal_error()
             raise ConnectionLossError(path, "not connected")
-        xid = self._xid + 1  # _next_xid, inlined
-        if xid > _XID_MAX:
-            xid = 1
+        xid = self._next_xid()
         encode_request_into(self._out, xid, op, record, self.max_frame)
-        self._xid = xid
         pending = _Pending(xid, op, token, path, watch, now)
         if type(record) is MultiRequest:
             pending.subops = tuple([sub.op for sub in record.ops])
@@ -946,10 +943,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
             if p.op in _CHECKED_REPLIES:
                 _check_reply(p, body)
         self._pending.popleft()
-        if p.sent > self._last_confirmed:
-            self._confirm(p.sent, now, events)
-        else:
-            self._answered_at = now  # _confirm's whole work in this case, without the call
+        self._confirm(p.sent, now, events)
         if zxid > self.last_zxid:
             self.last_zxid = zxid
         if p.watch is not None:
