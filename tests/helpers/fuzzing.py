@@ -450,18 +450,21 @@ def feed_frames(parts: Sequence[bytes], max_frame: int) -> tuple[list[bytes], bo
 
 
 def check_framing(tally: Tally, rng: random.Random, stream: bytes, *, strict_bad_length: bool = False) -> str:
-    """FrameDecoder fed whole, byte at a time and in random chunks gives the same frames (as the
-    reference splitter); after a bad length it stays failed.  The tracer's boundary follower agrees on
-    where frames start.  ``strict_bad_length`` also wants the frames that precede a bad length in the
-    same chunk."""
+    """FrameDecoder fed whole, byte at a time, a frame per read (the decoder's one-frame path) and in
+    random chunks gives the same frames (as the reference splitter); after a bad length it stays failed.
+    The tracer's boundary follower agrees on where frames start.  ``strict_bad_length`` also wants the
+    frames that precede a bad length in the same chunk."""
     max_frame = rng.choice((DEFAULT_MAX_FRAME, 1000, 64))
     try:
         expected, bad, left = reference_split(stream, max_frame)
         whole = feed_frames([stream], max_frame)
         single = feed_frames([stream[i : i + 1] for i in range(len(stream))], max_frame)
+        cuts = sorted({0, *frame_starts(stream, max_frame), len(stream)})
+        aligned = feed_frames([stream[a:b] for a, b in itertools.pairwise(cuts)], max_frame)
         parts = chunks(rng, stream)
         chunked = feed_frames(parts, max_frame)
-        for name, (frames, failed, buffered) in (("whole", whole), ("bytes", single), ("chunks", chunked)):
+        feeds = (("whole", whole), ("bytes", single), ("frames", aligned), ("chunks", chunked))
+        for name, (frames, failed, buffered) in feeds:
             assert failed == bad, f"{name}: failed={failed}, reference bad length={bad}"
             if not bad:
                 assert frames == expected, f"{name}: {len(frames)} frames, reference {len(expected)}"
