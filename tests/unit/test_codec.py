@@ -924,11 +924,17 @@ def _careful_reading(blob: bytes) -> tuple[object, int]:
 
 
 def _fast_reading(blob: bytes) -> tuple[object, int]:
-    r = Reader(blob)
-    try:
-        return r.string_vector(), r.pos
-    except ProtocolError:
-        return ProtocolError, -1
+    """What Reader.string_vector reads from ``blob``; the same whether the payload is bytes, a bytearray
+    or (as a large frame is handed over) a read-only view that starts further on in its buffer."""
+    readings = []
+    for buf, start in ((blob, 0), (bytearray(blob), 0), (memoryview(b"\xff" * 16 + blob).toreadonly(), 16)):
+        r = Reader(buf, start)
+        try:
+            readings.append((r.string_vector(), r.pos - start))
+        except ProtocolError:
+            readings.append((ProtocolError, -1))
+    assert readings[1] == readings[0] and readings[2] == readings[0]
+    return readings[0]
 
 
 _NAME = st.one_of(

@@ -101,6 +101,10 @@ def test_children_sorted_or_in_server_order() -> None:
     assert req.record == GetChildren2Request("/p", True) and req.op == OpCode.GET_CHILDREN2
     assert req.convert(GetChildren2Response(("z", "y"), STAT)) == (["y", "z"], STAT)
     assert sorted_names(None) == [] and child_names(("q", "p")) == ["q", "p"]
+    # Only a null is dropped: an empty name (no server sends one either) is a name.
+    assert child_names(["q", "", None, "p"]) == ["q", "", "p"] and sorted_names(["q", "", None]) == ["", "q"]
+    names = ["q", "p"]
+    assert child_names(names) is names  # a list without nulls is handed back, not copied
 
 
 def test_create_ops_and_results() -> None:

@@ -136,7 +136,8 @@ class Reader:
         """
         buf, pos = self.buf, self.pos
         stop = min(self.end, pos + n * (4 + 255))  # no longer name fits this path
-        text = bytes(buf[pos:stop]).decode("latin-1")
+        with memoryview(buf) as view:  # no copy before the decode (a large frame is a view already)
+            text = str(view[pos:stop], "latin-1")
         uniform = _uniform_names(text, n)
         if uniform is not None:
             self.pos = pos + n * (4 + len(uniform[0]))

@@ -536,6 +536,6 @@ def child_names(names: Sequence[str | None] | None) -> list[str]:
     """
     if not names:
         return []
-    if None in names:
+    if not all(names):  # a null (or an empty name, kept): all() is a cheaper scan than ``None in``
         return [c for c in names if c is not None]
     return cast("list[str]", names if type(names) is list else list(names))
