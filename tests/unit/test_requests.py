@@ -39,7 +39,7 @@ from zkwire.protocol.records import (
     SetDataResponse,
     SyncResponse,
 )
-from zkwire.sansio.ops import Check, Create, Delete, GetChildren, GetData, SetData
+from zkwire.sansio.ops import Check, Create, Delete, GetChildren, GetData, SetData, create_op
 from zkwire.sansio.requests import (
     RequestBuilder,
     check_watcher_type,
@@ -105,6 +105,15 @@ def test_children_sorted_or_in_server_order() -> None:
     assert child_names(["q", "", None, "p"]) == ["q", "", "p"] and sorted_names(["q", "", None]) == ["", "q"]
     names = ["q", "p"]
     assert child_names(names) is names  # a list without nulls is handed back, not copied
+
+
+@pytest.mark.parametrize("ephemeral", [False, True, 0, 1])
+@pytest.mark.parametrize("sequential", [False, True, 0, 1])
+def test_create_op_picks_the_mode_of_each_flag_combination(ephemeral: bool, sequential: bool) -> None:
+    op, mode = create_op(ephemeral=ephemeral, sequential=sequential, container=False, ttl=None)
+    assert op == OpCode.CREATE and type(mode) is CreateMode
+    assert mode.is_ephemeral == bool(ephemeral) and mode.is_sequential == bool(sequential)
+    assert mode.value == (1 if ephemeral else 0) | (2 if sequential else 0)  # the server's flag bits
 
 
 def test_create_ops_and_results() -> None:

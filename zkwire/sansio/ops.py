@@ -26,8 +26,9 @@ def create_op(*, ephemeral: bool, sequential: bool, container: bool, ttl: int | 
             raise InvalidArgumentError(f"ttl must be an int of milliseconds in 1..{MAX_TTL_MS}, not {ttl!r}")
         mode = CreateMode.PERSISTENT_SEQUENTIAL_WITH_TTL if sequential else CreateMode.PERSISTENT_WITH_TTL
         return OpCode.CREATE_TTL, mode
-    mode = CreateMode(int(bool(ephemeral)) | (2 if sequential else 0))
-    return OpCode.CREATE, mode
+    if sequential:  # members, not CreateMode(bits): an enum call costs more than the rest of this
+        return OpCode.CREATE, CreateMode.EPHEMERAL_SEQUENTIAL if ephemeral else CreateMode.PERSISTENT_SEQUENTIAL
+    return OpCode.CREATE, CreateMode.EPHEMERAL if ephemeral else CreateMode.PERSISTENT
 
 
 def check_acl(acl: Sequence[ACL] | None) -> tuple[ACL, ...]:
