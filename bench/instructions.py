@@ -86,42 +86,15 @@ def child(peer: str, hosts: str, n: int) -> None:
 
 
 async def _least(hosts: str, n: int) -> None:
-    """The least a session client does per getData, in one trio task: build the request record, encode
-    it, keep a pending entry, send, wait, split the frame, match its xid, decode data and Stat, build a
-    reply event (no path check, no API layers, no hand-off, no liveness bookkeeping)."""
-    from collections import deque
-
-    import trio
-    from peers.raw_peer import _LEN, GET_DATA, RawConnection
-
-    from zkwire.protocol.codec import decode_response_body, encode_request_into
-    from zkwire.protocol.framing import REPLY_HEADER
-    from zkwire.protocol.records import GetDataRequest, GetDataResponse
-    from zkwire.sansio.session import Reply
+    """bench/peers/least_peer.py's request loop, ``n`` times."""
+    from peers.least_peer import LeastClient
+    from peers.raw_peer import RawConnection
 
     conn = RawConnection(hosts)
     conn.sock.setblocking(False)
-    sock, buf = conn.sock, conn.buf
-    pending: deque[tuple[int, int, float]] = deque()
-    now = trio.lowlevel.current_clock().current_time
+    client = LeastClient(conn)
     for _ in range(n):
-        out = bytearray()
-        xid = conn.next_xid()
-        encode_request_into(out, xid, GET_DATA, GetDataRequest(PATH, False))
-        pending.append((xid, GET_DATA, now()))
-        sock.send(out)
-        while len(buf) < 4 or len(buf) < 4 + _LEN.unpack_from(buf)[0]:
-            await trio.lowlevel.wait_readable(sock)
-            buf += sock.recv(65536)
-        size = _LEN.unpack_from(buf)[0]
-        payload = bytes(buf[4 : 4 + size])
-        del buf[: 4 + size]
-        got, zxid, err = REPLY_HEADER.unpack_from(payload)
-        sent, op, _ = pending.popleft()
-        if got != sent or err:
-            raise RuntimeError(f"reply xid {got} err {err} for xid {sent}")
-        reply = Reply(None, zxid, decode_response_body(op, payload), None)
-        assert isinstance(reply.body, GetDataResponse)
+        await client.get_data(PATH)
 
 
 def count(peer: str, hosts: str, n: int, out_dir: Path) -> int:

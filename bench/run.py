@@ -1,7 +1,7 @@
 """Benchmarks: zkwire/zklock beside a raw-socket client, a one-task trio floor, kazoo, aiozk and Java/Curator.
 
     .venv/bin/python bench/run.py [--quick] [--rounds N] [--json PATH] [--png PATH]
-                                  [--peers zkwire,raw,trio,kazoo,aiozk,java] [--metrics ...] [--hosts H:P]
+                                  [--peers zkwire,raw,trio,least,kazoo,aiozk,java] [--metrics ...] [--hosts H:P]
                                   [--scale] [--scale-waiters N,N] [--scale-sessions N,N] [--scale-depth N,N]
                                   [--scale-payload N,N] [--scale-children N,N] [--timeout S]
 
@@ -545,6 +545,7 @@ def chart(med: dict[str, dict[str, dict[str, float | None]]], peers: list[str], 
         "zkwire": "#d62728",
         "raw": "#7f7f7f",
         "trio": "#bcbd22",
+        "least": "#17becf",
         "kazoo": "#1f77b4",
         "aiozk": "#2ca02c",
         "java": "#ff7f0e",
@@ -613,7 +614,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="2 rounds, shorter phases (about 2 minutes)")
     parser.add_argument("--rounds", type=int, help="rounds including the discarded warm-up round (full: 5, quick: 2)")
     parser.add_argument(
-        "--peers", default="zkwire,raw,trio,kazoo,aiozk,java", help="comma-separated: " + ",".join(PEERS)
+        "--peers", default="zkwire,raw,trio,least,kazoo,aiozk,java", help="comma-separated: " + ",".join(PEERS)
     )
     parser.add_argument(
         "--metrics",

@@ -34,6 +34,7 @@ PEERS: dict[str, tuple[str, str, frozenset[str]]] = {
     "zkwire": ("zkwire_peer", "zkwire / zklock", ALL_METRICS | SCALE_METRICS),
     "raw": ("raw_peer", "raw socket", frozenset({"seq", "pipelined", "create_delete", "children"})),
     "trio": ("trio_peer", "one trio task (floor)", frozenset({"seq"})),
+    "least": ("least_peer", "least work (one trio task)", frozenset({"seq"})),
     "kazoo": ("kazoo_peer", "kazoo 2.11", ALL_METRICS | SCALE_METRICS),
     "aiozk": ("aiozk_peer", "aiozk 0.32", ALL_METRICS | SCALE_METRICS),
     "java": ("java_peer", "Java client / Curator", ALL_METRICS | SCALE_METRICS),

@@ -8,6 +8,8 @@ the least any trio client pays.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import trio
 
 from zkwire.protocol.codec import encode_request
@@ -18,12 +20,24 @@ from .raw_peer import _HEADER, _LEN, GET_DATA, RawConnection
 
 
 def run(metric: str, hosts: str, path: str, p: Params) -> Result:
+    return run_seq(_seq, "trio floor", metric, hosts, path, p)
+
+
+def run_seq(
+    seq: Callable[[RawConnection, str, Params], Awaitable[Result]],
+    peer: str,
+    metric: str,
+    hosts: str,
+    path: str,
+    p: Params,
+) -> Result:
+    """Run ``seq`` under trio on a raw connection (the seq-only peers)."""
     if metric != "seq":
-        raise ValueError(f"the trio floor peer runs only seq, not {metric}")
+        raise ValueError(f"the {peer} peer runs only seq, not {metric}")
     conn = RawConnection(hosts)  # the handshake, blocking; then the socket is handed to trio
     conn.sock.setblocking(False)
     try:
-        return trio.run(_seq, conn, path, p)
+        return trio.run(seq, conn, path, p)
     finally:
         conn.sock.setblocking(True)
         conn.close()
