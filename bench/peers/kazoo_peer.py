@@ -361,24 +361,40 @@ def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
         _settle()
         return threads
 
+    threads: list[threading.Thread] = []
     try:
-        queue(1)  # one-time costs
+        threads += queue(1)  # one-time costs
         _settle()
         rss0 = rss_bytes()
-        queue(n)
+        threads += queue(n)
         rss = rss_bytes() - rss0
         tracemalloc.start()
         _settle()
         heap0 = tracemalloc.get_traced_memory()[0]
-        queue(n)
+        batch = queue(n)
         heap = tracemalloc.get_traced_memory()[0] - heap0
         tracemalloc.stop()
-        for lk in locks:
-            lk.cancel()
+        _cancel_and_join(locks, threads + batch, p)
     finally:
         _close(kz)
         _close(holder_kz)
     return {"rss_kib": rss / n / 1024, "heap_kib": heap / n / 1024, "n": n}
+
+
+def _cancel_and_join(locks: list[Lock], threads: list[threading.Thread], p: Params) -> None:
+    """Cancel waiting locks, then wait (bounded) for their threads before the client is stopped.
+
+    Each cancelled waiter sends a clean-up delete, and every kazoo request writes a byte to the client's
+    wake-up socketpair, which its connection thread reads one per request sent.  Stopped at once, the
+    client's close can be answered while hundreds of waiters are still sending: its connection thread
+    then exits, nobody reads the socketpair again, and once it is full (about 280 unread bytes here)
+    ``stop()`` and the waiters block on it for good (the 1,000-waiter child hung so in about half the
+    rounds until its bound)."""
+    for lk in locks:
+        lk.cancel()
+    limit = time.monotonic() + p.wait_bound()
+    for th in threads:
+        th.join(max(0.0, limit - time.monotonic()))
 
 
 def _queued(holder_kz: KazooClient, hosts: str, lock_path: str, nodes: int, watches: int, p: Params) -> None:
@@ -444,14 +460,14 @@ def _waiters(hosts: str, path: str, p: Params) -> Result:
             _settle()
             heap0 = tracemalloc.get_traced_memory()[0]
             watches = lock_watch_count(hosts, lock_path) + n - 1
-            for lk in locks:
-                threading.Thread(target=cancellable, args=(lk,), daemon=True).start()
+            threads = [threading.Thread(target=cancellable, args=(lk,), daemon=True) for lk in locks]
+            for th in threads:
+                th.start()
             _queued(holder_kz, hosts, lock_path, n + 1, watches, p)
             _settle()
             heap = (tracemalloc.get_traced_memory()[0] - heap0) / n / 1024
             tracemalloc.stop()
-            for lk in locks:
-                lk.cancel()
+            _cancel_and_join(locks, threads, p)
     finally:
         _close(kz)
         _close(holder_kz)
