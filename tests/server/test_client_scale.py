@@ -21,7 +21,7 @@ import zkwire
 from zkwire import SessionState
 from zkwire.constants import DEFAULT_MAX_FRAME, WATCH_XID, EventType, KeeperState, OpCode
 from zkwire.errors import ConnectionLossError, ProtocolError, ReplyTooLargeError
-from zkwire.protocol.framing import LARGE_FRAME, FrameDecoder, OversizeFrame, frame
+from zkwire.protocol.framing import LARGE_FRAME, READ_SIZE, FrameDecoder, OversizeFrame, frame
 from zkwire.protocol.records import GetChildrenResponse, GetDataRequest, GetDataResponse, ReplyHeader, WatcherEvent
 from zkwire.sansio.ops import Create, GetChildren
 from zkwire.sansio.requests import child_names, sorted_names
@@ -182,6 +182,27 @@ async def test_get_children_sort_false_real_server(zk_connect_string: str) -> No
         assert sorted(unsorted2) == names and stat.num_children == 300
         [listed] = await zk.pipeline([GetChildren("/p", sort=False)])
         assert isinstance(listed, list) and sorted(listed) == names
+
+
+async def test_listing_larger_than_a_read_buffer_real_server(zk_connect_string: str) -> None:
+    """Listings longer than one read come as a view of a reused buffer and are decoded from it in place:
+    names of one length (the stride path) and of mixed lengths (the split path), in the server's order,
+    sorted, with the Stat, and twice in a row (the buffer is reused for the second)."""
+    uniform = [f"{i:06d}" for i in range(8000)]
+    mixed = [f"m{i}" + "x" * (i % 7) for i in range(8000)]
+    async with zkwire.open_client(zk_connect_string) as zk:
+        for parent, names in (("/uniform", uniform), ("/mixed", mixed)):
+            await zk.create(parent)
+            for start in range(0, len(names), 500):
+                results = await zk.pipeline([Create(f"{parent}/{n}") for n in names[start : start + 500]])
+                assert all(isinstance(r, tuple) for r in results)
+            assert len(names) * 10 > READ_SIZE  # 4 length bytes and at least 6 of name each
+            for _ in range(2):
+                unsorted = await zk.get_children(parent, sort=False)
+                assert len(unsorted) == len(names) and sorted(unsorted) == sorted(names)
+                assert await zk.get_children(parent) == sorted(names)
+                listed, stat = await zk.get_children_with_stat(parent, sort=False)
+                assert sorted(listed) == sorted(names) and stat.num_children == len(names)
 
 
 # ------------------------------------------------------------------------------------------ large replies
