@@ -109,6 +109,15 @@ async def open_client(
             raise InvalidArgumentError("auth entries must be (scheme, credential) pairs")
         scheme, credential = entry
         client._queue_auth(scheme, credential, required=True)
+    async with running(client, wait_connected=wait_connected):
+        yield client
+
+
+@asynccontextmanager
+async def running(client: Client, *, wait_connected: bool) -> AsyncIterator[None]:
+    """Run ``client``'s tasks for the block, then close its session: what :func:`open_client` does with
+    the client it made (also used to close a session abandoned by an earlier client).  One exception
+    comes out, never an exception group of zkwire's making."""
     body_error: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
@@ -117,7 +126,7 @@ async def open_client(
             try:
                 if wait_connected:
                     await client.wait_connected()
-                yield client
+                yield
             except BaseException as e:
                 body_error = e
                 raise
@@ -831,6 +840,16 @@ class Client:
         from .nodes import ensure_path
 
         return await ensure_path(self, path, container=container, data=data, acl=acl)
+
+    async def ensure_ephemeral(self, path: str, data: bytes = b"", *, acl: Sequence[ACL] | None = None) -> Stat:
+        """Make sure this session owns an ephemeral node at ``path``, creating it and missing parents.
+
+        See :func:`zkwire.client.nodes.ensure_ephemeral` (a lost create reply is handled; another
+        session's node raises :class:`~zkwire.errors.NodeExistsError`).
+        """
+        from .nodes import ensure_ephemeral
+
+        return await ensure_ephemeral(self, path, data, acl=acl)
 
     async def delete_recursive(self, path: str, *, batch: int = 500) -> int:
         """Delete ``path`` and all its descendants; returns the number of nodes deleted (0 if missing).

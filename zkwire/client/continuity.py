@@ -29,10 +29,10 @@ from typing import Any
 
 import trio
 
-from ..errors import AuthFailedError, ClientClosedError, InvalidInputError, ZKError
+from ..errors import AuthFailedError, ClientClosedError, InvalidInputError, SessionExpiredError, ZKError
 from ..sansio.session import SessionState
 from .aio import require_trio
-from .api import Client, open_client
+from .api import Client, open_client, running
 
 __all__ = ["Sessions", "sessions", "SessionSource", "current_client"]
 
@@ -112,9 +112,13 @@ class Sessions:
 
     async def _run(self, hosts: str, min_delay: float, max_delay: float, options: dict[str, Any]) -> None:
         failures = 0
+        abandoned: tuple[int, bytes] | None = None
         while True:
             opened_at = trio.current_time()
             try:
+                if abandoned is not None:
+                    await close_abandoned(hosts, abandoned, options)
+                    abandoned = None
                 async with open_client(hosts, **options) as zk:
                     self._publish(zk)
                     lived = trio.current_time()
@@ -123,6 +127,7 @@ class Sessions:
                     if zk.state is SessionState.AUTH_FAILED:
                         raise AuthFailedError(detail="credentials rejected on reconnect")
                     log.warning("session 0x%x %s; opening a new one", zk.session_id, zk.state.value)
+                    abandoned = zk._core.abandoned
                     timeout = zk.session_timeout or options.get("session_timeout", 10.0)
                     if trio.current_time() - lived >= max(float(timeout), 1.0):
                         failures = 0  # it lived: the next one opens at once
@@ -135,6 +140,37 @@ class Sessions:
             if failures > 1 or trio.current_time() - opened_at < min_delay:
                 cap = min(max_delay, min_delay * 2 ** min(failures - 1, 30))
                 await trio.sleep(random.uniform(cap / 2, cap))
+
+
+async def close_abandoned(hosts: str, session: tuple[int, bytes], options: dict[str, Any]) -> None:
+    """Close a session the client declared expired by itself, before the next session is opened.
+
+    Such a session may still live on the server, with its ephemeral nodes, until the server expires it:
+    a new session's ``create(path, ephemeral=True)`` of the same path would then fail with
+    ``NodeExistsError``, and its lock contenders would queue behind the old session's nodes.  So it is
+    presented again (its id and password) and, if the server re-attaches it, closed (closeSession
+    removes its ephemeral nodes before the reply comes).  If the server answers that it has expired, its
+    removal has been queued by then, ahead of anything the next session sends.  This waits, as opening a
+    session does, as long as no server answers; a refusal of any other kind is logged and the next
+    session opened anyway.
+    """
+    client = Client(
+        hosts,
+        session_timeout=options.get("session_timeout", 10.0),
+        ssl_context=options.get("ssl_context"),
+        max_frame=options.get("max_frame"),
+        connect=options.get("connect"),
+    )
+    for scheme, credential in options.get("auth", ()):
+        client._queue_auth(scheme, credential, required=True)
+    client._core.resume(*session)
+    try:
+        async with running(client, wait_connected=True):
+            log.info("session 0x%x: still held by the server; closing it", session[0])
+    except SessionExpiredError:
+        log.info("session 0x%x: expired on the server", session[0])
+    except ZKError as e:
+        log.warning("session 0x%x could not be closed (%s); opening the next one", session[0], e)
 
 
 @asynccontextmanager

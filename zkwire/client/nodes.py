@@ -1,11 +1,12 @@
-"""Whole-path helpers every application needs: create a path with its parents, delete a subtree.
+"""Whole-path helpers every application needs: create a path with its parents, delete a subtree, own
+an ephemeral node.
 
-Both take a :class:`~zkwire.Client` and are also its methods (:meth:`Client.ensure_path`,
-:meth:`Client.delete_recursive`).  They work on the client's view of paths: under a chroot, ``"/"`` is the
-chroot, and :func:`ensure_path` also creates the chroot's own nodes when they are missing (the only way a
-chrooted client can).
+They take a :class:`~zkwire.Client` and are also its methods (:meth:`Client.ensure_path`,
+:meth:`Client.delete_recursive`, :meth:`Client.ensure_ephemeral`).  They work on the client's view of
+paths: under a chroot, ``"/"`` is the chroot, and :func:`ensure_path` also creates the chroot's own nodes
+when they are missing (the only way a chrooted client can).
 
-Neither is atomic: other clients may create or delete nodes meanwhile.  Both converge: a parent deleted
+None is atomic: other clients may create or delete nodes meanwhile.  Both converge: a parent deleted
 under an :func:`ensure_path` (a container the server removed, say) is created again, and a child created
 under a :func:`delete_recursive` is deleted too, a bounded number of times.
 """
@@ -16,14 +17,21 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..constants import OpCode
-from ..errors import InvalidArgumentError, NodeExistsError, NoNodeError, NotEmptyError, ZKError
-from ..protocol.records import ACL, CreateRequest
+from ..errors import (
+    ConnectionLossError,
+    InvalidArgumentError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    ZKError,
+)
+from ..protocol.records import ACL, CreateRequest, Stat
 from ..sansio.ops import Create, Delete, GetChildren, check_acl, check_data, create_op
 
 if TYPE_CHECKING:
     from .api import Client
 
-__all__ = ["ensure_path", "delete_recursive", "chroot_hint", "MAX_ROUNDS"]
+__all__ = ["ensure_path", "ensure_ephemeral", "delete_recursive", "chroot_hint", "MAX_ROUNDS"]
 
 #: How many times a helper starts over when concurrent writers keep changing the tree under it.
 MAX_ROUNDS = 20
@@ -115,6 +123,46 @@ async def ensure_path(
                 except NoNodeError:
                     break  # deleted meanwhile: start over
         # Otherwise an ancestor was deleted meanwhile (a container emptied by someone): again.
+    raise NoNodeError(path, f"its parents kept disappearing over {MAX_ROUNDS} attempts")
+
+
+async def ensure_ephemeral(client: Client, path: str, data: bytes = b"", *, acl: Sequence[ACL] | None = None) -> Stat:
+    """Make sure this session owns an ephemeral node at ``path`` (a registration); returns its Stat.
+
+    Missing parents are created (persistent, as :func:`ensure_path` does).  A create whose reply was
+    lost with the connection is not an error: the node found afterwards is this session's own when its
+    ``ephemeral_owner`` is this session, and is then kept as it is.  A node of another session is never
+    taken over.  With :func:`zkwire.sessions`, a node left by an earlier session of the stream that the
+    client had to give up on is removed before the next session is handed out, so calling this again
+    in each new session is enough to keep a registration.
+
+    Raises:
+        NodeExistsError: another session owns the node, or it is not ephemeral (the message says which).
+        NoChildrenForEphemeralsError: a parent is ephemeral.
+        NoAuthError: an ACL forbids creating the node or a parent.
+        InvalidPathError, InvalidArgumentError, DataTooLargeError: bad input (nothing is sent).
+        NoNodeError: the tree kept changing under the call for :data:`MAX_ROUNDS` attempts.
+        SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+    """
+    for _ in range(MAX_ROUNDS):
+        try:
+            _, stat = await client.create_with_stat(path, data, acl=acl, ephemeral=True)
+            return stat
+        except NoNodeError:
+            await ensure_path(client, _parent(path), acl=acl)
+            continue
+        except (NodeExistsError, ConnectionLossError):
+            pass  # someone's node, or a reply lost with the connection: look at what is there
+        try:
+            found = await client.exists(path)
+        except ConnectionLossError:
+            continue
+        if found is None:
+            continue  # gone meanwhile (its session ended): create it again
+        if found.ephemeral_owner == client.session_id:
+            return found
+        owner = "a persistent node" if not found.ephemeral_owner else f"owned by session 0x{found.ephemeral_owner:x}"
+        raise NodeExistsError(path, f"{owner}, not by this session 0x{client.session_id:x}")
     raise NoNodeError(path, f"its parents kept disappearing over {MAX_ROUNDS} attempts")
 
 

@@ -286,6 +286,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         "_rng",
         "_sync_outstanding",
         "_xid",
+        "abandoned",
         "allow_read_only",
         "chroot",
         "current_host",
@@ -361,6 +362,11 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self._answered_at = 0.0
         #: The same moment across connections (None before the first session): client-side expiry.
         self._last_heard: float | None = None
+        #: The id and password of the session once the client has declared it expired by itself (no
+        #: server reached for the session timeout): the server may still hold it, and its ephemeral
+        #: nodes, until it expires it there.  :func:`zkwire.sessions` closes such a session before it
+        #: opens the next one.  None otherwise.
+        self.abandoned: tuple[int, bytes] | None = None
 
     # ------------------------------------------------------------------ host selection & timing
 
@@ -470,6 +476,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
                 self.session_id,
                 now - expiry + self.session_timeout,
             )
+            self.abandoned = (self.session_id, self._passwd)
             return self._expire(events, SessionExpiredError(detail="no server reachable for the session timeout"))
         if self._phase is _Phase.HANDSHAKE and now >= self._connect_deadline:
             events.append(DropConnection(f"no handshake reply within {self.connect_timeout:.2f}s"))
@@ -514,6 +521,24 @@ class SessionCore(Generic[TokenT, WatcherT]):
         return events
 
     # ------------------------------------------------------------------ connection lifecycle
+
+    def resume(self, session_id: int, passwd: bytes) -> None:
+        """Present an existing session (its id and password) on the first connection instead of asking
+        for a new one: the server re-attaches it or answers that it has expired.  Only before the first
+        connection of a core that has no session yet.
+
+        Raises:
+            InvalidArgumentError: the core already has a session, or the id or password cannot be one.
+        """
+        if self.session_id or self._phase is not _Phase.IDLE or self.state is not SessionState.CONNECTING:
+            raise InvalidArgumentError("only a core without a session can resume one")
+        if not 0 < session_id < 1 << 63:
+            raise InvalidArgumentError(f"session id {session_id} is not a positive int64")
+        if not 0 < len(passwd) <= MAX_PASSWORD:
+            raise InvalidArgumentError(f"a session password has 1 to {MAX_PASSWORD} bytes")
+        self.session_id = session_id
+        self._passwd = bytes(passwd)
+        self.seen_read_write = True  # a session to present (see connection_made)
 
     def connection_made(self, host: HostPort, now: float) -> None:
         """TCP (or TLS) is up to ``host``: queue the ConnectRequest."""
