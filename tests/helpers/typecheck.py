@@ -6,6 +6,7 @@ the first checks only what changed.  Notes (``reveal_type``...) are kept apart f
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -27,8 +28,10 @@ class Report:
     message: str
 
 
-def run_mypy(files: Sequence[Path]) -> tuple[list[Report], str]:
-    """mypy --strict over ``files`` (one process); its reports on those files, and its whole output."""
+def run_mypy(files: Sequence[Path], *, mypy_path: Sequence[Path] = ()) -> tuple[list[Report], str]:
+    """mypy --strict over ``files`` (one process, ``mypy_path`` searched for imports); its reports on
+    those files, and its whole output."""
+    env = dict(os.environ, MYPYPATH=os.pathsep.join(map(str, mypy_path)))
     proc = subprocess.run(
         [
             sys.executable,
@@ -43,6 +46,7 @@ def run_mypy(files: Sequence[Path]) -> tuple[list[Report], str]:
             *map(str, files),
         ],
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         check=False,
