@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zkwire
+from zkwire.client.overloaddoc import HEADING
 
 project = "zkwire / zklock"
 author = "The zkwire maintainers"
@@ -50,3 +52,19 @@ exclude_patterns = ["_build"]
 html_theme = "alabaster"
 html_static_path: list[str] = []
 html_theme_options = {"description": "A ZooKeeper client for trio, and lock recipes", "fixed_sidebar": True}
+
+
+def _without_overloads_block(app: object, what: str, name: str, obj: object, options: object, lines: list[str]) -> None:
+    """Autodoc shows an overloaded function's forms as its signatures: the block that lists them for
+    ``help()`` (:mod:`zkwire.client.overloaddoc`) would repeat them."""
+    if HEADING in lines:
+        start = end = lines.index(HEADING)
+        end += 1
+        while end < len(lines) and (not lines[end].strip() or lines[end].startswith(" ")):
+            end += 1
+        del lines[start:end]
+
+
+def setup(app: Any) -> dict[str, bool]:
+    app.connect("autodoc-process-docstring", _without_overloads_block)
+    return {"parallel_read_safe": True}

@@ -79,6 +79,29 @@ def test_a_portal_keeps_a_client_open_across_calls(zk_hosts: str, zk_path: str) 
     asyncio.run(main())
 
 
+def test_keyword_arguments_go_through_run_trio_and_the_portal(zk_hosts: str, zk_path: str) -> None:
+    async def zk_part(path: str, *, data: bytes, async_fn: str) -> tuple[bytes, str]:  # trio code
+        async with zkwire.open_client(zk_hosts) as zk:
+            await zk.ensure_path(path, data=data)
+            value, _ = await zk.get_data(path)
+            return value, async_fn
+
+    async def main() -> None:
+        # Even a keyword named like run_trio's own parameter goes to the function.
+        assert await zkwire.aio.run_trio(zk_part, zk_path, data=b"kw", async_fn="x") == (b"kw", "x")
+        async with zkwire.aio.open_portal() as portal:
+            zk = await portal.enter(zkwire.open_client(zk_hosts))
+            assert await portal.call(zk.ensure_path, zk_path, data=b"ignored") is False
+            data, stat, watch = await portal.call(zk.get_data, zk_path, watch=True)
+            assert (data, stat.version) == (b"kw", 0)
+            await portal.call(zk.set_data, zk_path, b"v2", version=0)
+            event = await portal.call(watch.wait)
+            assert event.type is zkwire.EventType.NODE_DATA_CHANGED
+            assert await portal.call(lambda: zk.get_children(zk_path, watch=True, sort=False)) != []
+
+    asyncio.run(main())
+
+
 async def _sleep_forever() -> None:
     import trio
 

@@ -1,150 +1,51 @@
 """Every Python example of the documentation runs against the real server.
 
-Examples are taken from the pages under ``docs/``, from README.md and from the docstrings of the modules
-in ``DOCSTRING_MODULES``.  ``127.0.0.1:2181`` in an example is replaced by the test server with a fresh
-chroot of its own (created beforehand), so examples that use a chroot of their own (``.../app``) must
-create it, as they would on a fresh server.
+Examples are taken from the pages under ``docs/``, from README.md and from the docstrings of some modules
+(see ``helpers.docexamples``; ``tests/unit/test_typing_docs.py`` type-checks the same).
+``127.0.0.1:2181`` in an example is replaced by the test server with a fresh chroot of its own (created
+beforehand), so examples that use a chroot of their own (``.../app``) must create it, as they would on
+a fresh server.
 
 * A complete program (it calls ``trio.run`` or ``asyncio.run``) runs in a subprocess and must exit 0.
 * A fragment runs inside an async function with ``zk`` (a client), ``stream`` (a sessions stream) and a
-  few stand-ins (``serve``, ``work``, ``apply``...) in scope; it must not raise.  Fragments that follow
-  changes forever are stopped after a moment, which counts as a pass.
+  few stand-ins (``serve``, ``work``, ``apply``...: ``helpers.docexamples.PRELUDE``) in scope; it must not
+  raise.  Fragments that follow changes forever are stopped after a moment, which counts as a pass.
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
 import os
-import re
 import sys
-import textwrap
-import types
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import trio
+from helpers.docexamples import ROOT, Example, examples, fragment_module
 
 import zklock
 import zkwire
 
-ROOT = Path(__file__).resolve().parents[2]
 PLACEHOLDER = "127.0.0.1:2181"
-DOCSTRING_MODULES = [
-    "zkwire.client.nodes",
-    "zkwire.client.retry",
-    "zkwire.client.continuity",
-    "zkwire.client.nodewatch",
-    "zkwire.client.treecache",
-    "zkwire.client.aio",
-    "zkwire.client.api",
-    "zklock.recipe",
-    "zklock.lease",
-]
 FRAGMENT_TIME = 1.5
-
-
-def _rst_blocks(path: Path) -> Iterator[tuple[str, str]]:
-    lines = path.read_text().splitlines()
-    i = 0
-    while i < len(lines):
-        if lines[i].strip() in (".. code-block:: python", ".. code-block:: python3"):
-            start = i + 1
-            i += 1
-            while i < len(lines) and (not lines[i].strip() or lines[i].startswith(" ")):
-                i += 1
-            yield f"{path.relative_to(ROOT)}:{start}", textwrap.dedent("\n".join(lines[start:i])).strip("\n")
-        else:
-            i += 1
-
-
-def _markdown_blocks(path: Path) -> Iterator[tuple[str, str]]:
-    text = path.read_text()
-    for m in re.finditer(r"^```python\n(.*?)^```", text, re.S | re.M):
-        line = text[: m.start()].count("\n") + 1
-        yield f"{path.relative_to(ROOT)}:{line}", m.group(1)
-
-
-def _literal_blocks(doc: str) -> Iterator[str]:
-    """The ``::`` literal blocks of a docstring."""
-    lines = inspect.cleandoc(doc).splitlines()
-    i = 0
-    while i < len(lines):
-        if lines[i].rstrip().endswith("::"):
-            i += 1
-            block: list[str] = []
-            while i < len(lines) and (not lines[i].strip() or lines[i].startswith(" ")):
-                block.append(lines[i])
-                i += 1
-            code = textwrap.dedent("\n".join(block)).strip("\n")
-            if code:
-                yield code
-        else:
-            i += 1
-
-
-def _docstrings(module: types.ModuleType) -> Iterator[tuple[str, str]]:
-    if module.__doc__:
-        yield module.__name__, module.__doc__
-    for name, obj in vars(module).items():
-        if getattr(obj, "__module__", None) != module.__name__:
-            continue
-        if inspect.isclass(obj):
-            if obj.__doc__:
-                yield f"{module.__name__}.{name}", obj.__doc__
-            for attr, member in vars(obj).items():
-                doc = getattr(member, "__doc__", None)
-                if callable(member) and doc:
-                    yield f"{module.__name__}.{name}.{attr}", doc
-        elif inspect.isfunction(obj) and obj.__doc__:
-            yield f"{module.__name__}.{name}", obj.__doc__
-
-
-def _examples() -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    for page in sorted((ROOT / "docs").rglob("*.rst")):
-        found.extend(_rst_blocks(page))
-    found.extend(_markdown_blocks(ROOT / "README.md"))
-    import importlib
-
-    for name in DOCSTRING_MODULES:
-        module = importlib.import_module(name)
-        for where, doc in _docstrings(module):
-            for n, code in enumerate(_literal_blocks(doc)):
-                found.append((f"{where} (example {n + 1})", code))
-    return [(where, code) for where, code in found if _is_python(code)]
-
-
-def _is_python(code: str) -> bool:
-    try:
-        ast.parse(code)
-    except SyntaxError:
-        try:  # a fragment with top-level await
-            compile(code, "<example>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        except SyntaxError:
-            return False
-    return True
-
-
-EXAMPLES = _examples()
+EXAMPLES = examples()
 
 
 def test_there_are_examples() -> None:
-    complete = [w for w, c in EXAMPLES if "trio.run(" in c or "asyncio.run(" in c]
+    complete = [e.where for e in EXAMPLES if e.kind == "program"]
     assert len(complete) >= 15, complete
     assert any(w.startswith("README.md") for w in complete)
 
 
-@pytest.mark.parametrize(("where", "code"), EXAMPLES, ids=[w for w, _ in EXAMPLES])
-async def test_example_runs(where: str, code: str, zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("example", EXAMPLES, ids=[e.where for e in EXAMPLES])
+async def test_example_runs(example: Example, zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
     hosts = f"{zk_hosts}{zk_path}"
+    code = example.code
     async with zkwire.open_client(zk_hosts) as admin:
         await admin.ensure_path(zk_path)
     try:
-        if "def test_" in code:
+        if example.kind == "test":
             await _run_test_module(code, tmp_path)
-        elif "trio.run(" in code or "asyncio.run(" in code:
+        elif example.kind == "program":
             await _run_program(code.replace(PLACEHOLDER, hosts), tmp_path)
         else:
             await _run_fragment(code.replace(PLACEHOLDER, hosts), hosts)
@@ -197,23 +98,8 @@ async def _run_program(code: str, tmp_path: Path) -> None:
 
 
 async def _run_fragment(code: str, hosts: str) -> None:
-    body = textwrap.indent(code, "        ")
-    source = f"async def __example(zk, stream, lock):\n    async def __body():\n{body}\n    await __body()\n"
-    namespace: dict[str, object] = {
-        "trio": trio,
-        "zkwire": zkwire,
-        "zklock": zklock,
-        "DEFAULT": b"",
-        "apply": lambda *a: None,
-        "rebalance": lambda *a: None,
-    }
-
-    async def idle(*args: object) -> None:
-        await trio.sleep(0.01)
-
-    for name in ("serve", "work", "do_the_job"):
-        namespace[name] = idle
-    exec(compile(source, "<example>", "exec"), namespace)
+    namespace: dict[str, object] = {}
+    exec(compile(fragment_module(code), "<example>", "exec"), namespace)
     example = namespace["__example"]
     async with zkwire.open_client(hosts) as zk, zkwire.sessions(hosts) as stream:
         await zk.ensure_path("/config", data=b"v1")

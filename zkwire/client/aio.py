@@ -30,7 +30,7 @@ Or a *portal* that asyncio code calls through, for a client kept open across cal
         async with zkwire.aio.open_portal() as portal:
             zk = await portal.enter(zkwire.open_client("127.0.0.1:2181"))   # closed with the portal
             await portal.call(zk.ensure_path, "/config")
-            data, stat = await portal.call(zk.get_data, "/config")
+            data, stat, watch = await portal.call(zk.get_data, "/config", watch=True)
 
     asyncio.run(main())
 
@@ -45,7 +45,7 @@ import contextlib
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import trio
 
@@ -59,6 +59,7 @@ from ..errors import ZKError
 __all__ = ["NotInTrioError", "TrioPortal", "open_portal", "require_trio", "run_trio"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class NotInTrioError(ZKError, RuntimeError):
@@ -91,9 +92,12 @@ def require_trio(what: str) -> None:
     )
 
 
-async def run_trio(async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-    """From asyncio: run the trio function ``async_fn(*args)`` as a guest on this event loop; return its
-    result.
+async def run_trio(async_fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """From asyncio: run the trio function ``async_fn(*args, **kwargs)`` as a guest on this event loop;
+    return its result.
+
+    The arguments are typed as ``async_fn``'s own (a ParamSpec): with an overloaded method, the result has
+    the type of the overload the arguments pick (``run_trio(zk.get_data, path, watch=True)``).
 
     Raises:
         BaseException: whatever ``async_fn`` raised.
@@ -112,7 +116,7 @@ async def run_trio(async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         token_box.append(trio.lowlevel.current_trio_token())
         with trio.CancelScope() as scope:
             scope_box.append(scope)
-            return await async_fn(*args)
+            return await async_fn(*args, **kwargs)
         raise asyncio.CancelledError  # the host cancelled us
 
     def finished(result: outcome.Outcome[T]) -> None:
@@ -163,8 +167,12 @@ class TrioPortal:
         nursery = self._nursery
         self._token.run_sync_soon(lambda: nursery.start_soon(fn))
 
-    async def call(self, async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-        """Run the trio function ``async_fn(*args)`` in the portal's trio run; return its result.
+    async def call(self, async_fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run the trio function ``async_fn(*args, **kwargs)`` in the portal's trio run; return its result.
+
+        ``portal.call(zk.get_data, path, watch=True)`` is typed as ``zk.get_data(path, watch=True)`` (the
+        overload the arguments pick), as is a closure of no arguments:
+        ``portal.call(lambda: zk.get_data(path, watch=True))``.
 
         Raises:
             BaseException: whatever ``async_fn`` raised.
@@ -179,7 +187,7 @@ class TrioPortal:
         async def runner() -> None:
             try:
                 with scope:
-                    value = await async_fn(*args)
+                    value = await async_fn(*args, **kwargs)
                     if not done.done():
                         done.set_result(value)
                     return

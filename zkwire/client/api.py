@@ -41,6 +41,7 @@ from ..sansio.session import HostPort, SessionCore, SessionState, WatchRequest
 from .aio import require_trio
 from .connection import ClientCore, Connect, ConnectionDriver, PendingCall, tcp_connector
 from .nodes import with_chroot_hint
+from .overloaddoc import document_overloads
 from .watchers import PersistentWatch, StateStream, Watch, WatchedEvent, Watcher
 
 __all__ = ["Client", "open_client", "Transaction"]
@@ -442,6 +443,7 @@ class Client:
     @overload
     async def exists(self, path: str, *, watch: Literal[True]) -> tuple[Stat | None, Watch]: ...
 
+    @document_overloads
     async def exists(self, path: str, *, watch: bool = False) -> Stat | tuple[Stat | None, Watch] | None:
         """The node's Stat, or None if it does not exist.  With ``watch=True`` also a :class:`Watch`
         that fires when the node is created, changed or deleted.
@@ -465,6 +467,7 @@ class Client:
     @overload
     async def get_data(self, path: str, *, watch: Literal[True]) -> tuple[bytes, Stat, Watch]: ...
 
+    @document_overloads
     async def get_data(self, path: str, *, watch: bool = False) -> tuple[bytes, Stat] | tuple[bytes, Stat, Watch]:
         """The node's data (``b""`` for null data) and Stat; with ``watch=True`` also a :class:`Watch`.
 
@@ -500,6 +503,7 @@ class Client:
     @overload
     async def get_children(self, path: str, *, watch: Literal[True], sort: bool = True) -> tuple[list[str], Watch]: ...
 
+    @document_overloads
     async def get_children(
         self, path: str, *, watch: bool = False, sort: bool = True
     ) -> list[str] | tuple[list[str], Watch]:
@@ -528,6 +532,7 @@ class Client:
         self, path: str, *, watch: Literal[True], sort: bool = True
     ) -> tuple[list[str], Stat, Watch]: ...
 
+    @document_overloads
     async def get_children_with_stat(
         self, path: str, *, watch: bool = False, sort: bool = True
     ) -> tuple[list[str], Stat] | tuple[list[str], Stat, Watch]:
@@ -726,6 +731,7 @@ class Client:
     @overload
     async def pipeline(self, ops: Iterable[WriteOp | ReadOp]) -> list[Any]: ...
 
+    @document_overloads
     async def pipeline(self, ops: Iterable[WriteOp | ReadOp]) -> list[Any]:
         """Send independent requests back to back, then wait for all replies.
 

@@ -25,7 +25,7 @@ import logging
 import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Self
 
 import trio
 
@@ -83,7 +83,7 @@ class Sessions:
             raise ClientClosedError("the sessions block has ended")
         return zk
 
-    def __aiter__(self) -> Sessions:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> Client:

@@ -40,6 +40,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import Enum
+from typing import Self
 
 import trio
 
@@ -111,7 +112,7 @@ class TreeEvents(EventBuffer[TreeEvent]):
         self._cache._subscribers.discard(self)
         self._end(None)
 
-    def __aiter__(self) -> TreeEvents:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> TreeEvent:

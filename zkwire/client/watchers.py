@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 import trio
 
@@ -178,7 +178,7 @@ class PersistentWatch(EventBuffer[WatchedEvent]):
     def overflowed(self) -> bool:
         return isinstance(self._error, WatchOverflowError)
 
-    def __aiter__(self) -> PersistentWatch:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> WatchedEvent:
@@ -198,7 +198,7 @@ class StateStream(EventBuffer[SessionState]):
     def _deliver(self, state: SessionState) -> None:
         self._append(state)
 
-    def __aiter__(self) -> StateStream:
+    def __aiter__(self) -> Self:
         return self
 
     async def __anext__(self) -> SessionState:
