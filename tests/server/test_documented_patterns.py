@@ -260,3 +260,22 @@ async def test_lock_is_competed_for_again(
             nodes = await _lock_children(checker, lock)
             assert len(nodes) == 1, nodes
         assert await _lock_children(checker, lock) == []  # the program ended (exit 0) and released it
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+async def test_follower_reports_a_change_after_the_fault(
+    fault: str, server: EmbeddedZooKeeper, faultproxy: ModuleType, zk_path: str
+) -> None:
+    """docs/watching.rst, "Following a node across expiry": a change made after the fault is reported."""
+    node = f"{zk_path}/config/feature-x"
+    async with zkwire.open_client(server.hosts, session_timeout=30) as writer:
+        await writer.ensure_path(node, data=b"v1")
+        async with (
+            faultproxy.open_fault_proxy(server.hosts) as proxy,
+            run_pattern("watching.rst", "pattern-follow", proxy.hosts + zk_path, FAULTS[fault]) as program,
+        ):
+            await program.line(r"^feature-x: v1$", 20)
+            await _inflict(fault, program, proxy, server)
+            mark = len(program.stdout)
+            await zkwire.retry(writer.set_data, node, b"v2")
+            await program.line(r"^feature-x: v2$", RECOVERY, after=mark)
