@@ -26,6 +26,7 @@ watch fires the node is read again (with a new watch).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Self
 
 from ..errors import AuthFailedError, ClientClosedError, ConnectionLossError, NoNodeError, SessionExpiredError
 from ..protocol.records import Stat
@@ -56,7 +57,7 @@ class _NodeFollower:
         self._started = False
         self._last: object = None
 
-    def __aiter__(self) -> _NodeFollower:
+    def __aiter__(self) -> Self:
         return self
 
     async def _read(self, zk: Client) -> tuple[object, Watch]:
