@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     import outcome
 
 from ..errors import ZKError
+from .groups import task_nursery
 
 __all__ = ["NotInTrioError", "TrioPortal", "open_portal", "require_trio", "run_trio"]
 
@@ -155,7 +156,7 @@ class TrioPortal:
     async def _serve(self) -> None:
         self._token = trio.lowlevel.current_trio_token()
         self._closing = trio.Event()
-        async with trio.open_nursery() as nursery:
+        async with task_nursery("zkwire.aio.open_portal") as nursery:  # one exception out, never a group
             self._nursery = nursery
             self._ready.set()
             await self._closing.wait()

@@ -40,6 +40,7 @@ from ..sansio.requests import Request, RequestBuilder, check_watcher_type, encod
 from ..sansio.session import HostPort, SessionCore, SessionState, WatchRequest
 from .aio import require_trio
 from .connection import ClientCore, Connect, ConnectionDriver, PendingCall, tcp_connector
+from .groups import task_nursery
 from .nodes import with_chroot_hint
 from .overloaddoc import document_overloads
 from .watchers import PersistentWatch, StateStream, Watch, WatchedEvent, Watcher
@@ -117,67 +118,20 @@ async def open_client(
 @asynccontextmanager
 async def running(client: Client, *, wait_connected: bool) -> AsyncIterator[None]:
     """Run ``client``'s tasks for the block, then close its session: what :func:`open_client` does with
-    the client it made (also used to close a session abandoned by an earlier client).  One exception
-    comes out, never an exception group of zkwire's making."""
-    body_error: BaseException | None = None
-    try:
-        async with trio.open_nursery() as nursery:
-            # The client's own tasks run shielded from the caller's cancel scopes (see _task_scope).
-            client._driver.start(nursery)
-            try:
-                if wait_connected:
-                    await client.wait_connected()
-                yield
-            except BaseException as e:
-                body_error = e
-                raise
-            finally:
-                with trio.CancelScope(shield=True):
-                    await client.close()
-                client._driver.cancel_tasks()
-    except BaseExceptionGroup as group:
-        # The nursery wraps what the body raised, the Cancelled of an outer cancel scope, and what a
-        # background task raised (never by design: that would be a bug).  Hand the user one exception.
-        raise _single_exception(group, body_error) from None
-
-
-def _single_exception(group: BaseExceptionGroup[BaseException], body_error: BaseException | None) -> BaseException:
-    """One exception for the caller of open_client, never a group made by zkwire.
-
-    The body's own exception is kept whole (a group the body raised itself is the user's).  Cancelled
-    only when nothing else was raised.  A background task's failure comes first: whatever the body
-    raised afterwards was a consequence of it (the others are named in its notes).
-    """
-    leaves = list(_leaves(group, body_error))
-    real = [e for e in leaves if not isinstance(e, trio.Cancelled)]
-    if not real:
-        return leaves[0]
-    background = [e for e in real if e is not body_error]
-    chosen = background[0] if background else real[0]
-    for other in real:
-        if other is not chosen:
-            chosen.add_note(f"also raised in open_client: {other!r}")
-    return chosen
-
-
-def _leaves(exc: BaseException, keep: BaseException | None) -> Iterable[BaseException]:
-    if keep is not None and _same(exc, keep):
-        yield keep
-    elif isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner, keep)
-    else:
-        yield exc
-
-
-def _same(exc: BaseException, other: BaseException) -> bool:
-    """``exc`` is ``other``, or a copy of the group ``other`` (trio re-creates groups it passes on)."""
-    if exc is other:
-        return True
-    if not (isinstance(exc, BaseExceptionGroup) and isinstance(other, BaseExceptionGroup)):
-        return False
-    mine, theirs = exc.exceptions, other.exceptions
-    return len(mine) == len(theirs) and all(_same(a, b) for a, b in zip(mine, theirs, strict=True))
+    the client it made (also used to close a session abandoned by an earlier client)."""
+    async with task_nursery("open_client") as nursery:
+        # The client's own tasks run shielded from the caller's cancel scopes (see _task_scope).  What
+        # the body raised, the Cancelled of an outer cancel scope and what a background task raised (never
+        # by design: that would be a bug) come out as one exception (see task_nursery).
+        client._driver.start(nursery)
+        try:
+            if wait_connected:
+                await client.wait_connected()
+            yield
+        finally:
+            with trio.CancelScope(shield=True):
+                await client.close()
+            client._driver.cancel_tasks()
 
 
 class Client:

@@ -33,6 +33,7 @@ from ..errors import AuthFailedError, ClientClosedError, InvalidInputError, Sess
 from ..sansio.session import SessionState
 from .aio import require_trio
 from .api import Client, open_client, running
+from .groups import task_nursery
 
 __all__ = ["Sessions", "sessions", "SessionSource", "current_client"]
 
@@ -206,7 +207,7 @@ async def sessions(
         with keeper:
             await stream._run(hosts, min_delay, max_delay, dict(client_options))
 
-    async with trio.open_nursery() as nursery:
+    async with task_nursery("zkwire.sessions") as nursery:  # one exception out, never a group
         nursery.start_soon(run, name="zkwire.sessions")
         try:
             yield stream

@@ -62,6 +62,7 @@ from ..sansio.session import SessionState
 from .aio import require_trio
 from .api import Client
 from .continuity import SessionSource, current_client
+from .groups import task_nursery
 from .nodewatch import NodeData
 from .watchers import EventBuffer
 
@@ -117,25 +118,6 @@ class TreeEvents(EventBuffer[TreeEvent]):
 
     async def __anext__(self) -> TreeEvent:
         return await self._next()
-
-
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The error that ended a task group (the others are the Cancelled it caused, or the same session
-    error seen by both tasks), or the group itself when it holds anything but zkwire errors."""
-    _, rest = group.split(trio.Cancelled)
-    leaves: list[BaseException] = []
-
-    def walk(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
-                walk(inner)
-        else:
-            leaves.append(exc)
-
-    walk(rest if rest is not None else group)
-    if len(leaves) == 1 or (leaves and all(isinstance(e, ZKError) for e in leaves)):
-        return leaves[0]
-    return group
 
 
 def _parent(path: str) -> str:
@@ -312,20 +294,18 @@ class TreeCache:
             async with zk.add_watch(self.root, recursive=True, max_buffered=self.watch_buffer) as watch:
                 if new_session:
                     await zk.sync(self.root)  # a new session may have reached a lagging member
-                try:
-                    async with trio.open_nursery() as nursery:
-                        nursery.start_soon(self._pump, watch)
-                        await self._resync(zk)
-                        while True:
-                            await self._work.wait()
-                            self._work = trio.Event()
-                            if self._resync_needed:
-                                await zk.wait_connected()
-                                await self._resync(zk)
-                            elif self._dirty:
-                                await self._refresh(zk)
-                except BaseExceptionGroup as group:
-                    raise _single(group) from None
+                # One error out of the two tasks (the other's is most often the same session error).
+                async with task_nursery(f"the tree cache of {self.root}") as nursery:
+                    nursery.start_soon(self._pump, watch)
+                    await self._resync(zk)
+                    while True:
+                        await self._work.wait()
+                        self._work = trio.Event()
+                        if self._resync_needed:
+                            await zk.wait_connected()
+                            await self._resync(zk)
+                        elif self._dirty:
+                            await self._refresh(zk)
         finally:
             zk.remove_state_listener(self._on_state)
 
@@ -431,7 +411,7 @@ async def open_tree_cache(
     """
     require_trio("zkwire.open_tree_cache")
     cache = TreeCache(source, path, watch_buffer=watch_buffer, batch=batch)
-    async with trio.open_nursery() as nursery:
+    async with task_nursery("zkwire.open_tree_cache") as nursery:  # one exception out, never a group
         nursery.start_soon(cache._run, name=f"zkwire.client.treecache {path}")
         try:
             if wait_initialized:

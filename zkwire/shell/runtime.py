@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
+from ..client.groups import leaves
 from ..terminal import escape_controls
 
 __all__ = [
@@ -99,13 +100,6 @@ def is_utf8(text: str) -> bool:
     return True
 
 
-def _leaves(error: BaseException) -> list[BaseException]:
-    """The exceptions inside ``error``'s (nested) exception groups, or ``error`` itself."""
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for sub in error.exceptions for leaf in _leaves(sub)]
-    return [error]
-
-
 def _silence_stdout() -> None:
     """Point stdout at /dev/null, so that the interpreter's last flush does not complain about the pipe."""
     try:
@@ -124,10 +118,10 @@ def run_cli(body: Callable[[], int]) -> int:
     try:
         return body()
     except (KeyboardInterrupt, BrokenPipeError, BaseExceptionGroup) as e:
-        leaves = _leaves(e)
-        if not all(isinstance(leaf, KeyboardInterrupt | BrokenPipeError) for leaf in leaves):
+        found = leaves(e)
+        if not all(isinstance(leaf, KeyboardInterrupt | BrokenPipeError) for leaf in found):
             raise
-        if any(isinstance(leaf, KeyboardInterrupt) for leaf in leaves):
+        if any(isinstance(leaf, KeyboardInterrupt) for leaf in found):
             return EXIT_INTERRUPTED
         _silence_stdout()
         return EXIT_PIPE_CLOSED
