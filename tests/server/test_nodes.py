@@ -1,12 +1,15 @@
-"""ensure_path, delete_recursive and chroot-aware NoNode messages, against the real server."""
+"""ensure_path, ensure_ephemeral, delete_recursive and chroot-aware NoNode messages, against the real server."""
 
 from __future__ import annotations
+
+from types import ModuleType
 
 import pytest
 import trio
 
 import zkwire
 from zkwire.client.nodes import chroot_hint
+from zkwire.constants import OpCode
 
 
 async def test_ensure_path_creates_parents_and_is_idempotent(zk_hosts: str, zk_path: str) -> None:
@@ -140,3 +143,44 @@ async def test_ensure_path_of_a_chroot_whose_parents_are_missing(zk_hosts: str, 
         assert await zk.ensure_path("/") is True
         assert await zk.ensure_path("/") is False
         assert await zk.get_children("/") == []
+
+
+async def test_ensure_ephemeral_creates_the_node_and_its_parents(zk_hosts: str, zk_path: str) -> None:
+    async with zkwire.open_client(zk_hosts) as zk:
+        stat = await zk.ensure_ephemeral(f"{zk_path}/workers/w1", b"ready")
+        assert stat.ephemeral_owner == zk.session_id
+        data, again = await zk.get_data(f"{zk_path}/workers/w1")
+        assert data == b"ready" and again == stat
+        parent = await zk.exists(f"{zk_path}/workers")
+        assert parent is not None and parent.ephemeral_owner == 0
+        assert await zk.ensure_ephemeral(f"{zk_path}/workers/w1", b"other") == stat  # its own: kept as it is
+    async with zkwire.open_client(zk_hosts) as zk:
+        assert await zk.exists(f"{zk_path}/workers/w1") is None  # it went with its session
+
+
+async def test_ensure_ephemeral_adopts_its_node_after_a_lost_create_reply(
+    zk_hosts: str, zk_path: str, faultproxy: ModuleType
+) -> None:
+    node = f"{zk_path}/w1"
+    async with zkwire.open_client(zk_hosts) as admin:
+        await admin.create(zk_path)
+        async with faultproxy.open_fault_proxy(zk_hosts) as proxy, zkwire.open_client(proxy.hosts) as zk:
+            lost = proxy.swallow_reply(op=OpCode.CREATE2, path_prefix=node)
+            with trio.fail_after(20):
+                stat = await zk.ensure_ephemeral(node, b"ready")
+            assert lost.triggered  # the create was applied, its reply dropped with the connection
+            assert stat.ephemeral_owner == zk.session_id
+            assert await admin.get_children(zk_path) == ["w1"]
+
+
+async def test_ensure_ephemeral_never_takes_another_sessions_node(zk_hosts: str, zk_path: str) -> None:
+    async with zkwire.open_client(zk_hosts) as zk, zkwire.open_client(zk_hosts) as other:
+        await other.ensure_ephemeral(f"{zk_path}/w1")
+        with pytest.raises(zkwire.NodeExistsError, match=f"owned by session 0x{other.session_id:x}"):
+            await zk.ensure_ephemeral(f"{zk_path}/w1", b"mine")
+        await other.create(f"{zk_path}/persistent")
+        with pytest.raises(zkwire.NodeExistsError, match="a persistent node"):
+            await zk.ensure_ephemeral(f"{zk_path}/persistent")
+        assert (await zk.get_data(f"{zk_path}/w1"))[0] == b""  # untouched
+        with pytest.raises(zkwire.NoChildrenForEphemeralsError):
+            await zk.ensure_ephemeral(f"{zk_path}/w1/child")

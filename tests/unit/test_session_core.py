@@ -23,6 +23,7 @@ from zkwire.errors import (
     AuthFailedError,
     ClientClosedError,
     ConnectionLossError,
+    InvalidArgumentError,
     NoAuthError,
     NoNodeError,
     ReplyTooLargeError,
@@ -592,6 +593,69 @@ def test_client_side_expiry_without_any_server() -> None:
     assert change.old is SessionState.SUSPENDED and isinstance(change.error, SessionExpiredError)
     with pytest.raises(SessionExpiredError):
         get_data(core, "/a", "t", 8.0)
+
+
+def test_client_side_expiry_records_the_abandoned_session() -> None:
+    pair = ConnectionPair(make_core(timeout=6.0))
+    core = pair.core
+    pair.connect(0.0)
+    assert core.abandoned is None
+    pair.lose(0.5)
+    pair.timer(6.0)
+    assert core.state is SessionState.EXPIRED
+    assert core.abandoned == (SID, DEFAULT_PASSWD)
+
+
+def test_a_server_verdict_of_expiry_abandons_nothing() -> None:
+    pair = connected()
+    pair.lose(1.0)
+    pair.open(1.5)
+    pair.to_client(pair.server.expire(), 1.6)
+    assert pair.core.state is SessionState.EXPIRED
+    assert pair.core.abandoned is None
+
+
+def test_resume_presents_the_given_session_on_the_first_connection() -> None:
+    core = make_core()
+    core.resume(0x42, b"p" * 16)
+    pair = ConnectionPair(core)
+    req = pair.open(0.0)
+    assert (req.session_id, req.passwd) == (0x42, b"p" * 16)
+    events = pair.to_client(pair.server.accept(session_id=0x42), 0.1)
+    assert events == [StateChanged(SessionState.CONNECTING, SessionState.CONNECTED)]
+    assert core.session_id == 0x42
+
+
+def test_a_resumed_session_the_server_expired_ends_the_core() -> None:
+    core = make_core()
+    core.resume(0x42, b"p" * 16)
+    pair = ConnectionPair(core)
+    pair.open(0.0)
+    events = pair.to_client(pair.server.expire(), 0.1)
+    [change] = only(events, StateChanged)
+    assert change.new is SessionState.EXPIRED and isinstance(change.error, SessionExpiredError)
+
+
+def test_a_resumed_session_answered_with_another_id_is_refused() -> None:
+    core = make_core()
+    core.resume(0x42, b"p" * 16)
+    pair = ConnectionPair(core)
+    pair.open(0.0)
+    [drop] = pair.to_client(pair.server.accept(session_id=0x43), 0.1)
+    assert isinstance(drop, DropConnection) and "answered with session 0x43" in drop.reason
+    assert core.state is SessionState.CONNECTING and core.session_id == 0x42
+
+
+@pytest.mark.parametrize(("session_id", "passwd"), [(0, b"p"), (-1, b"p"), (1 << 63, b"p"), (1, b""), (1, bytes(99))])
+def test_resume_refuses_what_cannot_be_a_session(session_id: int, passwd: bytes) -> None:
+    with pytest.raises(InvalidArgumentError):
+        make_core().resume(session_id, passwd)
+
+
+def test_resume_only_before_the_first_session() -> None:
+    pair = connected()
+    with pytest.raises(InvalidArgumentError):
+        pair.core.resume(0x42, b"p" * 16)
 
 
 def test_reattach_in_time_prevents_client_side_expiry() -> None:
