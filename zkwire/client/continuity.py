@@ -8,8 +8,7 @@ application about each new session::
     async with zkwire.sessions("127.0.0.1:2181/app", session_timeout=10) as stream:
         async for zk in stream:               # a connected Client; the next one after each expiry
             try:
-                await zk.ensure_path("/workers")
-                await zk.create("/workers/me", ephemeral=True)
+                await zk.ensure_ephemeral("/workers/me")   # parents too; a lost reply is no error
                 await serve(zk)
             except zkwire.SessionExpiredError:
                 continue                      # ephemerals and watches are gone: start over
@@ -189,6 +188,11 @@ async def sessions(
     once; when sessions end in quick succession the next opening waits, with exponential back-off from
     ``min_delay`` to ``max_delay`` seconds and jitter.  Reaching a server at all is the client's own
     reconnect loop: opening waits as long as no server answers.
+
+    A session the client declared expired by itself (no server reached for its timeout) may still be
+    held by the server, with its ephemeral nodes and lock contenders: it is closed on the server before
+    the next session is opened (:func:`close_abandoned`), so the next session never collides with its
+    own leftovers.
 
     Raises:
         AuthFailedError: from iteration and :meth:`Sessions.client` once the server rejected the
