@@ -134,6 +134,8 @@ def test_there_are_examples() -> None:
     complete = [w for w, c in EXAMPLES if "trio.run(" in c or "asyncio.run(" in c]
     assert len(complete) >= 15, complete
     assert any(w.startswith("README.md") for w in complete)
+    # The pytest plugin's page shows a test module, run here with the plugin (_run_test_module).
+    assert any(w.startswith("docs/testing.rst") and "def test_" in c for w, c in EXAMPLES)
 
 
 @pytest.mark.parametrize(("where", "code"), EXAMPLES, ids=[w for w, _ in EXAMPLES])

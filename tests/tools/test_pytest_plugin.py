@@ -6,11 +6,15 @@ it is here: its ``pytest11`` entry point is active.
 
 from __future__ import annotations
 
+import re
 import socket
 import time
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
+from zkwire.testing import pytest_options
 from zkwire.testing.base import free_ports
 from zkwire.testing.handles import ServerHandle
 
@@ -208,3 +212,32 @@ def test_zk_port_usage_errors(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--zk-hosts=127.0.0.1:2181", "--zk-port=2181")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*zkwire: --zk-port starts the server on that port: not with an external ensemble*"])
+
+
+class _Recorder:
+    """Stands in for pytest's parser: records the names of the options and ini keys added."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def getgroup(self, *args: Any, **kwargs: Any) -> _Recorder:
+        return self
+
+    def addoption(self, *names: str, **kwargs: Any) -> None:
+        self.names.extend(names)
+
+    def addini(self, name: str, *args: Any, **kwargs: Any) -> None:
+        self.names.append(name)
+
+
+def test_every_setting_is_documented() -> None:
+    """docs/testing.rst describes the plugin as it is: each option, ini key and environment variable."""
+    recorder = _Recorder()
+    pytest_options.add_options(cast(pytest.Parser, recorder))
+    source = Path(pytest_options.__file__).read_text()
+    variables = set(re.findall(r'"(ZKWIRE_TEST_[A-Z_]+)"', source))
+    assert "--zk-port" in recorder.names and "zk_port" in recorder.names and "ZKWIRE_TEST_PORT" in variables
+    page = (Path(__file__).resolve().parents[2] / "docs" / "testing.rst").read_text()
+    missing = [name for name in [*recorder.names, *sorted(variables)] if f"``{name}``" not in page]
+    assert not missing, missing
+    assert "to come" not in page.lower()
