@@ -17,6 +17,7 @@ import ast
 import inspect
 import os
 import re
+import shlex
 import sys
 import textwrap
 import types
@@ -136,6 +137,21 @@ def test_there_are_examples() -> None:
     assert any(w.startswith("README.md") for w in complete)
     # The pytest plugin's page shows a test module, run here with the plugin (_run_test_module).
     assert any(w.startswith("docs/testing.rst") and "def test_" in c for w, c in EXAMPLES)
+
+
+def test_install_commands_install_a_checkout() -> None:
+    """zkwire is on no package index: every ``pip install`` the documentation shows installs a checkout
+    (``.``, ``'./[pytest]'``, ``path/to/zklock``...), never a name pip would look up on an index."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.rst")), *sorted(ROOT.glob("examples/*/README.md"))]
+    commands = []
+    for page in pages:
+        for m in re.finditer(r"pip install ([^`#\n]+)", page.read_text()):
+            commands.append((page.relative_to(ROOT), m.group(0).strip(), shlex.split(m.group(1))))
+    local = (".", "/", "path/to/")
+    for where, command, args in commands:
+        targets = [a for a in args if not a.startswith("-")]
+        assert targets and all(a.startswith(local) for a in targets), f"{where}: {command}"
+    assert len(commands) >= 5, commands
 
 
 @pytest.mark.parametrize(("where", "code"), EXAMPLES, ids=[w for w, _ in EXAMPLES])

@@ -86,7 +86,7 @@ LABEL = "org.zkwire.testing"
 LABEL_PID = "org.zkwire.testing.pid"
 LABEL_HOST = "org.zkwire.testing.host"
 
-_INSTALL_HINT = "pip install 'zkwire[docker]' (the testcontainers package)"
+_INSTALL_HINT = "pip install 'testcontainers>=4.0' (zkwire's docker extra: pip install 'path/to/zklock[docker]')"
 
 
 # --------------------------------------------------------------------------------------------------------
