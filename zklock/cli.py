@@ -6,6 +6,9 @@
                [--identifier TEXT] LOCKPATH -- COMMAND ARGS...
     zklock status --server HOSTS [--json] LOCKPATH
 
+Without ``--server``, the server is ``$ZKWIRE_SERVER``, else the deprecated ``$ZKLOCK_SERVER``, else
+``localhost:2181`` (a connection error then says it was the default).
+
 ``run`` takes the :class:`zklock.Mutex` on ``LOCKPATH`` -- or with ``--shared`` the read side of the
 :class:`zklock.ReadWriteLock` there (like ``flock -s``: shared runs overlap, an exclusive run excludes
 them all), or with ``--semaphore N`` one of the N leases of the :class:`zklock.Semaphore` there -- runs
@@ -56,7 +59,17 @@ from dataclasses import dataclass
 import trio
 
 from zkwire import Client, InvalidInputError, ZKError, open_client, validate_path
-from zkwire.shell.runtime import OneLineArgumentParser, is_utf8, run_cli, seconds, session_timeout
+from zkwire.shell.runtime import (
+    DEFAULT_SERVER,
+    SERVER_VARIABLE,
+    OneLineArgumentParser,
+    ServerChoice,
+    choose_server,
+    is_utf8,
+    run_cli,
+    seconds,
+    session_timeout,
+)
 from zkwire.terminal import escape_controls
 
 from .errors import LockError
@@ -88,6 +101,8 @@ EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
 
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: zklock's former name for $ZKWIRE_SERVER: read when that is unset, deprecated.
+DEPRECATED_SERVER_VARIABLE = "ZKLOCK_SERVER"
 
 
 def _say(message: str) -> None:
@@ -126,9 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--server",
-            default=os.environ.get("ZKWIRE_SERVER") or os.environ.get("ZKLOCK_SERVER") or "localhost:2181",
             metavar="HOSTS",
-            help="connect string host:port[,...][/chroot] (default: $ZKLOCK_SERVER or localhost:2181)",
+            help=f"connect string host:port[,...][/chroot] (default: ${SERVER_VARIABLE}, else the deprecated "
+            f"${DEPRECATED_SERVER_VARIABLE}, else {DEFAULT_SERVER})",
         )
         p.add_argument(
             "--timeout",
@@ -243,6 +258,7 @@ def _main(argv: Sequence[str] | None) -> int:
             raise InvalidInputError("--identifier is not valid UTF-8 text")
     except InvalidInputError as e:
         parser.error(str(e))
+    opts.server = choose_server(opts.server, deprecated=[DEPRECATED_SERVER_VARIABLE])
     # zklock reports what matters itself; the libraries' own warnings only with --verbose.
     logging.basicConfig(
         level=(logging.ERROR, logging.INFO, logging.DEBUG)[min(opts.verbose, 2)],
@@ -271,14 +287,14 @@ class _Unavailable(Exception):
     """No session, or ZooKeeper refused what we need: exit 69 with this message."""
 
 
-async def _connected(client: Client, hosts: str, limit: float) -> None:
+async def _connected(client: Client, server: ServerChoice, limit: float) -> None:
     try:
         with trio.fail_after(limit):
             await client.wait_connected()
     except trio.TooSlowError:
-        raise _Unavailable(f"cannot connect to ZooKeeper at {hosts} within {limit:g}s") from None
+        raise _Unavailable(server.explain(f"cannot connect to ZooKeeper at {server.hosts} within {limit:g}s")) from None
     except ZKError as e:
-        raise _Unavailable(f"cannot connect to ZooKeeper at {hosts}: {e}") from None
+        raise _Unavailable(server.explain(f"cannot connect to ZooKeeper at {server.hosts}: {e}")) from None
 
 
 @dataclass
@@ -344,7 +360,9 @@ class _Runner:
     async def _run(self) -> int:
         opts = self.opts
         try:
-            async with open_client(opts.server, session_timeout=opts.session_timeout, wait_connected=False) as client:
+            async with open_client(
+                opts.server.hosts, session_timeout=opts.session_timeout, wait_connected=False
+            ) as client:
                 await _connected(client, opts.server, opts.timeout)
                 mutex = _recipe(client, opts)
                 if not await self._acquire(mutex):
@@ -471,7 +489,7 @@ def _recipe(client: Client, opts: argparse.Namespace) -> LockRecipe:
 
 async def _status(opts: argparse.Namespace) -> int:
     try:
-        async with open_client(opts.server, session_timeout=opts.session_timeout, wait_connected=False) as client:
+        async with open_client(opts.server.hosts, session_timeout=opts.session_timeout, wait_connected=False) as client:
             await _connected(client, opts.server, opts.timeout)
             status = await lock_status(client, opts.lockpath)
     except _Unavailable as e:

@@ -15,6 +15,8 @@ a fresh server.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -34,6 +36,23 @@ def test_there_are_examples() -> None:
     complete = [e.where for e in EXAMPLES if e.kind == "program"]
     assert len(complete) >= 15, complete
     assert any(w.startswith("README.md") for w in complete)
+    # The pytest plugin's page shows a test module, run here with the plugin (_run_test_module).
+    assert any(e.where.startswith("docs/testing.rst") and e.kind == "test" for e in EXAMPLES)
+
+
+def test_install_commands_install_a_checkout() -> None:
+    """zkwire is on no package index: every ``pip install`` the documentation shows installs a checkout
+    (``.``, ``'./[pytest]'``, ``path/to/zklock``...), never a name pip would look up on an index."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.rst")), *sorted(ROOT.glob("examples/*/README.md"))]
+    commands = []
+    for page in pages:
+        for m in re.finditer(r"pip install ([^`#\n]+)", page.read_text()):
+            commands.append((page.relative_to(ROOT), m.group(0).strip(), shlex.split(m.group(1))))
+    local = (".", "/", "path/to/")
+    for where, command, args in commands:
+        targets = [a for a in args if not a.startswith("-")]
+        assert targets and all(a.startswith(local) for a in targets), f"{where}: {command}"
+    assert len(commands) >= 5, commands
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=[e.where for e in EXAMPLES])

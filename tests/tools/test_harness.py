@@ -16,7 +16,7 @@ import pytest
 from helpers.addresses import first_server
 
 from zkwire.testing import embedded
-from zkwire.testing.base import free_subnet
+from zkwire.testing.base import PortInUseError, free_subnet
 from zkwire.testing.embedded import (
     EmbeddedEnsemble,
     EmbeddedZooKeeper,
@@ -215,14 +215,23 @@ def test_two_servers_at_once_get_distinct_ports(embedded_zk: EmbeddedZooKeeper) 
 
 
 @local
-def test_fixed_port_in_use_is_an_error_with_the_log() -> None:
+def test_fixed_port_in_use_is_an_error_that_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
-        zk = EmbeddedZooKeeper(port=busy.getsockname()[1])
+        port = busy.getsockname()[1]
+        said = f"port {port} of 127.0.0.1 is in use"
+        zk = EmbeddedZooKeeper(port=port)
         try:
-            with pytest.raises(ZooKeeperStartError) as info:
+            # Found before a JVM is started.
+            with pytest.raises(PortInUseError) as info:
                 zk.start(timeout=20)
+            assert str(info.value).startswith(f"{said} (Address already in use)") and zk.pid is None
+            # Taken after that check: the server's failure to bind says the same, with its log.
+            monkeypatch.setattr(embedded, "check_port_free", lambda host, port: None)
+            with pytest.raises(PortInUseError) as info:
+                zk.start(timeout=20)
+            assert str(info.value).startswith(f"{said} (the server could not bind it)")
             assert "Address already in use" in info.value.log_tail
         finally:
             zk.stop()

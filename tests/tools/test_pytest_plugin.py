@@ -6,8 +6,15 @@ it is here: its ``pytest11`` entry point is active.
 
 from __future__ import annotations
 
+import re
+import socket
+import time
+from pathlib import Path
+from typing import Any, cast
+
 import pytest
 
+from zkwire.testing import pytest_options
 from zkwire.testing.base import free_ports
 from zkwire.testing.handles import ServerHandle
 
@@ -15,7 +22,13 @@ from zkwire.testing.handles import ServerHandle
 @pytest.fixture(autouse=True)
 def _no_outer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     # The outer suite's settings (e.g. the docker pass of .ci/test) must not reach the inner suites.
-    for name in ("ZKWIRE_TEST_BACKEND", "ZKWIRE_TEST_HOSTS", "ZKWIRE_TEST_IMAGE", "ZKWIRE_TEST_ENSEMBLE_PORTS"):
+    for name in (
+        "ZKWIRE_TEST_BACKEND",
+        "ZKWIRE_TEST_HOSTS",
+        "ZKWIRE_TEST_IMAGE",
+        "ZKWIRE_TEST_ENSEMBLE_PORTS",
+        "ZKWIRE_TEST_PORT",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -147,3 +160,84 @@ def test_local_server_restart_failure_log_and_pinned_ensemble_ports(pytester: py
     assert "zookeeper: local servers from the installed package, tickTime 200 ms" in out
     section = out[out.index("zookeeper log (zk_server, call)") :]
     assert "Processing envi command" in section
+
+
+@pytest.mark.usefixtures("local_zookeeper")
+def test_standalone_server_on_a_pinned_port_and_a_busy_one(pytester: pytest.Pytester) -> None:
+    """``zk_port`` in the ini file (``--zk-port`` on the command line wins) pins ``zk_server``'s client
+    port; a port something else listens on fails the tests that use the server at once, in one line."""
+    pinned, busy = free_ports(2)
+    pytester.makeini(
+        f"""
+        [pytest]
+        zk_enable = true
+        zk_port = {pinned}
+        """
+    )
+    pytester.makepyfile(
+        f"""
+        def test_the_server_listens_on_the_pinned_port(zk_server, zk_hosts):
+            assert zk_hosts == "127.0.0.1:{pinned}"
+            zk_server.four_letter_word("ruok")
+
+        def test_without_a_server():
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=120)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"zookeeper: local servers *, the standalone server on port {pinned}"])
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", busy))
+        holder.listen()
+        started = time.monotonic()
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--zk-port={busy}", timeout=120)
+        took = time.monotonic() - started
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*zkwire: no ZooKeeper server (local backend): port {busy} of 127.0.0.1 is in use "
+            "(Address already in use): stop what holds it, or choose another port"
+        ]
+    )
+    assert took < 60, took  # not a wait for a server that never comes
+
+
+def test_zk_port_usage_errors(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--zk", "--zk-port=21x81")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*zkwire: --zk-port '21x81': not a TCP port (1 to 65535)*"])
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--zk-hosts=127.0.0.1:2181", "--zk-port=2181")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*zkwire: --zk-port starts the server on that port: not with an external ensemble*"])
+
+
+class _Recorder:
+    """Stands in for pytest's parser: records the names of the options and ini keys added."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def getgroup(self, *args: Any, **kwargs: Any) -> _Recorder:
+        return self
+
+    def addoption(self, *names: str, **kwargs: Any) -> None:
+        self.names.extend(names)
+
+    def addini(self, name: str, *args: Any, **kwargs: Any) -> None:
+        self.names.append(name)
+
+
+def test_every_setting_is_documented() -> None:
+    """docs/testing.rst describes the plugin as it is: each option, ini key and environment variable."""
+    recorder = _Recorder()
+    pytest_options.add_options(cast(pytest.Parser, recorder))
+    source = Path(pytest_options.__file__).read_text()
+    variables = set(re.findall(r'"(ZKWIRE_TEST_[A-Z_]+)"', source))
+    assert "--zk-port" in recorder.names and "zk_port" in recorder.names and "ZKWIRE_TEST_PORT" in variables
+    page = (Path(__file__).resolve().parents[2] / "docs" / "testing.rst").read_text()
+    missing = [name for name in [*recorder.names, *sorted(variables)] if f"``{name}``" not in page]
+    assert not missing, missing
+    assert "to come" not in page.lower()

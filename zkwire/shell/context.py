@@ -38,11 +38,15 @@ class Context:
         session_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         auth: list[tuple[str, str]] | None = None,
+        hosts_note: str = "",
         interactive: bool = False,
         out: TextIO | None = None,
         err: TextIO | None = None,
     ) -> None:
         self.hosts = hosts
+        #: Added to connection errors while ``hosts`` is the tool's default, not a server the user named
+        #: (see :func:`zkwire.shell.runtime.choose_server`).
+        self.hosts_note = hosts_note
         self.session_timeout = session_timeout
         self.connect_timeout = connect_timeout
         self.auth = list(auth or ())
@@ -100,6 +104,10 @@ class Context:
     def state(self) -> SessionState | None:
         return self.client.state if self.client is not None else None
 
+    def explain_hosts(self, message: str) -> str:
+        """A connection error about :attr:`hosts`, with the note saying they are the default, if they are."""
+        return f"{message} {self.hosts_note}" if self.hosts_note else message
+
     def require_client(self) -> Client:
         client = self.client
         if client is None:
@@ -108,6 +116,7 @@ class Context:
 
     async def connect(self, hosts: str | None = None) -> None:
         """Close the current session (if any) and open one to ``hosts``; raises :class:`ConnectError`."""
+        explain: Callable[[str], str] = self.explain_hosts if hosts is None else str
         hosts = hosts if hosts is not None else self.hosts
         parse_connect_string(hosts)  # InvalidArgumentError (usage) before anything else
         await self.close()
@@ -120,17 +129,18 @@ class Context:
                 await client.wait_connected()
         except trio.TooSlowError:
             await self.close()
-            raise ConnectError(await _connect_failure(hosts, self.connect_timeout)) from None
+            raise ConnectError(explain(await _connect_failure(hosts, self.connect_timeout))) from None
         except AuthFailedError:
             await self.close()
             raise ConnectError(f"Authentication failed for {hosts}") from None
         except ZKError as e:
             await self.close()
-            raise ConnectError(f"Cannot connect to {hosts}: {e}") from None
+            raise ConnectError(explain(f"Cannot connect to {hosts}: {e}")) from None
         except BaseException:
             await self.close()
             raise
-        self.hosts = hosts
+        if hosts != self.hosts:
+            self.hosts, self.hosts_note = hosts, ""
 
     async def _run_connection(
         self,

@@ -7,6 +7,9 @@
     zkwire --server HOSTS four srvr         a four-letter word
     zkwire trace ... / zkwire decode FILE   traffic decoding (see zkwire.trace.tracer)
 
+Without ``--server``, the server is ``$ZKWIRE_SERVER``, else ``localhost:2181`` (a connection error then
+says it was the default).
+
 Commands are those of ZooKeeper's own shell (``ls``, ``create``, ``get``, ``set``, ``stat``, ``delete``,
 ``deleteall``, ``getAcl``, ``setAcl``, ``addauth``, ``sync``, ``setquota``, ``listquota``, ``delquota``,
 ``getEphemerals``, ``getAllChildrenNumber``, ``addWatch``, ``removewatches``, ``whoami``, ...), defined
@@ -38,7 +41,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -50,11 +52,18 @@ from .context import Context
 from .interactive import run_shell
 from .one_shot import run_one_shot
 from .outcomes import EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
-from .runtime import OneLineArgumentParser, is_utf8, run_cli, seconds, session_timeout
+from .runtime import (
+    DEFAULT_SERVER,
+    SERVER_VARIABLE,
+    OneLineArgumentParser,
+    choose_server,
+    is_utf8,
+    run_cli,
+    seconds,
+    session_timeout,
+)
 
 __all__ = ["main", "SUBPROGRAMS", "build_parser"]
-
-DEFAULT_SERVER = "localhost:2181"
 
 
 def _run_module_main(module_name: str) -> Callable[[list[str]], int]:
@@ -93,9 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--server",
         "-server",
-        default=os.environ.get("ZKWIRE_SERVER", DEFAULT_SERVER),
         metavar="HOSTS",
-        help="connect string host:port[,host:port...][/chroot] (default: $ZKWIRE_SERVER or %(default)s)",
+        help=f"connect string host:port[,host:port...][/chroot] (default: ${SERVER_VARIABLE}, else {DEFAULT_SERVER})",
     )
     parser.add_argument(
         "--timeout",
@@ -157,8 +165,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except UsageError as e:
         print(escape_controls(f"zkwire: {e}"), file=sys.stderr)
         return EXIT_USAGE
+    server = choose_server(opts.server)
     ctx_args = {
-        "hosts": opts.server,
+        "hosts": server.hosts,
+        "hosts_note": server.note,
         "session_timeout": opts.session_timeout,
         "connect_timeout": opts.timeout,
         "auth": auth,

@@ -16,6 +16,9 @@ of the shell.
   away (``| head``) ends it quietly with exit 141 (:data:`EXIT_PIPE_CLOSED`: 128 + SIGPIPE, what a shell
   reports for a program killed by that signal).
 * :data:`EXIT_USAGE` (2): the exit code of a usage error, in every command line.
+* :func:`choose_server`: the server of ``--server``, else of ``$ZKWIRE_SERVER`` (zklock also reads its
+  deprecated ``$ZKLOCK_SERVER``), else :data:`DEFAULT_SERVER`, and then a note that says so for a
+  connection error: a user who gave no server learns where the tool looked.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import argparse
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import NoReturn
 
 from ..client.groups import leaves
@@ -35,6 +39,10 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_PIPE_CLOSED",
     "MAX_SESSION_TIMEOUT",
+    "DEFAULT_SERVER",
+    "SERVER_VARIABLE",
+    "ServerChoice",
+    "choose_server",
     "OneLineArgumentParser",
     "seconds",
     "session_timeout",
@@ -51,6 +59,44 @@ EXIT_PIPE_CLOSED = 141
 
 #: The longest session timeout the protocol can carry: an int32 of milliseconds.
 MAX_SESSION_TIMEOUT = ((1 << 31) - 1) / 1000
+
+
+#: Where both tools connect when neither ``--server`` nor an environment variable names a server.  Read
+#: when a server is chosen (:func:`choose_server`), not when the parser is built.
+DEFAULT_SERVER = "localhost:2181"
+#: The environment variable both tools take their server from.
+SERVER_VARIABLE = "ZKWIRE_SERVER"
+
+
+@dataclass(frozen=True)
+class ServerChoice:
+    """The connect string a tool uses, and how it came to be chosen."""
+
+    hosts: str
+    #: Empty when the user named the server; when the tool fell back to :data:`DEFAULT_SERVER`, a note
+    #: for connection errors, e.g. ``(the default: no --server and no $ZKWIRE_SERVER given)``.
+    note: str = ""
+
+    def explain(self, message: str) -> str:
+        """``message`` (a connection error), followed by the note when the server was not named."""
+        return f"{message} {self.note}" if self.note else message
+
+
+def choose_server(given: str | None, deprecated: Sequence[str] = ()) -> ServerChoice:
+    """``--server`` (``given``), else ``$ZKWIRE_SERVER``, else the variables of ``deprecated`` in order
+    (an empty variable counts as unset), else :data:`DEFAULT_SERVER` with a note saying so."""
+    if given is not None:
+        return ServerChoice(given)
+    for name in (SERVER_VARIABLE, *deprecated):
+        value = os.environ.get(name, "")
+        if value:
+            return ServerChoice(value)
+    names = [f"${name}" for name in (SERVER_VARIABLE, *deprecated)]
+    if len(names) == 1:
+        unnamed = f"no --server and no {names[0]}"
+    else:
+        unnamed = f"no --server, {', '.join(names[:-1])} or {names[-1]}"
+    return ServerChoice(DEFAULT_SERVER, f"(the default: {unnamed} given)")
 
 
 class OneLineArgumentParser(argparse.ArgumentParser):

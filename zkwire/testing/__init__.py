@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .base import (
         EmbeddedZooKeeperError,
         ExternalZooKeeper,
+        PortInUseError,
         ServerOptions,
         ZooKeeperEnsemble,
         ZooKeeperNotInstalledError,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "EmbeddedZooKeeperError": "base",
     "ExternalZooKeeper": "base",
+    "PortInUseError": "base",
     "ServerOptions": "base",
     "ZooKeeperEnsemble": "base",
     "ZooKeeperNotInstalledError": "base",
@@ -59,6 +61,7 @@ __all__ = [
     "EnsembleHandle",
     "ExternalZooKeeper",
     "NetnsEnsembleHandle",
+    "PortInUseError",
     "ServerHandle",
     "ServerOptions",
     "ZooKeeperEnsemble",

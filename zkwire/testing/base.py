@@ -40,11 +40,13 @@ from ..sansio.hosts import parse_host_port
 __all__ = [
     "EmbeddedZooKeeperError",
     "ExternalZooKeeper",
+    "PortInUseError",
     "ServerOptions",
     "ZooKeeperEnsemble",
     "ZooKeeperNotInstalledError",
     "ZooKeeperServer",
     "ZooKeeperStartError",
+    "check_port_free",
     "client_address_seen_by",
     "delete_tree",
     "ensure_path",
@@ -75,6 +77,17 @@ class ZooKeeperStartError(EmbeddedZooKeeperError):
     def __init__(self, message: str, log_tail: str = "") -> None:
         super().__init__(f"{message}\n--- end of the server log ---\n{log_tail}" if log_tail else message)
         self.log_tail = log_tail
+
+
+class PortInUseError(ZooKeeperStartError):
+    """The port a server was asked to listen on (a fixed port) is taken by another socket on this host.
+    ``log_tail`` holds the end of the server's log when the server itself failed to bind it."""
+
+    def __init__(self, host: str, port: int, reason: str, log_tail: str = "") -> None:
+        message = f"port {port} of {host} is in use ({reason}): stop what holds it, or choose another port"
+        super().__init__(message, log_tail)
+        self.host = host
+        self.port = port
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -206,6 +219,21 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     finally:
         for sock in socks:
             sock.close()
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise :class:`PortInUseError` when a server could not listen on ``port`` of ``host`` now.
+
+    Bound as a server binds (``SO_REUSEADDR``: connections of an earlier run still in TIME_WAIT do not
+    count), so a port another socket listens on or is bound to is refused before anything is started.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise PortInUseError(host, port, exc.strerror or str(exc)) from None
 
 
 def free_subnet(pool: ipaddress.IPv4Network, used: Iterable[ipaddress.IPv4Network]) -> ipaddress.IPv4Network:

@@ -43,11 +43,13 @@ from typing import TYPE_CHECKING, Any, cast
 from .base import (
     PROBE_TIMEOUT,
     EmbeddedZooKeeperError,
+    PortInUseError,
     ServerOptions,
     ZooKeeperEnsemble,
     ZooKeeperNotInstalledError,
     ZooKeeperServer,
     ZooKeeperStartError,
+    check_port_free,
     four_letter_word,
     free_ports,
     free_subnet,
@@ -84,7 +86,7 @@ LABEL = "org.zkwire.testing"
 LABEL_PID = "org.zkwire.testing.pid"
 LABEL_HOST = "org.zkwire.testing.host"
 
-_INSTALL_HINT = "pip install 'zkwire[docker]' (the testcontainers package)"
+_INSTALL_HINT = "pip install 'testcontainers>=4.0' (zkwire's docker extra: pip install 'path/to/zklock[docker]')"
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -510,6 +512,9 @@ class DockerZooKeeper(ZooKeeperServer):
             raise ZooKeeperNotInstalledError(reason)
         configure_testcontainers()
         _reap_once()
+        if self._fixed_port:
+            assert self._port is not None
+            check_port_free(self.host, self._port)  # before a container is created for nothing
         attempts = 1 if self._fixed_port else 3
         for attempt in range(attempts):
             if self._port is None:
@@ -521,6 +526,8 @@ class DockerZooKeeper(ZooKeeperServer):
                 if _is_port_conflict(exc) and attempt < attempts - 1:
                     self._port = None
                     continue
+                if _is_port_conflict(exc) and self._fixed_port:
+                    raise PortInUseError(self.host, self._port, "Docker could not publish it") from exc
                 raise ZooKeeperStartError(f"cannot start a container of {self.image}: {exc}") from exc
             self._node = node
             try:

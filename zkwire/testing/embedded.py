@@ -43,11 +43,13 @@ from pathlib import Path
 from .base import (
     PROBE_TIMEOUT,
     EmbeddedZooKeeperError,
+    PortInUseError,
     ServerOptions,
     ZooKeeperEnsemble,
     ZooKeeperNotInstalledError,
     ZooKeeperServer,
     ZooKeeperStartError,
+    check_port_free,
     four_letter_word,
     free_ports,
     last_lines,
@@ -530,6 +532,9 @@ class EmbeddedZooKeeper(ZooKeeperServer):
             self._server = ServerProcess(self._workdir, STANDALONE_MAIN, java, classpath)
         assert self._server is not None
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        if self._fixed_port:
+            assert self._port is not None
+            check_port_free(self.host, self._port)  # a clear error now, not a JVM that exits with a log
         attempts = 1 if self._fixed_port else 3
         for attempt in range(attempts):
             if self._port is None:
@@ -540,9 +545,11 @@ class EmbeddedZooKeeper(ZooKeeperServer):
             try:
                 self._wait_ready(timeout)
                 return
-            except ZooKeeperStartError:
+            except ZooKeeperStartError as exc:
                 bind_failed = self._server.bind_failed()
                 self._server.stop(grace=2.0)
+                if bind_failed and self._fixed_port:  # taken between the check and the JVM's bind
+                    raise PortInUseError(self.host, self.port, "the server could not bind it", exc.log_tail) from exc
                 if not bind_failed or attempt == attempts - 1:
                     raise
                 self._port = None  # somebody took the port between the choice and the bind: choose again

@@ -18,7 +18,8 @@ Fixtures:
     The server: :class:`~zkwire.testing.handles.ServerHandle` (``hosts``, ``await stop()``,
     ``await start()``, ``await restart()``, ``log_tail()``...). A JVM from the locally installed
     package by default; a container with ``--zk-backend docker``; an existing ensemble with
-    ``--zk-hosts``. A server a test left stopped is started again after it.
+    ``--zk-hosts``. ``--zk-port`` pins its client port (a port already in use fails the tests that
+    use it with one line saying so). A server a test left stopped is started again after it.
 ``zk_hosts`` (session)
     Its connect string.
 ``zk_chroot`` / ``zk_connect_string``
@@ -115,9 +116,11 @@ def pytest_report_header(config: pytest.Config) -> str:
     s = _settings(config)
     if s.backend == "external":
         return f"zookeeper: external ensemble {s.hosts}"
+    pinned = f", the standalone server on port {s.port}" if s.port is not None else ""
     if s.backend == "docker":
-        return f"zookeeper: docker containers ({s.image or 'image chosen at start'}), tickTime {s.tick_time_ms} ms"
-    return f"zookeeper: local servers from the installed package, tickTime {s.tick_time_ms} ms"
+        image = s.image or "image chosen at start"
+        return f"zookeeper: docker containers ({image}), tickTime {s.tick_time_ms} ms{pinned}"
+    return f"zookeeper: local servers from the installed package, tickTime {s.tick_time_ms} ms{pinned}"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -179,10 +182,10 @@ def _new_server(settings: pytest_options.Settings, options: ServerOptions) -> Zo
     if settings.backend == "docker":
         from .containers import DockerZooKeeper
 
-        return DockerZooKeeper(options, image=settings.image or None)
+        return DockerZooKeeper(options, image=settings.image or None, port=settings.port)
     from .embedded import EmbeddedZooKeeper
 
-    return EmbeddedZooKeeper(options)
+    return EmbeddedZooKeeper(options, port=settings.port)
 
 
 def _new_ensemble(settings: pytest_options.Settings, options: ServerOptions) -> ZooKeeperEnsemble:

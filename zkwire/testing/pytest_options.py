@@ -15,6 +15,8 @@ Settings are taken from the command line, then the environment, then the ini fil
     --zk-image   / ZKWIRE_TEST_IMAGE   / zk_image        docker image (default: zkwire/zookeeper:3.8 if
                                                         built here, else zookeeper:3.8)
     --zk-tick-time / ZKWIRE_TEST_TICK_TIME / zk_tick_time   tickTime in ms (default 200)
+    --zk-port    / ZKWIRE_TEST_PORT    / zk_port         pinned client port of the standalone server
+                                                        (zk_server; default: a free port)
     --zk-ensemble-ports / ZKWIRE_TEST_ENSEMBLE_PORTS / zk_ensemble_ports   pinned client ports of the
                                                         ensemble members, "p1,p2,p3"
     --zk-root    / - / zk_root                           parent of the per-test chroots (/zkwire-pytest)
@@ -54,6 +56,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--zk-hosts", dest="zk_hosts", help="connect string of an existing ensemble (external)")
     group.addoption("--zk-image", dest="zk_image", help="docker image of the server")
     group.addoption("--zk-tick-time", dest="zk_tick_time", type=int, help="tickTime of the servers, in ms")
+    group.addoption("--zk-port", dest="zk_port", help="client port of the standalone server (default: a free one)")
     group.addoption("--zk-ensemble-ports", dest="zk_ensemble_ports", help="client ports of the ensemble, p1,p2,...")
     group.addoption("--zk-root", dest="zk_root", help="parent node of the per-test chroots")
     group.addoption("--zk-keep-chroots", action="store_true", default=None, dest="zk_keep_chroots")
@@ -63,6 +66,7 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("zk_hosts", "connect string of an existing ensemble", default="")
     parser.addini("zk_image", "docker image of the server", default="")
     parser.addini("zk_tick_time", "tickTime of the servers, in ms", default="")
+    parser.addini("zk_port", "client port of the standalone server (default: a free one)", default="")
     parser.addini("zk_ensemble_ports", "client ports of the ensemble members, p1,p2,...", default="")
     parser.addini("zk_root", "parent node of the per-test chroots", default="")
     parser.addini("zk_keep_chroots", "leave each test's chroot on the server", type="bool", default=False)
@@ -102,6 +106,16 @@ class Settings:
             self.backend = backend or ("external" if self.hosts else "local")
         self.image = pick("zk_image", "ZKWIRE_TEST_IMAGE", "zk_image")
         self.tick_time_ms = int(pick("zk_tick_time", "ZKWIRE_TEST_TICK_TIME", "zk_tick_time", "200"))
+        #: The standalone server's client port, or None for a free one; ``port_problem`` says what is
+        #: wrong with a port that is not one.
+        self.port: int | None = None
+        self.port_problem: str | None = None
+        port = pick("zk_port", "ZKWIRE_TEST_PORT", "zk_port")
+        if port:
+            if port.isdecimal() and 1 <= int(port) <= 65535:
+                self.port = int(port)
+            else:
+                self.port_problem = f"zkwire: --zk-port {port!r}: not a TCP port (1 to 65535)"
         ports = pick("zk_ensemble_ports", "ZKWIRE_TEST_ENSEMBLE_PORTS", "zk_ensemble_ports")
         self.ensemble_ports = [int(p) for p in ports.replace(" ", "").split(",") if p] if ports else None
         self.root = "/" + pick("zk_root", None, "zk_root", "/zkwire-pytest").strip("/")
@@ -114,6 +128,10 @@ class Settings:
             return f"zkwire: backend {self.backend!r}: use one of {', '.join(BACKENDS)}"
         if self.backend == "external" and not self.hosts:
             return "zkwire: the external backend needs --zk-hosts (or ZKWIRE_TEST_HOSTS, or zk_hosts)"
+        if self.port_problem is not None:
+            return self.port_problem
+        if self.port is not None and self.backend == "external":
+            return "zkwire: --zk-port starts the server on that port: not with an external ensemble (--zk-hosts)"
         if self.root == "/":
             return "zkwire: zk_root cannot be /"
         return None

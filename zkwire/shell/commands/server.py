@@ -3,7 +3,7 @@ and ``version`` (zkwire's own)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import trio
@@ -45,12 +45,14 @@ class FourArguments:
 )
 async def cmd_four(ctx: Context, a: FourArguments) -> None:
     hosts: Sequence[HostPort]
+    explain: Callable[[str], str] = str
     if a.servers is not None:
         hosts = a.servers
     elif ctx.client is not None and ctx.client.connected_host is not None:
         hosts = [ctx.client.connected_host]
     else:
         hosts, _chroot = parse_connect_string(ctx.hosts)
+        explain = ctx.explain_hosts  # the tool's default server, perhaps: say so
     failures: list[str] = []
     silent = 0
     for host in hosts:
@@ -74,7 +76,7 @@ async def cmd_four(ctx: Context, a: FourArguments) -> None:
     if failures:
         if silent == len(failures):  # every server was reached, and none answered: exit 1, not 3
             raise CommandError("; ".join(failures))
-        raise ConnectError("; ".join(failures))
+        raise ConnectError(explain("; ".join(failures)))
 
 
 @command("version", "version", "show zkwire's version", NoArguments, session=False)
