@@ -1,6 +1,6 @@
 """The ``zkwire`` command line, run as a subprocess against the real server: one-shot commands with their
-outputs, failures and exit codes, the interactive shell driven through stdin (and a pseudo-terminal),
-watches, quotas, four-letter words."""
+outputs, failures and exit codes, the interactive shell driven through stdin (on a pseudo-terminal: in
+test_shell_interactive.py), watches, quotas, four-letter words."""
 
 from __future__ import annotations
 
@@ -786,50 +786,6 @@ async def test_shell_close_connect_and_session_commands(zk_hosts: str, zk_path: 
     await shell.expect("Sync is OK\n")
     code, _ = await shell.finish()
     assert code == 0
-
-
-async def test_shell_on_a_terminal_has_a_prompt_and_history(zk_hosts: str, tmp_path: Path) -> None:
-    import pty
-
-    history = tmp_path / "history"
-    master, slave = pty.openpty()
-    env = _env()
-    env["ZKWIRE_HISTORY"] = str(history)
-    env["TERM"] = "dumb"
-    try:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "zkwire", "--server", zk_hosts],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            env=env,
-        )
-    finally:
-        os.close(slave)
-    output = b""
-    async with trio.lowlevel.FdStream(master) as tty:
-
-        async def expect(text: bytes) -> None:
-            nonlocal output
-            with trio.fail_after(10):
-                while text not in output:
-                    try:
-                        data = await tty.receive_some(4096)
-                    except OSError:  # EIO once the child has closed the terminal
-                        data = b""
-                    if not data:
-                        raise AssertionError(f"EOF before {text!r}: {output!r}")
-                    output += data
-
-        await expect(f"[zk: {zk_hosts}(CONNECTED) 0] ".encode())
-        await tty.send_all(b"ls /zookeeper\r")
-        await expect(b"[config, quota]")
-        await expect(f"[zk: {zk_hosts}(CONNECTED) 1] ".encode())
-        await tty.send_all(b"quit\r")
-        with trio.fail_after(10):
-            code = await process.wait()
-    assert code == 0
-    assert history.read_text().splitlines()[-2:] == ["ls /zookeeper", "quit"]
 
 
 async def test_connection_loss_one_shot_gives_up_and_the_shell_reports_it(

@@ -2,7 +2,9 @@
 
 * :mod:`~zkwire.shell.main` -- the entry point: ``zkwire``'s own options, subprograms (``trace``);
 * :mod:`~zkwire.shell.one_shot` -- running one command (and waiting for its watch);
-* :mod:`~zkwire.shell.interactive` -- the interactive shell: reading lines, the prompt, Ctrl-C;
+* :mod:`~zkwire.shell.interactive` -- the interactive shell: its loop, the prompt, Ctrl-C;
+* :mod:`~zkwire.shell.line_reader` -- how the shell reads a line (readline, the terminal's Ctrl-C, history);
+* :mod:`~zkwire.shell.completion` -- Tab completion of command names, options and znode paths;
 * :mod:`~zkwire.shell.registry` -- the command registry: each command's typed arguments and how
   command-line words become them;
 * :mod:`~zkwire.shell.argument_types` -- converters of words shared by the commands (paths, versions,

@@ -27,7 +27,8 @@ Exit codes: 0 success; 1 the operation failed (the one-line reason is on stderr,
 an argument that is not valid UTF-8); 3 no usable session (cannot connect within ``--timeout``,
 connection lost, session expired); 4 a one-shot watch did not fire in time; 130 interrupted (Ctrl-C,
 without a traceback); 141 the output pipe was closed (``| head``), quietly.  The interactive shell
-(:mod:`zkwire.shell.interactive`) exits 0 on ``quit`` or end of input (3 if it cannot connect at all).
+(:mod:`zkwire.shell.interactive`) exits 0 on ``quit`` or end of input (3 if it cannot connect at all); on a
+terminal, Ctrl-C there drops the line being typed or interrupts the running command, and keeps the session.
 
 Everything printed that came from the server (paths, node data, ACL ids, four-letter-word answers, watch
 events) has its control characters escaped (:func:`zkwire.terminal.escape_controls`).
