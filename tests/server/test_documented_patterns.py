@@ -22,7 +22,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -143,85 +143,55 @@ async def run_pattern(page: str, label: str, hosts: str, run_for: float) -> Asyn
                 await process.wait()
 
 
-async def _expire_by_client(program: Program, proxy: object) -> None:
-    """Freeze every connection until the program declares its session expired by itself, then let the
-    new connections through at once: the server still holds the old session (it expires it up to a
-    tick after the timeout), with its ephemeral nodes."""
+async def _expire_by_client(programs: list[Program], proxy: object) -> None:
+    """Freeze every connection until each program has declared its session expired by itself, then let
+    the new connections through at once: the server still holds the old sessions (it expires a session
+    up to a tick after its timeout), with their ephemeral nodes."""
     proxy.freeze()  # type: ignore[attr-defined]
-    mark = len(program.stderr)
-    await program.wait_for(
-        "the client gave its session up",
-        lambda: any("treating it as expired" in line for line in program.stderr[mark:]),
-        SESSION_TIMEOUT * 3,
-    )
+    marks = [len(program.stderr) for program in programs]
+    for program, mark in zip(programs, marks, strict=True):
+        await program.wait_for(
+            "the client gave its session up",
+            lambda program=program, mark=mark: any("treating it as expired" in line for line in program.stderr[mark:]),
+            SESSION_TIMEOUT * 3,
+        )
     proxy.thaw(drop=True)  # type: ignore[attr-defined]
     await proxy.sever()  # type: ignore[attr-defined]
 
 
-async def _pause_server(server: EmbeddedZooKeeper) -> None:
-    pid = server.pid
-    assert pid is not None
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        await trio.sleep(PAUSE)
-    finally:
-        os.kill(pid, signal.SIGCONT)
-
-
-async def _pause_program(program: Program) -> None:
-    program.pause()
-    try:
-        await trio.sleep(PAUSE)
-    finally:
-        program.resume()
-
-
-#: Each fault, and how long the program runs with it (long enough to recover, then it ends by itself).
-FAULTS = {"sever": 8.0, "client-gives-up": 18.0, "server-paused": 26.0, "program-paused": 26.0}
-
-
-async def _inflict(fault: str, program: Program, proxy: object, server: EmbeddedZooKeeper) -> None:
+async def _inflict(fault: str, programs: list[Program], proxy: object, server: EmbeddedZooKeeper) -> None:
     if fault == "sever":
         await proxy.sever()  # type: ignore[attr-defined]
     elif fault == "client-gives-up":
-        await _expire_by_client(program, proxy)
+        await _expire_by_client(programs, proxy)
     elif fault == "server-paused":
-        await _pause_server(server)
+        pid = server.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            await trio.sleep(PAUSE)
+        finally:
+            os.kill(pid, signal.SIGCONT)
     else:
-        await _pause_program(program)
+        for program in programs:
+            program.pause()
+        try:
+            await trio.sleep(PAUSE)
+        finally:
+            for program in programs:
+                program.resume()
+
+
+#: Each fault, and how long the programs run with it (long enough to recover, then they end by themselves).
+FAULTS = {"sever": 8.0, "client-gives-up": 18.0, "server-paused": 26.0, "program-paused": 26.0}
+
+REGISTERED = r"registered by session (0x[0-9a-f]+)"
+HOLDING = r"holding, fencing token (\d+)"
 
 
 async def _owner(checker: zkwire.Client, path: str) -> int | None:
     stat = await zkwire.retry(checker.exists, path)
     return stat.ephemeral_owner if stat is not None else None
-
-
-@pytest.mark.parametrize("fault", FAULTS)
-async def test_registration_is_kept(
-    fault: str, server: EmbeddedZooKeeper, faultproxy: ModuleType, zk_path: str
-) -> None:
-    """docs/sessions.rst, "Reopening after expiry": the ephemeral registration exists again after the
-    fault, owned by the program's current session, and the program ends cleanly."""
-    node = f"{zk_path}/workers/worker-1"
-    async with zkwire.open_client(server.hosts, session_timeout=30) as checker:
-        async with (
-            faultproxy.open_fault_proxy(server.hosts) as proxy,
-            run_pattern("sessions.rst", "pattern-registration", proxy.hosts + zk_path, FAULTS[fault]) as program,
-        ):
-            first = int((await program.line(r"registered by session (0x[0-9a-f]+)", 20)).group(1), 16)
-            assert await _owner(checker, node) == first
-            mark = len(program.stdout)
-            await _inflict(fault, program, proxy, server)
-            if fault == "sever":  # a short disconnection: the session re-attaches, the node stays
-                await trio.sleep(1)
-                assert await _owner(checker, node) == first
-                assert program.stdout[mark:] == []
-            else:
-                found = await program.line(r"registered by session (0x[0-9a-f]+)", RECOVERY, after=mark)
-                owner = int(found.group(1), 16)
-                assert owner != first
-                assert await _owner(checker, node) == owner
-        assert await _owner(checker, node) is None  # the program ended (exit 0) and closed its session
 
 
 async def _lock_children(checker: zkwire.Client, path: str) -> list[tuple[str, int]]:
@@ -237,45 +207,135 @@ async def _lock_children(checker: zkwire.Client, path: str) -> list[tuple[str, i
     return owners
 
 
-@pytest.mark.parametrize("fault", FAULTS)
-async def test_lock_is_competed_for_again(
-    fault: str, server: EmbeddedZooKeeper, faultproxy: ModuleType, zk_path: str
-) -> None:
+class Registration:
+    """docs/sessions.rst, "Reopening after expiry": the ephemeral registration exists again after the
+    fault, owned by the program's current session (the same one after a short disconnection)."""
+
+    page, label = "sessions.rst", "pattern-registration"
+
+    def __init__(self, checker: zkwire.Client, chroot: str) -> None:
+        self.checker = checker
+        self.node = f"{chroot}/workers/worker-1"
+
+    async def established(self, program: Program) -> None:
+        self.first = int((await program.line(REGISTERED, 20)).group(1), 16)
+        assert await _owner(self.checker, self.node) == self.first
+
+    async def recovered(self, program: Program, fault: str, mark: int) -> None:
+        if fault == "sever":  # the session re-attaches, the node stays
+            await trio.sleep(1)
+            assert await _owner(self.checker, self.node) == self.first
+            assert not [line for line in program.stdout[mark:] if re.search(REGISTERED, line)]
+            return
+        owner = int((await program.line(REGISTERED, RECOVERY, after=mark)).group(1), 16)
+        assert owner != self.first
+        assert await _owner(self.checker, self.node) == owner
+
+    async def ended(self) -> None:
+        assert await _owner(self.checker, self.node) is None  # the program closed its session
+
+
+class LockHolder:
     """docs/sessions.rst, "Locks across disconnection and expiry": after the lease is lost (a short
-    disconnection in the same session, or expiry), the program holds the lock again with a newer
-    fencing token, and only its current session has a node under the lock path."""
-    lock = f"{zk_path}/locks/report"
+    disconnection in the same session, or expiry), the program holds the lock again with a newer fencing
+    token, and only its current session has a node under the lock path."""
+
+    page, label = "sessions.rst", "pattern-lock"
+
+    def __init__(self, checker: zkwire.Client, chroot: str) -> None:
+        self.checker = checker
+        self.lock = f"{chroot}/locks/report"
+
+    async def established(self, program: Program) -> None:
+        self.token = int((await program.line(HOLDING, 20)).group(1))
+
+    async def recovered(self, program: Program, fault: str, mark: int) -> None:
+        again = int((await program.line(HOLDING, RECOVERY, after=mark)).group(1))
+        assert again > self.token
+        assert any(line.startswith("lost:") for line in program.stdout[mark:])
+        nodes = await _lock_children(self.checker, self.lock)
+        assert len(nodes) == 1, nodes
+
+    async def ended(self) -> None:
+        assert await _lock_children(self.checker, self.lock) == []  # the program released it
+
+
+class Follower:
+    """docs/watching.rst, "Following a node across expiry": a change made after the fault is reported."""
+
+    page, label = "watching.rst", "pattern-follow"
+
+    def __init__(self, checker: zkwire.Client, chroot: str) -> None:
+        self.checker = checker
+        self.node = f"{chroot}/config/feature-x"
+
+    async def established(self, program: Program) -> None:
+        await program.line(r"^feature-x: v1$", 20)
+
+    async def recovered(self, program: Program, fault: str, mark: int) -> None:
+        mark = len(program.stdout)
+        await zkwire.retry(self.checker.set_data, self.node, b"v2")
+        await program.line(r"^feature-x: v2$", RECOVERY, after=mark)
+
+    async def ended(self) -> None:
+        pass
+
+
+Pattern = Registration | LockHolder | Follower
+
+
+async def _run_under(
+    fault: str,
+    kinds: list[type[Registration] | type[LockHolder] | type[Follower]],
+    server: EmbeddedZooKeeper,
+    faultproxy: ModuleType,
+    zk_path: str,
+) -> None:
+    """Run each documented program (a chroot of its own) through one proxy, inflict ``fault`` on all of
+    them at once, and check what each page promises; then that each ended with exit 0."""
     async with zkwire.open_client(server.hosts, session_timeout=30) as checker:
-        await checker.ensure_path(zk_path)  # the chroot the program's HOSTS names
-        async with (
-            faultproxy.open_fault_proxy(server.hosts) as proxy,
-            run_pattern("sessions.rst", "pattern-lock", proxy.hosts + zk_path, FAULTS[fault]) as program,
-        ):
-            token = int((await program.line(r"holding, fencing token (\d+)", 20)).group(1))
-            mark = len(program.stdout)
-            await _inflict(fault, program, proxy, server)
-            again = int((await program.line(r"holding, fencing token (\d+)", RECOVERY, after=mark)).group(1))
-            assert again > token
-            assert any(line.startswith("lost:") for line in program.stdout[mark:])
-            nodes = await _lock_children(checker, lock)
-            assert len(nodes) == 1, nodes
-        assert await _lock_children(checker, lock) == []  # the program ended (exit 0) and released it
+        patterns: list[Pattern] = []
+        for i, kind in enumerate(kinds):
+            chroot = f"{zk_path}/{i}"
+            await checker.ensure_path(chroot)
+            patterns.append(kind(checker, chroot))
+        await checker.ensure_path(
+            f"{zk_path}/{kinds.index(Follower)}/config/feature-x", data=b"v1"
+        ) if Follower in kinds else None
+        async with faultproxy.open_fault_proxy(server.hosts) as proxy, AsyncExitStack() as stack:
+            programs = [
+                await stack.enter_async_context(
+                    run_pattern(p.page, p.label, f"{proxy.hosts}{zk_path}/{i}", FAULTS[fault])
+                )
+                for i, p in enumerate(patterns)
+            ]
+            for pattern, program in zip(patterns, programs, strict=True):
+                await pattern.established(program)
+            marks = [len(program.stdout) for program in programs]
+            await _inflict(fault, programs, proxy, server)
+            for pattern, program, mark in zip(patterns, programs, marks, strict=True):
+                await pattern.recovered(program, fault, mark)
+        for pattern in patterns:
+            await pattern.ended()
 
 
-@pytest.mark.parametrize("fault", FAULTS)
-async def test_follower_reports_a_change_after_the_fault(
+@pytest.mark.parametrize("fault", ["sever", "server-paused", "program-paused"])
+async def test_documented_patterns_live_through(
     fault: str, server: EmbeddedZooKeeper, faultproxy: ModuleType, zk_path: str
 ) -> None:
-    """docs/watching.rst, "Following a node across expiry": a change made after the fault is reported."""
-    node = f"{zk_path}/config/feature-x"
-    async with zkwire.open_client(server.hosts, session_timeout=30) as writer:
-        await writer.ensure_path(node, data=b"v1")
-        async with (
-            faultproxy.open_fault_proxy(server.hosts) as proxy,
-            run_pattern("watching.rst", "pattern-follow", proxy.hosts + zk_path, FAULTS[fault]) as program,
-        ):
-            await program.line(r"^feature-x: v1$", 20)
-            await _inflict(fault, program, proxy, server)
-            mark = len(program.stdout)
-            await zkwire.retry(writer.set_data, node, b"v2")
-            await program.line(r"^feature-x: v2$", RECOVERY, after=mark)
+    await _run_under(fault, [Registration, LockHolder, Follower], server, faultproxy, zk_path)
+
+
+async def test_registration_when_the_client_gives_its_session_up(
+    server: EmbeddedZooKeeper, faultproxy: ModuleType, zk_path: str
+) -> None:
+    """The race of the report: the client declares its session expired while the server still holds it
+    and its node; the next session's registration must not collide with it.  Alone, so that the
+    connections are let through the moment the program gives up."""
+    await _run_under("client-gives-up", [Registration], server, faultproxy, zk_path)
+
+
+async def test_lock_and_follower_when_the_client_gives_its_session_up(
+    server: EmbeddedZooKeeper, faultproxy: ModuleType, zk_path: str
+) -> None:
+    await _run_under("client-gives-up", [LockHolder, Follower], server, faultproxy, zk_path)

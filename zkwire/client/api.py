@@ -804,8 +804,14 @@ class Client:
     async def ensure_ephemeral(self, path: str, data: bytes = b"", *, acl: Sequence[ACL] | None = None) -> Stat:
         """Make sure this session owns an ephemeral node at ``path``, creating it and missing parents.
 
-        See :func:`zkwire.client.nodes.ensure_ephemeral` (a lost create reply is handled; another
-        session's node raises :class:`~zkwire.errors.NodeExistsError`).
+        See :func:`zkwire.client.nodes.ensure_ephemeral` (a lost create reply is handled).
+
+        Raises:
+            NodeExistsError: another session owns the node, or it is persistent.
+            NoChildrenForEphemeralsError: a parent is ephemeral.
+            NoAuthError: an ACL forbids creating the node or a parent.
+            InvalidPathError, InvalidArgumentError, DataTooLargeError: bad input (nothing is sent).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         from .nodes import ensure_ephemeral
 
