@@ -314,7 +314,12 @@ def test_session_password_sizes_accepted(size: int) -> None:
 def test_null_session_password_is_refused() -> None:
     pair = ConnectionPair(make_core())
     pair.open(0.0)
-    _failed_handshake(pair, frame(b"\\x00" * 4 + INT32_MAX.to_bytes(4, "big") + (5).to_bytes(8, "big") + b"\\xff" * 4))
+    # protocolVersion 0, timeout 8000 ms, session id 5, then a password of length -1 (null).
+    response = frame((0).to_bytes(4, "big") + (8000).to_bytes(4, "big") + (5).to_bytes(8, "big") + b"\xff" * 4)
+    [drop] = pair.to_client(response, 0.1)
+    assert isinstance(drop, DropConnection)
+    assert "without a session password" in drop.reason  # the check it names, not a truncated record
+    assert pair.core.session_id == 0
 
 
 def test_session_id_zero_is_refused() -> None:
