@@ -14,6 +14,12 @@ Prints Markdown tables of medians (with each row's range over the rounds) with r
 client (Curator for the lock metrics), writes JSON
 (default bench/results/latest.json) and a PNG chart (matplotlib, Agg; skipped with a message when
 matplotlib is missing).  See bench/README.md for what each metric means.
+
+Read from :func:`main` down: :func:`parser` and :func:`plan` turn the command line into a :class:`Plan` (peers,
+metrics, sizes, the tasks of a round, the bounds); :func:`run_all` starts the server and runs
+:func:`run_rounds` (each child through :func:`run_child`), the once-metrics and the codec benchmark;
+:func:`report` prints :func:`tables` (each built by :func:`table`) and :func:`write_json` writes the JSON.
+The peers' measurement loops are in bench/peers/__init__.py.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -433,13 +439,12 @@ def table(
     Java/Curator likewise (the ratio of the medians, and the range of the per-round ratios)."""
     rows = ROWS if rows is None else rows
     spread = spreads(results) if results else {}
-    names = {p: PEERS[p][1] for p in peers}
-    head = ["metric"] + [names[p] for p in peers]
     has_java = "java" in peers and "zkwire" in peers
     has_targets = any(r.java_target is not None for r in rows if r.metric in metrics)
+    rivals: list[str] = [p for p in ("kazoo", "aiozk") if p in peers]
+    head = ["metric"] + [PEERS[p][1] for p in peers]
     if has_java:
         head += ["zkwire ÷ Java/Curator (range over rounds)"] + (["target vs Java/Curator"] if has_targets else [])
-    rivals = [p for p in ("kazoo", "aiozk") if p in peers]
     if "zkwire" in peers and rivals:
         head.append("ahead of " + " & ".join(rivals))
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
@@ -454,48 +459,62 @@ def table(
         ranges = {p: spread.get(row.metric, {}).get(p, {}).get(row.figure) for p in peers}
         cells = [f"{row.label} ({row.unit}, {better} is better)"] + [_cell(vals[p], ranges[p]) for p in peers]
         verdict: dict[str, Any] = {"metric": row.metric, "figure": row.figure, "label": row.label}
-        z = vals.get("zkwire")
         if has_java:
-            j = vals.get("java")
-            ratio = z / j if z is not None and j is not None and j else None
-            per_round = (
-                round_ratios(results[row.metric].get("zkwire", []), results[row.metric].get("java", []), row.figure)
-                if results and row.metric in results
-                else []
-            )
-            text = f"{ratio:.2f}x" if ratio is not None else "n/a"
-            if ratio is not None and len(per_round) > 1:
-                text += f" ({min(per_round):.2f}{DASH}{max(per_round):.2f})"
-            cells.append(text)
-            verdict["ratio_to_java"] = ratio
-            verdict["ratio_to_java_per_round"] = per_round
-            if not has_targets:
-                pass
-            elif row.java_target is None:
-                cells.append("—")
-            elif ratio is None:
-                cells.append(f"{row.java_target[0]} {row.java_target[1]}x: n/a")
-            else:
-                op, factor = row.java_target
-                met = ratio >= factor if op == ">=" else ratio <= factor
-                verdict["java_target"] = f"{op} {factor}"
-                verdict["java_target_met"] = met
-                cells.append(f"{op.replace('>=', '≥').replace('<=', '≤')} {factor}x: {'met' if met else 'MISSED'}")
+            cells += _java_cells(row, vals, results, has_targets, verdict)
         if "zkwire" in peers and rivals:
-            if z is None:
-                cells.append("n/a")
-            else:
-                behind = [
-                    p
-                    for p in rivals
-                    if vals.get(p) is not None and not _better_or_equal(z, vals[p], row.higher_is_better, row.slack)
-                ]  # type: ignore[arg-type]
-                compared = [p for p in rivals if vals.get(p) is not None]
-                verdict["behind"] = behind
-                cells.append("n/a" if not compared else "yes" if not behind else "NO (" + ", ".join(behind) + ")")
+            cells.append(_rivals_cell(row, vals, rivals, verdict))
         verdicts.append(verdict)
         lines.append("| " + " | ".join(cells) + " |")
     return ("\n".join(lines) if verdicts else ""), verdicts
+
+
+def _java_cells(
+    row: Row,
+    vals: dict[str, float | None],
+    results: dict[str, dict[str, list[dict[str, Any]]]] | None,
+    has_targets: bool,
+    verdict: dict[str, Any],
+) -> list[str]:
+    """The ratio to Java/Curator (and the target's verdict, when the table has targets); notes both in
+    ``verdict``."""
+    z, j = vals.get("zkwire"), vals.get("java")
+    ratio = z / j if z is not None and j is not None and j else None
+    per_round = (
+        round_ratios(results[row.metric].get("zkwire", []), results[row.metric].get("java", []), row.figure)
+        if results and row.metric in results
+        else []
+    )
+    text = f"{ratio:.2f}x" if ratio is not None else "n/a"
+    if ratio is not None and len(per_round) > 1:
+        text += f" ({min(per_round):.2f}{DASH}{max(per_round):.2f})"
+    verdict["ratio_to_java"] = ratio
+    verdict["ratio_to_java_per_round"] = per_round
+    if not has_targets:
+        return [text]
+    if row.java_target is None:
+        return [text, "—"]
+    op, factor = row.java_target
+    if ratio is None:
+        return [text, f"{op} {factor}x: n/a"]
+    met = ratio >= factor if op == ">=" else ratio <= factor
+    verdict["java_target"] = f"{op} {factor}"
+    verdict["java_target_met"] = met
+    return [text, f"{op.replace('>=', '≥').replace('<=', '≤')} {factor}x: {'met' if met else 'MISSED'}"]
+
+
+def _rivals_cell(row: Row, vals: dict[str, float | None], rivals: list[str], verdict: dict[str, Any]) -> str:
+    """Whether zkwire is at least as good as kazoo and aiozk on this row; notes who is ahead in ``verdict``."""
+    z = vals.get("zkwire")
+    if z is None:
+        return "n/a"
+    behind = [
+        p
+        for p in rivals
+        if (v := vals.get(p)) is not None and not _better_or_equal(z, v, row.higher_is_better, row.slack)
+    ]
+    compared = [p for p in rivals if vals.get(p) is not None]
+    verdict["behind"] = behind
+    return "n/a" if not compared else "yes" if not behind else "NO (" + ", ".join(behind) + ")"
 
 
 def codec_table(codec: dict[str, Any] | None) -> str:
@@ -596,7 +615,7 @@ def machine() -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------------
-# main
+# main: the command line, the plan of a run, the rounds, the report
 
 #: A busy loop for --busy-cpus: ends with its parent, and after an hour in any case.
 SPIN = (
@@ -607,32 +626,30 @@ SPIN = (
 )
 
 
-def main() -> int:
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        return child(sys.argv[2:])
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="2 rounds, shorter phases (about 2 minutes)")
-    parser.add_argument("--rounds", type=int, help="rounds including the discarded warm-up round (full: 5, quick: 2)")
-    parser.add_argument(
+def parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="2 rounds, shorter phases (about 2 minutes)")
+    p.add_argument("--rounds", type=int, help="rounds including the discarded warm-up round (full: 5, quick: 2)")
+    p.add_argument(
         "--peers", default="zkwire,raw,trio,least,kazoo,aiozk,java", help="comma-separated: " + ",".join(PEERS)
     )
-    parser.add_argument(
+    p.add_argument(
         "--metrics",
         default=",".join(ALL_METRICS),
         help="comma-separated: " + ",".join(ALL_METRICS + list(SCALE)) + " (the scale_* groups only on request)",
     )
-    parser.add_argument(
+    p.add_argument(
         "--scale", action="store_true", help="add every scale_* group to --metrics (see bench/README.md, Metrics)"
     )
     for group in SCALE_GROUPS:
-        short = group.name.removeprefix("scale_")
-        parser.add_argument(
-            f"--scale-{short}",
+        p.add_argument(
+            f"--scale-{group.name.removeprefix('scale_')}",
             metavar="N,N",
             help=f"sizes of {group.name} (default {','.join(str(n) for n in group.sizes)})",
         )
-    parser.add_argument("--no-codec", action="store_true", help="skip the codec micro-benchmark")
-    parser.add_argument(
+    p.add_argument("--no-codec", action="store_true", help="skip the codec micro-benchmark")
+    p.add_argument(
         "--busy-cpus",
         type=int,
         default=0,
@@ -640,18 +657,25 @@ def main() -> int:
         help="run N busy loops at nice 19 meanwhile, so no CPU ever idles (a VM's wake-up from idle "
         "otherwise adds to every latency); default 0",
     )
-    parser.add_argument("--herd-waiters", type=int, metavar="N", help="waiters in the herd check (default 100)")
-    parser.add_argument(
-        "--mem-waiters", type=int, metavar="N", help="waiting contenders for the per-waiter memory figure"
-    )
-    parser.add_argument(
+    _add_bound_options(p)
+    p.add_argument("--hosts", help="use this running server instead of starting one")
+    p.add_argument("--json", type=Path, default=HERE / "results" / "latest.json")
+    p.add_argument("--png", type=Path, default=HERE / "results" / "latest.png")
+    return p
+
+
+def _add_bound_options(p: argparse.ArgumentParser) -> None:
+    """The options that size the children's waits and the largest rows."""
+    p.add_argument("--herd-waiters", type=int, metavar="N", help="waiters in the herd check (default 100)")
+    p.add_argument("--mem-waiters", type=int, metavar="N", help="waiting contenders for the per-waiter memory figure")
+    p.add_argument(
         "--timeout",
         type=float,
         metavar="S",
         help="bound on any single wait in a child (default 30 s; the scale waiters and sessions add 10 ms per "
         "waiter or session); raise it on a loaded machine",
     )
-    parser.add_argument(
+    p.add_argument(
         "--big-waiters",
         type=int,
         default=10_000,
@@ -659,40 +683,75 @@ def main() -> int:
         help="scale_waiters sizes of N or more run in the last --big-rounds rounds only, never as a warm-up "
         "(default 10000: each such round takes minutes per peer)",
     )
-    parser.add_argument("--big-rounds", type=int, default=1, metavar="K", help="see --big-waiters (default 1)")
-    parser.add_argument(
+    p.add_argument("--big-rounds", type=int, default=1, metavar="K", help="see --big-waiters (default 1)")
+    p.add_argument(
         "--big-peers",
         metavar="P,P",
         help="the peers that run the --big-waiters sizes (default: all; aiozk needs many minutes at 10,000)",
     )
-    parser.add_argument("--hosts", help="use this running server instead of starting one")
-    parser.add_argument("--json", type=Path, default=HERE / "results" / "latest.json")
-    parser.add_argument("--png", type=Path, default=HERE / "results" / "latest.png")
-    args = parser.parse_args()
 
-    peers = [p for p in args.peers.split(",") if p]
+
+class Task(NamedTuple):
+    """One column of a round: ``key`` names its results, ``metric`` the peer metric that runs it; a scale
+    task has its ``group`` and ``size``."""
+
+    key: str
+    metric: str
+    group: ScaleGroup | None
+    size: int
+
+
+@dataclass
+class Plan:
+    """What a run does, from the command line: who, what, how often, with which bounds."""
+
+    peers: list[str]
+    metrics: list[str]
+    sizes: dict[str, tuple[int, ...]]
+    tasks: list[Task]
+    params: Params
+    rounds: int
+    notes: list[str]
+    support: dict[str, set[str]]
+
+    @property
+    def scale_rows(self) -> list[Row]:
+        return [row for g in SCALE_GROUPS if g.name in self.metrics for n in self.sizes[g.name] for row in g.rows(n)]
+
+    @property
+    def once(self) -> list[str]:
+        """The metrics run once per peer after the rounds."""
+        return [m for m in ONCE_METRICS if m in self.metrics]
+
+    def unsupported(self) -> list[str]:
+        """Per peer, the tasks and once-metrics it does not run."""
+        out = sorted(
+            f"{p}: {', '.join(t.key for t in self.tasks if t.metric not in self.support[p])}"
+            for p in self.peers
+            if {t.metric for t in self.tasks} - self.support[p]
+        )
+        return out + sorted(
+            f"{p}: {', '.join(m for m in self.once if m not in self.support[p])}"
+            for p in self.peers
+            if set(self.once) - self.support[p]
+        )
+
+
+def plan(args: argparse.Namespace, p: argparse.ArgumentParser) -> Plan:
+    """The run the arguments ask for; a wrong argument ends the program through ``p.error``."""
+    peers = [x for x in args.peers.split(",") if x]
     metrics = [m for m in args.metrics.split(",") if m]
     if args.scale:
         metrics += [g for g in SCALE if g not in metrics]
-    for p in peers:
-        if p not in PEERS:
-            parser.error(f"unknown peer {p!r}")
+    for peer in peers:
+        if peer not in PEERS:
+            p.error(f"unknown peer {peer!r}")
     for m in metrics:
         if m not in ALL_METRICS and m not in SCALE:
-            parser.error(f"unknown metric {m!r}")
-    sizes: dict[str, tuple[int, ...]] = {}
-    for group in SCALE_GROUPS:
-        given = getattr(args, "scale_" + group.name.removeprefix("scale_"))
-        try:
-            sizes[group.name] = tuple(int(x) for x in given.split(",") if x) if given else group.sizes
-        except ValueError:
-            parser.error(f"--scale-{group.name.removeprefix('scale_')}: comma-separated integers")
-        if any(n < 1 for n in sizes[group.name]):
-            parser.error(f"--scale-{group.name.removeprefix('scale_')}: sizes must be positive")
-    #: (result key, peer metric, group or None, size); the scale tasks after the round metrics.
-    tasks: list[tuple[str, str, ScaleGroup | None, int]] = [(m, m, None, 0) for m in ROUND_METRICS if m in metrics]
-    tasks += [(g.key(n), g.peer_metric, g, n) for g in SCALE_GROUPS if g.name in metrics for n in sizes[g.name]]
-    scale_rows = [row for g in SCALE_GROUPS if g.name in metrics for n in sizes[g.name] for row in g.rows(n)]
+            p.error(f"unknown metric {m!r}")
+    sizes = {group.name: _sizes(args, p, group) for group in SCALE_GROUPS}
+    tasks = [Task(m, m, None, 0) for m in ROUND_METRICS if m in metrics]
+    tasks += [Task(g.key(n), g.peer_metric, g, n) for g in SCALE_GROUPS if g.name in metrics for n in sizes[g.name]]
     params = QUICK if args.quick else FULL
     if args.herd_waiters is not None:
         params = dataclasses.replace(params, waiters=max(1, args.herd_waiters))
@@ -700,162 +759,238 @@ def main() -> int:
         params = dataclasses.replace(params, mem_waiters=max(1, args.mem_waiters))
     if args.timeout is not None:
         params = dataclasses.replace(params, timeout=max(1.0, args.timeout))
-    rounds = args.rounds if args.rounds is not None else (2 if args.quick else 5)
-    rounds = max(1, rounds)
+    rounds = max(1, args.rounds if args.rounds is not None else (2 if args.quick else 5))
     notes: list[str] = []
     if "java" in peers and (why := java_peer.missing()):
         notes.append(f"java peer skipped: {why}")
         peers.remove("java")
-    support = {p: set(PEERS[p][2]) for p in peers}
+    support = {peer: set(PEERS[peer][2]) for peer in peers}
+    return Plan(peers, metrics, sizes, tasks, params, rounds, notes, support)
 
-    started = time.monotonic()
-    load_at_start = os.getloadavg()
+
+def _sizes(args: argparse.Namespace, p: argparse.ArgumentParser, group: ScaleGroup) -> tuple[int, ...]:
+    """The sizes given for ``group`` (``--scale-<name>``), or its defaults."""
+    option = group.name.removeprefix("scale_")
+    given = getattr(args, "scale_" + option)
+    try:
+        sizes = tuple(int(x) for x in given.split(",") if x) if given else group.sizes
+    except ValueError:
+        p.error(f"--scale-{option}: comma-separated integers")
+    if any(n < 1 for n in sizes):
+        p.error(f"--scale-{option}: sizes must be positive")
+    return sizes
+
+
+Results = dict[str, dict[str, list[dict[str, Any]]]]
+
+
+@dataclass
+class Run:
+    """What a run measured, and where."""
+
+    results: Results
+    hosts: str = ""
+    server_how: str = ""
+    server_info: str = ""
+    codec: dict[str, Any] | None = None
+
+
+def run_all(pl: Plan, args: argparse.Namespace) -> Run:
+    """Start the server (unless ``--hosts``) and the Java compiler, run the rounds, the once-metrics and the
+    codec micro-benchmark, then stop what was started."""
     spinners = [
         subprocess.Popen(["nice", "-n", "19", sys.executable, "-c", SPIN.format(parent=os.getpid())])
         for _ in range(max(0, args.busy_cpus))
     ]
     server = Server()
-    results: dict[str, dict[str, list[dict[str, Any]]]] = {m: {p: [] for p in peers} for m in metrics if m not in SCALE}
-    results.update({key: {p: [] for p in peers} for key, _, group, _ in tasks if group is not None})
+    results: Results = {m: {p: [] for p in pl.peers} for m in pl.metrics if m not in SCALE}
+    results.update({t.key: {p: [] for p in pl.peers} for t in pl.tasks if t.group is not None})
+    run = Run(results)
     tmp = tempfile.TemporaryDirectory(prefix="zkbench-java-")
-    javac: subprocess.Popen[bytes] | None = None
-    java_cp: str | None = None
-    codec: dict[str, Any] | None = None
-    server_info = ""
     try:
-        if "java" in peers:
-            # Compile while the server starts.
-            javac, java_cp = java_peer.start_compile(Path(tmp.name))
+        # Compile while the server starts.
+        javac, java_cp = java_peer.start_compile(Path(tmp.name)) if "java" in pl.peers else (None, None)
         if args.hosts:
-            hosts, server.how = args.hosts, "given with --hosts"
+            run.hosts, server.how = args.hosts, "given with --hosts"
         else:
             server.start()
-            hosts = server.hosts
+            run.hosts = server.hosts
+        run.server_how = server.how
         if javac is not None and javac.wait(300) != 0:
             raise RuntimeError("javac failed on bench/java/ZkBench.java")
         from peers import four_letter_word
 
-        server_info = four_letter_word(hosts, "srvr").splitlines()[0]
-        path = _prepare(hosts)
-        log(f"server {hosts} ({server.how}); {server_info}; {rounds} rounds; peers {','.join(peers)}")
-        if "scale_payload" in metrics or "scale_children" in metrics:
-            t = time.monotonic()
-            _prepare_scale(
-                hosts,
-                path,
-                sizes["scale_payload"] if "scale_payload" in metrics else (),
-                sizes["scale_children"] if "scale_children" in metrics else (),
-            )
-            log(f"scale nodes created under {path} in {time.monotonic() - t:.1f} s")
-
-        for r in range(rounds):
-            for key, metric, group, size in tasks:
-                for peer in peers:
-                    if metric not in support[peer]:
-                        continue
-                    big = group is not None and group.name == "scale_waiters" and size >= args.big_waiters
-                    if big and (r < rounds - max(1, args.big_rounds) or (r == 0 and rounds > 1)):
-                        continue
-                    if big and args.big_peers and peer not in args.big_peers.split(","):
-                        continue
-                    child_params = group.params(params, size) if group else params
-                    child_path = group.path(path, size) if group else path
-                    figure = run_child(peer, metric, hosts, child_path, child_params, java_cp)
-                    figure["round"] = r
-                    tag = "warm-up" if r == 0 and rounds > 1 else f"round {r}"
-                    log(f"{tag:<8} {key:<22} {peer:<7} {_brief(figure)}")
-                    if r > 0 or rounds == 1 or big:
-                        results[key][peer].append(figure)
-        for metric in [m for m in ONCE_METRICS if m in metrics]:
-            for peer in peers:
-                if metric not in support[peer]:
-                    continue
-                figure = run_child(peer, metric, hosts, path, params, java_cp)
-                log(f"once     {metric:<14} {peer:<7} {_brief(figure)}")
-                results[metric][peer].append(figure)
-        if not args.no_codec and "zkwire" in peers:
+        run.server_info = four_letter_word(run.hosts, "srvr").splitlines()[0]
+        path = _prepare(run.hosts)
+        log(f"server {run.hosts} ({server.how}); {run.server_info}; {pl.rounds} rounds; peers {','.join(pl.peers)}")
+        _prepare_scale_nodes(pl, run.hosts, path)
+        run_rounds(pl, args, run, path, java_cp)
+        for metric in pl.once:
+            for peer in pl.peers:
+                if metric in pl.support[peer]:
+                    figure = run_child(peer, metric, run.hosts, path, pl.params, java_cp)
+                    log(f"once     {metric:<14} {peer:<7} {_brief(figure)}")
+                    results[metric][peer].append(figure)
+        if not args.no_codec and "zkwire" in pl.peers:
             log("codec micro-benchmark (bench/codec_bench.py)")
-            codec = run_codec(args.quick)
+            run.codec = run_codec(args.quick)
     finally:
         server.stop()
         tmp.cleanup()
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
+    return run
 
+
+def _prepare_scale_nodes(pl: Plan, hosts: str, path: str) -> None:
+    """The nodes of the payload and children rows, when the run has them."""
+    if "scale_payload" not in pl.metrics and "scale_children" not in pl.metrics:
+        return
+    t = time.monotonic()
+    _prepare_scale(
+        hosts,
+        path,
+        pl.sizes["scale_payload"] if "scale_payload" in pl.metrics else (),
+        pl.sizes["scale_children"] if "scale_children" in pl.metrics else (),
+    )
+    log(f"scale nodes created under {path} in {time.monotonic() - t:.1f} s")
+
+
+def run_rounds(pl: Plan, args: argparse.Namespace, run: Run, path: str, java_cp: str | None) -> None:
+    """The interleaved rounds: each task for every peer in turn, round after round; the first round is a
+    warm-up (its figures are logged, not kept) unless it is the only one or runs a big size."""
+    for r in range(pl.rounds):
+        for task in pl.tasks:
+            for peer in pl.peers:
+                big = task.group is not None and task.group.name == "scale_waiters" and task.size >= args.big_waiters
+                if task.metric not in pl.support[peer] or (big and _skips_big(args, pl.rounds, r, peer)):
+                    continue
+                child_params = task.group.params(pl.params, task.size) if task.group else pl.params
+                child_path = task.group.path(path, task.size) if task.group else path
+                figure = run_child(peer, task.metric, run.hosts, child_path, child_params, java_cp)
+                figure["round"] = r
+                tag = "warm-up" if r == 0 and pl.rounds > 1 else f"round {r}"
+                log(f"{tag:<8} {task.key:<22} {peer:<7} {_brief(figure)}")
+                if r > 0 or pl.rounds == 1 or big:
+                    run.results[task.key][peer].append(figure)
+
+
+def _skips_big(args: argparse.Namespace, rounds: int, r: int, peer: str) -> bool:
+    """A big waiters size runs in the last ``--big-rounds`` rounds only, never as a warm-up, and only for
+    the ``--big-peers``."""
+    if r < rounds - max(1, args.big_rounds) or (r == 0 and rounds > 1):
+        return True
+    return bool(args.big_peers) and peer not in args.big_peers.split(",")
+
+
+@dataclass
+class Tables:
+    """A run's figures summarised: medians, the Markdown tables and their verdicts, what failed."""
+
+    med: dict[str, dict[str, dict[str, float | None]]]
+    md: str
+    verdicts: list[dict[str, Any]]
+    scale_md: str
+    scale_verdicts: list[dict[str, Any]]
+    codec_md: str
+    unsupported: list[str]
+    errors: list[str]
+
+
+def tables(pl: Plan, run: Run) -> Tables:
+    results = run.results
     med = medians(results)
-    md, verdicts = table(med, peers, metrics, results=results)
-    scale_md, scale_verdicts = table(med, peers, list(results), scale_rows, results) if scale_rows else ("", [])
+    md, verdicts = table(med, pl.peers, pl.metrics, results=results)
+    scale_rows = pl.scale_rows
+    scale_md, scale_verdicts = table(med, pl.peers, list(results), scale_rows, results) if scale_rows else ("", [])
     errors = [
-        f"{peer} {metric}: {run['error']}"
+        f"{peer} {metric}: {r['error']}"
         for metric, by_peer in results.items()
         for peer, runs in by_peer.items()
-        for run in runs
-        if "error" in run
+        for r in runs
+        if "error" in r
     ]
-    unsupported = sorted(
-        f"{p}: {', '.join(k for k, m, _, _ in tasks if m not in support[p])}"
-        for p in peers
-        if {m for _, m, _, _ in tasks} - support[p]
-    )
-    unsupported += sorted(
-        f"{p}: {', '.join(m for m in ONCE_METRICS if m in metrics and m not in support[p])}"
-        for p in peers
-        if {m for m in ONCE_METRICS if m in metrics} - support[p]
-    )
-    elapsed = time.monotonic() - started
+    return Tables(med, md, verdicts, scale_md, scale_verdicts, codec_table(run.codec), pl.unsupported(), errors)
+
+
+def report(pl: Plan, args: argparse.Namespace, run: Run, elapsed: float, load_at_start: tuple[float, ...]) -> int:
+    """Print the tables (stdout), write the JSON and the chart; 1 if a child run failed."""
+    t = tables(pl, run)
     info = machine()
     info["load_avg_at_start"] = load_at_start
     info["load_avg_at_end"] = os.getloadavg()
-    header = (
-        f"{time.strftime('%Y-%m-%d %H:%M %Z')}, {info['cores']} cores ({info['cpu']}), Python {info['python']}, "
-        f"{info['java']}; server {server_info} standalone on loopback, tickTime 2000, forceSync=no; "
-        f"{'quick' if args.quick else 'full'} run, {max(1, rounds - 1)} measured round(s) "
-        f"(+1 warm-up discarded), medians; {args.busy_cpus} niced busy loop(s); {elapsed:.0f} s; "
-        f"load average {load_at_start[0]:.2f} at start, "
-        f"{info['load_avg_at_end'][0]:.2f} at end"
-    )
-    print(header + "\n")
-    if md:
-        print(md)
-    if scale_md:
-        print("\nScale:\n\n" + scale_md)
-    codec_md = codec_table(codec)
-    if codec_md:
-        print("\n" + codec_md)
-    for n in notes + [f"n/a: {u}" for u in unsupported] + [f"error: {e}" for e in errors]:
+    print(_header(pl, args, run, info, elapsed) + "\n")
+    if t.md:
+        print(t.md)
+    if t.scale_md:
+        print("\nScale:\n\n" + t.scale_md)
+    if t.codec_md:
+        print("\n" + t.codec_md)
+    for n in pl.notes + [f"n/a: {u}" for u in t.unsupported] + [f"error: {e}" for e in t.errors]:
         print(f"\n- {n}", end="")
     print()
-    report = {
+    write_json(pl, args, run, t, info, elapsed)
+    log(f"JSON written to {args.json}")
+    log(chart(t.med, pl.peers, args.png))
+    return 1 if t.errors else 0
+
+
+def write_json(pl: Plan, args: argparse.Namespace, run: Run, t: Tables, info: dict[str, Any], elapsed: float) -> None:
+    """The JSON of the run (``--json``): the machine, the server, the parameters, every round's figures,
+    the medians and ranges, the verdicts and the tables."""
+    out = {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         "mode": "quick" if args.quick else "full",
-        "rounds": rounds,
+        "rounds": pl.rounds,
         "busy_cpus": args.busy_cpus,
-        "measured_rounds": max(1, rounds - 1) if rounds > 1 else 1,
+        "measured_rounds": max(1, pl.rounds - 1) if pl.rounds > 1 else 1,
         "elapsed_s": elapsed,
         "machine": info,
-        "server": {"how": server.how, "srvr": server_info, "settings": Server.SETTINGS, "hosts": hosts},
-        "params": params.to_json(),
-        "peers": peers,
-        "scale_sizes": {g: list(n) for g, n in sizes.items() if g in metrics},
-        "medians": med,
-        "spreads": spreads(results),
-        "runs": results,
-        "verdicts": verdicts,
-        "scale_verdicts": scale_verdicts,
-        "scale_markdown": scale_md,
-        "codec": codec,
-        "markdown": md,
-        "codec_markdown": codec_md,
-        "notes": notes,
-        "unsupported": unsupported,
-        "errors": errors,
+        "server": {"how": run.server_how, "srvr": run.server_info, "settings": Server.SETTINGS, "hosts": run.hosts},
+        "params": pl.params.to_json(),
+        "peers": pl.peers,
+        "scale_sizes": {g: list(n) for g, n in pl.sizes.items() if g in pl.metrics},
+        "medians": t.med,
+        "spreads": spreads(run.results),
+        "runs": run.results,
+        "verdicts": t.verdicts,
+        "scale_verdicts": t.scale_verdicts,
+        "scale_markdown": t.scale_md,
+        "codec": run.codec,
+        "markdown": t.md,
+        "codec_markdown": t.codec_md,
+        "notes": pl.notes,
+        "unsupported": t.unsupported,
+        "errors": t.errors,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=2, default=str))
-    log(f"JSON written to {args.json}")
-    log(chart(med, peers, args.png))
-    return 1 if errors else 0
+    args.json.write_text(json.dumps(out, indent=2, default=str))
+
+
+def _header(pl: Plan, args: argparse.Namespace, run: Run, info: dict[str, Any], elapsed: float) -> str:
+    """The line above the tables: when, where, what kind of run, how loaded."""
+    load_at_start, load_at_end = info["load_avg_at_start"], info["load_avg_at_end"]
+    return (
+        f"{time.strftime('%Y-%m-%d %H:%M %Z')}, {info['cores']} cores ({info['cpu']}), Python {info['python']}, "
+        f"{info['java']}; server {run.server_info} standalone on loopback, tickTime 2000, forceSync=no; "
+        f"{'quick' if args.quick else 'full'} run, {max(1, pl.rounds - 1)} measured round(s) "
+        f"(+1 warm-up discarded), medians; {args.busy_cpus} niced busy loop(s); {elapsed:.0f} s; "
+        f"load average {load_at_start[0]:.2f} at start, "
+        f"{load_at_end[0]:.2f} at end"
+    )
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        return child(sys.argv[2:])
+    p = parser()
+    args = p.parse_args()
+    pl = plan(args, p)
+    started = time.monotonic()
+    load_at_start = os.getloadavg()
+    run = run_all(pl, args)
+    return report(pl, args, run, time.monotonic() - started, load_at_start)
 
 
 def log(msg: str) -> None:

@@ -1,6 +1,6 @@
-"""The README's Performance table from the JSON of one ``bench/run.py`` run.
+"""The summary table of a dated note (bench/results/*.md) from the JSON of one ``bench/run.py`` run.
 
-    .venv/bin/python bench/summary.py bench/published/2026-11-23-full-scale.json
+    .venv/bin/python bench/summary.py bench/results/latest.json
 
 Prints the condensed table (several figures per row, e.g. pipelined depths 8 / 128 / 4,096), medians of
 the run's measured rounds, with zkwire ÷ Java or Curator and the range of the per-round ratios where the

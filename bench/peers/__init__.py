@@ -7,16 +7,26 @@ metric, peer and round), so no peer sees another's imports, threads or heap.
 ``path`` names an existing node holding 100 bytes; everything a peer creates goes under it.  ``params``
 holds the bounds of every loop (see :class:`Params`): each loop stops at a count and at a deadline,
 whichever comes first.
+
+The measurement loops are here, once, each for a blocking and an async peer alike (a peer passes the
+call to measure, or drives the timer's iterators itself): :func:`measure_sequential` (the seq and payload
+rows), :func:`measure_counted` (create+delete, the uncontended lock cycle), :func:`measure_listing`
+(getChildren of many children), :func:`measure_round_robin` (one getData per session in turn), and
+:func:`handoffs` (the handoff row's schedule).  A peer keeps only what is its own: opening its client,
+running its tasks or threads, and its library's lock.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import socket
+import statistics
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sized
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -93,11 +103,7 @@ class SequentialTimer:
         self.cpu = self.elapsed = 0.0
 
     def warm_up(self) -> Iterator[None]:
-        deadline = time.perf_counter() + self.p.warm
-        i = 0
-        while i < self.p.max_ops and time.perf_counter() < deadline:
-            yield
-            i += 1
+        return iter(Phase(self.p.warm, self.p.max_ops))
 
     def samples(self) -> Iterator[None]:
         lat = self.lat
@@ -139,6 +145,259 @@ async def measure_sequential_async(call: Callable[[], Awaitable[object]], p: Par
     for _ in timer.samples():
         await call()
     return timer.result()
+
+
+class Phase:
+    """One phase of a counted loop: ``for _ in phase: <one pass>`` runs until ``limit`` is counted (``step``
+    per pass) or ``seconds`` have passed, whichever comes first; then :attr:`count` and :attr:`elapsed` hold
+    what it did."""
+
+    def __init__(self, seconds: float, limit: int, step: int = 1) -> None:
+        self.seconds, self.limit, self.step = seconds, limit, step
+        self.count = 0
+        self.elapsed = 0.0
+
+    def __iter__(self) -> Iterator[None]:
+        self.count = 0
+        t = time.perf_counter()
+        deadline = t + self.seconds
+        while self.count < self.limit and time.perf_counter() < deadline:
+            yield
+            self.count += self.step
+        self.elapsed = time.perf_counter() - t
+
+
+def counted_phases(p: Params, step: int = 1) -> tuple[Phase, Phase]:
+    """The warm-up phase and the measured one of a loop bounded by ``max_ops``."""
+    return Phase(p.warm, p.max_ops, step), Phase(p.measure, p.max_ops, step)
+
+
+def measure_counted(call: Callable[[], object], p: Params, step: int = 1) -> tuple[int, float]:
+    """``call`` in a loop for the warm-up phase, then for the measured one: (count, seconds) of the
+    measured phase, each call counting ``step``."""
+    for phase in counted_phases(p, step):
+        for _ in phase:
+            call()
+    return phase.count, phase.elapsed
+
+
+async def measure_counted_async(call: Callable[[], Awaitable[object]], p: Params, step: int = 1) -> tuple[int, float]:
+    """:func:`measure_counted` for a coroutine function."""
+    for phase in counted_phases(p, step):
+        for _ in phase:
+            await call()
+    return phase.count, phase.elapsed
+
+
+def throughput(count: int, elapsed: float, what: str = "ops") -> Result:
+    """``{"<what>_per_s": count / elapsed, "<what>": count}``."""
+    return {f"{what}_per_s": count / elapsed, what: count}
+
+
+def cycle_ms(count: int, elapsed: float) -> Result:
+    """Milliseconds per cycle, and the cycles."""
+    return {"ms": elapsed / count * 1e3, "cycles": count}
+
+
+class ListingTimer:
+    """The scale getChildren loop (up to ``calls`` calls in each phase, at least 3 measured):
+    ``for _ in timer.warm_up(): call()``, then ``for _ in timer.samples(): timer.count = len(call())``,
+    then :meth:`result`."""
+
+    def __init__(self, p: Params) -> None:
+        self.p = p
+        self.lat: list[float] = []
+        self.count = 0
+        self.cpu = 0.0
+
+    def warm_up(self) -> Iterator[None]:
+        return iter(Phase(self.p.warm, self.p.calls))
+
+    def samples(self) -> Iterator[None]:
+        lat = self.lat
+        cpu0 = time.process_time()
+        deadline = time.perf_counter() + self.p.measure
+        while len(lat) < self.p.calls and (len(lat) < 3 or time.perf_counter() < deadline):
+            t = time.perf_counter()
+            yield
+            lat.append(time.perf_counter() - t)
+        self.cpu = time.process_time() - cpu0
+
+    def result(self, node: str) -> Result:
+        """The figures; a listing of the wrong length is an error."""
+        if self.count != self.p.arg:
+            raise RuntimeError(f"{node} has {self.count} children, expected {self.p.arg}")
+        n = len(self.lat)
+        return {"ms_per_call": statistics.median(self.lat) * 1e3, "cpu_ms_per_call": self.cpu / n * 1e3, "calls": n}
+
+
+def measure_listing(call: Callable[[], Sized], node: str, p: Params) -> Result:
+    """The scale getChildren row for a blocking ``call`` that lists ``node``."""
+    timer = ListingTimer(p)
+    for _ in timer.warm_up():
+        call()
+    for _ in timer.samples():
+        timer.count = len(call())
+    return timer.result(node)
+
+
+async def measure_listing_async(call: Callable[[], Awaitable[Sized]], node: str, p: Params) -> Result:
+    """:func:`measure_listing` for a coroutine function."""
+    timer = ListingTimer(p)
+    for _ in timer.warm_up():
+        await call()
+    for _ in timer.samples():
+        timer.count = len(await call())
+    return timer.result(node)
+
+
+class RoundRobin:
+    """One getData at a time on session 0, 1, ..., n-1, 0, ...: ``for i in phase: get(i)`` over
+    :meth:`phases` (the warm-up, then the measured one; each at least one call per session), then
+    :meth:`result`."""
+
+    def __init__(self, n: int, p: Params) -> None:
+        self.n, self.p = n, p
+        self.ops = 0
+        self.elapsed = self.cpu = 0.0
+
+    def phases(self) -> Iterator[Iterator[int]]:
+        yield self._phase(self.p.warm)
+        yield self._phase(self.p.measure)
+
+    def _phase(self, seconds: float) -> Iterator[int]:
+        i = 0
+        cpu0, t = time.process_time(), time.perf_counter()
+        deadline = t + seconds
+        while i < self.p.max_ops and (i < self.n or time.perf_counter() < deadline):
+            yield i % self.n
+            i += 1
+        self.ops, self.elapsed, self.cpu = i, time.perf_counter() - t, time.process_time() - cpu0
+
+    def result(self, rss: float, open_s: float) -> Result:
+        """The scale sessions row: ``rss`` bytes and ``open_s`` seconds for opening the ``n`` sessions."""
+        n = self.n
+        return {
+            "rss_kib": rss / n / 1024,
+            "open_ms": open_s / n * 1e3,
+            "ops_per_s": self.ops / self.elapsed,
+            "cpu_us_per_op": self.cpu / self.ops * 1e6,
+            "sessions": n,
+        }
+
+
+def measure_round_robin(get: Callable[[int], object], n: int, p: Params) -> RoundRobin:
+    """``get(i)`` on session ``i`` in turn, warm-up then measured (see :class:`RoundRobin`)."""
+    loop = RoundRobin(n, p)
+    for phase in loop.phases():
+        for i in phase:
+            get(i)
+    return loop
+
+
+async def measure_round_robin_async(get: Callable[[int], Awaitable[object]], n: int, p: Params) -> RoundRobin:
+    """:func:`measure_round_robin` for a coroutine function."""
+    loop = RoundRobin(n, p)
+    for phase in loop.phases():
+        for i in phase:
+            await get(i)
+    return loop
+
+
+def within(n: int, bound: float, what: str) -> Iterator[int]:
+    """``range(n)``, raising ``TimeoutError(what)`` once ``bound`` seconds have passed."""
+    limit = time.monotonic() + bound
+    for i in range(n):
+        if time.monotonic() > limit:
+            raise TimeoutError(what)
+        yield i
+
+
+def handoffs(p: Params) -> Iterator[bool]:
+    """The handoff row's schedule: one item per handoff, true for the measured ones (the last
+    ``handoffs``; a few warm-up ones come first); stops early after ``timeout`` seconds."""
+    total = p.handoffs + max(5, p.handoffs // 10)
+    deadline = time.perf_counter() + p.timeout
+    for k in range(total):
+        if time.perf_counter() > deadline:
+            return
+        yield k >= total - p.handoffs
+
+
+def handoff_result(lat: list[float]) -> Result:
+    pc = percentiles(lat, 1e3)
+    return {"p50_ms": pc["p50"], "p99_ms": pc["p99"], "handoffs": len(lat)}
+
+
+class StopFlag:
+    """A flag raised at a deadline by a timer task (trio or asyncio: ``after`` takes the library's
+    ``sleep``): cheaper than reading the clock on every op."""
+
+    def __init__(self) -> None:
+        self.stop = False
+
+    async def after(self, seconds: float, sleep: Callable[[float], Awaitable[object]]) -> None:
+        await sleep(seconds)
+        self.stop = True
+
+
+class Countdown:
+    """Counts the waiters of a drain as each lets the lock go; ``event`` (trio's, asyncio's or
+    threading's) is set by the ``n``-th.  ``guard`` serialises threads (none needed for tasks)."""
+
+    def __init__(self, n: int, event: Any, guard: AbstractContextManager[object] | None = None) -> None:
+        self.n, self.event = n, event
+        self.guard = guard if guard is not None else nullcontext()
+        self.count = 0
+
+    def done(self) -> None:
+        with self.guard:
+            self.count += 1
+            if self.count == self.n:
+                self.event.set()
+
+
+def metric_function(namespace: dict[str, Any], metric: str) -> Any:
+    """A peer module's function for ``metric``, named ``_<metric>`` in ``namespace`` (its ``globals()``);
+    :data:`PEERS` says which metrics each peer has."""
+    return namespace[f"_{metric}"]
+
+
+def settle() -> None:
+    """Collect garbage until it is gone, before reading a memory figure."""
+    for _ in range(3):
+        gc.collect()
+
+
+def memory_result(rss: float, heap: float, n: int) -> Result:
+    """Memory per session or per waiter: ``rss`` and ``heap`` bytes of growth for ``n`` of them."""
+    return {"rss_kib": rss / n / 1024, "heap_kib": heap / n / 1024, "n": n}
+
+
+def herd_result(before: int, after: int, wakeups: int, drain: float, n: int, relists: int | None = None) -> Result:
+    """The herd row: server triggers and client wake-ups (and, when counted, re-listings of the queue)
+    per release, over ``n`` waiters."""
+    out: Result = {"server_triggers_per_release": (after - before) / n, "wakeups_per_release": wakeups / n}
+    if relists is not None:
+        out["relists_per_release"] = relists / n
+    return {**out, "drain_grants_per_s": n / drain, "waiters": n}
+
+
+def waiters_result(
+    n: int, queue_s: float, drain: float, cpu: float, rss: float, heap: float | None, before: Result, after: Result
+) -> Result:
+    """The scale waiters row for ``n`` waiters: ``before`` and ``after`` are the :func:`server_counters`
+    around the drain; ``heap`` is KiB per waiter already (None: not measured)."""
+    return {
+        "queue_s": queue_s,
+        "drain_grants_per_s": n / drain,
+        "rss_kib": rss / n / 1024,
+        "heap_kib": heap,
+        "cpu_us_per_grant": cpu / n * 1e6,
+        "server_bytes_per_grant": (after["tcp_bytes_sent"] - before["tcp_bytes_sent"]) / n,
+        "server_packets_per_grant": (after["zk_packets_sent"] - before["zk_packets_sent"]) / n,
+        "waiters": n,
+    }
 
 
 def rss_bytes() -> int:

@@ -3,47 +3,51 @@
 from __future__ import annotations
 
 import asyncio
-import gc
-import statistics
 import time
 import tracemalloc
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiozk import ZKClient
 from aiozk.recipes.sequential import SequentialRecipe
 
 from . import (
+    Countdown,
     Params,
     Result,
+    StopFlag,
     children_path,
+    cycle_ms,
+    handoff_result,
+    handoffs,
+    herd_result,
     lock_watch_count,
+    measure_counted_async,
+    measure_listing_async,
+    measure_round_robin_async,
     measure_sequential_async,
-    percentiles,
+    memory_result,
+    metric_function,
     rss_bytes,
     server_counters,
     server_watch_count,
     server_watch_triggers,
+    settle,
+    throughput,
     unique,
+    waiters_result,
+    within,
 )
 
 
 def run(metric: str, hosts: str, path: str, p: Params) -> Result:
-    return asyncio.run(_METRICS[metric](hosts, path, p))
+    return asyncio.run(metric_function(globals(), metric)(hosts, path, p))
 
 
 async def _client(hosts: str, p: Params) -> ZKClient:
     zk = ZKClient(hosts)
     await asyncio.wait_for(zk.start(), p.timeout)
     return zk
-
-
-class _Stop:
-    def __init__(self) -> None:
-        self.stop = False
-
-    async def after(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-        self.stop = True
 
 
 async def _seq(hosts: str, path: str, p: Params) -> Result:
@@ -59,7 +63,7 @@ async def _pipelined(hosts: str, path: str, p: Params) -> Result:
 
     async def phase(seconds: float) -> tuple[int, float]:
         done = 0
-        flag = _Stop()
+        flag = StopFlag()
 
         async def worker() -> None:
             nonlocal done
@@ -68,7 +72,7 @@ async def _pipelined(hosts: str, path: str, p: Params) -> Result:
                 done += 1
 
         t = time.perf_counter()
-        await asyncio.gather(flag.after(seconds), *(worker() for _ in range(p.window)))
+        await asyncio.gather(flag.after(seconds, asyncio.sleep), *(worker() for _ in range(p.window)))
         return done, time.perf_counter() - t
 
     try:
@@ -76,51 +80,37 @@ async def _pipelined(hosts: str, path: str, p: Params) -> Result:
         ops, elapsed = await phase(p.measure)
     finally:
         await zk.close()
-    return {"ops_per_s": ops / elapsed, "ops": ops}
+    return throughput(ops, elapsed)
 
 
 async def _create_delete(hosts: str, path: str, p: Params) -> Result:
     zk = await _client(hosts, p)
     prefix = f"{path}/{unique('cd')}-"
 
-    async def phase(seconds: float) -> tuple[int, float]:
-        n = 0
-        t = time.perf_counter()
-        deadline = t + seconds
-        while n < p.max_ops and time.perf_counter() < deadline:
-            created = await zk.create(prefix, ephemeral=True, sequential=True)
-            await zk.delete(created)
-            n += 2
-        return n, time.perf_counter() - t
+    async def create_delete() -> None:
+        created = await zk.create(prefix, ephemeral=True, sequential=True)
+        await zk.delete(created)
 
     try:
-        await phase(p.warm)
-        ops, elapsed = await phase(p.measure)
+        ops, elapsed = await measure_counted_async(create_delete, p, step=2)
     finally:
         await zk.close()
-    return {"ops_per_s": ops / elapsed, "ops": ops}
+    return throughput(ops, elapsed)
 
 
 async def _lock_cycle(hosts: str, path: str, p: Params) -> Result:
     zk = await _client(hosts, p)
     lock = zk.recipes.Lock(f"{path}/{unique('aiozk-cycle')}")
 
-    async def phase(seconds: float) -> tuple[int, float]:
-        n = 0
-        t = time.perf_counter()
-        deadline = t + seconds
-        while n < p.max_ops and time.perf_counter() < deadline:
-            async with lock:
-                pass
-            n += 1
-        return n, time.perf_counter() - t
+    async def cycle() -> None:
+        async with lock:
+            pass
 
     try:
-        await phase(p.warm)
-        cycles, elapsed = await phase(p.measure)
+        cycles, elapsed = await measure_counted_async(cycle, p)
     finally:
         await zk.close()
-    return {"ms": elapsed / cycles * 1e3, "cycles": cycles}
+    return cycle_ms(cycles, elapsed)
 
 
 async def _contended(hosts: str, path: str, p: Params) -> Result:
@@ -129,7 +119,7 @@ async def _contended(hosts: str, path: str, p: Params) -> Result:
 
     async def phase(seconds: float) -> int:
         grants = 0
-        flag = _Stop()
+        flag = StopFlag()
 
         async def worker(zk: ZKClient) -> None:
             nonlocal grants
@@ -140,7 +130,9 @@ async def _contended(hosts: str, path: str, p: Params) -> Result:
                         grants += 1
 
         await asyncio.wait_for(
-            asyncio.gather(flag.after(seconds), *(worker(clients[i % len(clients)]) for i in range(p.workers))),
+            asyncio.gather(
+                flag.after(seconds, asyncio.sleep), *(worker(clients[i % len(clients)]) for i in range(p.workers))
+            ),
             seconds + p.timeout,
         )
         return grants
@@ -151,7 +143,7 @@ async def _contended(hosts: str, path: str, p: Params) -> Result:
     finally:
         for zk in clients:
             await zk.close()
-    return {"grants_per_s": grants / p.measure, "grants": grants}
+    return throughput(grants, p.measure, "grants")
 
 
 async def _handoff(hosts: str, path: str, p: Params) -> Result:
@@ -163,35 +155,29 @@ async def _handoff(hosts: str, path: str, p: Params) -> Result:
         await locks[i].acquire()
         return time.perf_counter()
 
+    async def queued() -> bool:
+        return len(await a.get_children(lock_path)) >= 2
+
     lat: list[float] = []
     try:
         await locks[0].acquire()
         holder = 0
-        total = p.handoffs + max(5, p.handoffs // 10)
-        deadline = time.perf_counter() + p.timeout
-        for k in range(total):
-            if time.perf_counter() > deadline:
-                break
+        for measured in handoffs(p):
             waiter = 1 - holder
             pending = asyncio.create_task(acquire(waiter))
-            limit = time.monotonic() + p.timeout
-            while len(await a.get_children(lock_path)) < 2:
-                if time.monotonic() > limit:
-                    raise TimeoutError("waiter did not queue")
-                await asyncio.sleep(0.001)
+            await _wait_until(queued, p.timeout, "waiter did not queue", 0.001)
             await asyncio.sleep(0.005)
             t0 = time.perf_counter()
             await locks[holder].release()
             t1 = await asyncio.wait_for(pending, p.timeout)
-            if k >= total - p.handoffs:
+            if measured:
                 lat.append(t1 - t0)
             holder = waiter
         await locks[holder].release()
     finally:
         await a.close()
         await b.close()
-    pc = percentiles(lat, 1e3)
-    return {"p50_ms": pc["p50"], "p99_ms": pc["p99"], "handoffs": len(lat)}
+    return handoff_result(lat)
 
 
 async def _herd(hosts: str, path: str, p: Params) -> Result:
@@ -209,33 +195,22 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
     try:
         holder = holder_zk.recipes.Lock(lock_path)
         await holder.acquire()
-        done = 0
-        all_done = asyncio.Event()
+        drained = Countdown(p.waiters, asyncio.Event())
 
         async def waiter() -> None:
-            nonlocal done
             async with zk.recipes.Lock(lock_path):
                 pass
-            done += 1
-            if done == p.waiters:
-                all_done.set()
+            drained.done()
 
         watches = await asyncio.to_thread(server_watch_count, hosts) + p.waiters - 1
         tasks = [asyncio.create_task(waiter()) for _ in range(p.waiters)]
-        limit = time.monotonic() + p.timeout
-        while (
-            len(await holder_zk.get_children(lock_path)) < p.waiters + 1
-            or await asyncio.to_thread(server_watch_count, hosts) < watches
-        ):
-            if time.monotonic() > limit:
-                raise TimeoutError("waiters did not queue")
-            await asyncio.sleep(0.01)
+        await _wait_until(_queue_holds(holder_zk, hosts, lock_path, p.waiters + 1, watches), p.timeout)
         await asyncio.sleep(0.2)
         before = await asyncio.to_thread(server_watch_triggers, hosts)
         wakeups = 0
         t = time.perf_counter()
         await holder.release()
-        await asyncio.wait_for(all_done.wait(), p.timeout)
+        await asyncio.wait_for(drained.event.wait(), p.timeout)
         drain = time.perf_counter() - t
         await asyncio.sleep(0.2)
         after = await asyncio.to_thread(server_watch_triggers, hosts)
@@ -244,18 +219,7 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
         SequentialRecipe.wait_on_sibling = original  # type: ignore[method-assign]
         await zk.close()
         await holder_zk.close()
-    n = p.waiters
-    return {
-        "server_triggers_per_release": (after - before) / n,
-        "wakeups_per_release": wakeups / n,
-        "drain_grants_per_s": n / drain,
-        "waiters": n,
-    }
-
-
-def _settle() -> None:
-    for _ in range(3):
-        gc.collect()
+    return herd_result(before, after, wakeups, drain, p.waiters)
 
 
 async def _mem_session(hosts: str, path: str, p: Params) -> Result:
@@ -265,18 +229,18 @@ async def _mem_session(hosts: str, path: str, p: Params) -> Result:
     async def open_n() -> list[ZKClient]:
         clients = [await _client(hosts, p) for _ in range(n)]
         await asyncio.sleep(0.3)
-        _settle()
+        settle()
         return clients
 
     try:
-        _settle()
+        settle()
         rss0 = rss_bytes()
         clients = await open_n()
         rss = rss_bytes() - rss0
         for zk in clients:
             await zk.close()
         tracemalloc.start()
-        _settle()
+        settle()
         heap0 = tracemalloc.get_traced_memory()[0]
         clients = await open_n()
         heap = tracemalloc.get_traced_memory()[0] - heap0
@@ -285,7 +249,7 @@ async def _mem_session(hosts: str, path: str, p: Params) -> Result:
             await zk.close()
     finally:
         await first.close()
-    return {"rss_kib": rss / n / 1024, "heap_kib": heap / n / 1024, "n": n}
+    return memory_result(rss, heap, n)
 
 
 async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
@@ -303,25 +267,18 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
     async def queue(k: int) -> None:
         watches = await asyncio.to_thread(server_watch_count, hosts) + k - 1
         tasks.extend(asyncio.create_task(waiter()) for _ in range(k))
-        limit = time.monotonic() + p.timeout
-        while (
-            len(await holder_zk.get_children(lock_path)) < len(tasks) + 1
-            or await asyncio.to_thread(server_watch_count, hosts) < watches
-        ):
-            if time.monotonic() > limit:
-                raise TimeoutError("waiters did not queue")
-            await asyncio.sleep(0.01)
+        await _wait_until(_queue_holds(holder_zk, hosts, lock_path, len(tasks) + 1, watches), p.timeout)
         await asyncio.sleep(0.2)
-        _settle()
+        settle()
 
     try:
         await queue(1)
-        _settle()
+        settle()
         rss0 = rss_bytes()
         await queue(n)
         rss = rss_bytes() - rss0
         tracemalloc.start()
-        _settle()
+        settle()
         heap0 = tracemalloc.get_traced_memory()[0]
         await queue(n)
         heap = tracemalloc.get_traced_memory()[0] - heap0
@@ -332,21 +289,49 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
     finally:
         await zk.close()
         await holder_zk.close()
-    return {"rss_kib": rss / n / 1024, "heap_kib": heap / n / 1024, "n": n}
+    return memory_result(rss, heap, n)
+
+
+async def _wait_until(
+    done: Callable[[], Awaitable[bool]], bound: float, what: str = "waiters did not queue", interval: float = 0.01
+) -> None:
+    """Poll ``done`` every ``interval`` seconds until it is true; ``TimeoutError(what)`` after ``bound``."""
+    limit = time.monotonic() + bound
+    while not await done():
+        if time.monotonic() > limit:
+            raise TimeoutError(what)
+        await asyncio.sleep(interval)
+
+
+def _queue_holds(
+    holder_zk: ZKClient, hosts: str, lock_path: str, nodes: int, watches: int
+) -> Callable[[], Awaitable[bool]]:
+    """Whether the lock has ``nodes`` children and the server holds ``watches`` watches (``mntr``, in a
+    thread): every waiter has queued and parked."""
+
+    async def done() -> bool:
+        return (
+            len(await holder_zk.get_children(lock_path)) >= nodes
+            and await asyncio.to_thread(server_watch_count, hosts) >= watches
+        )
+
+    return done
 
 
 async def _queued(holder_zk: ZKClient, hosts: str, lock_path: str, nodes: int, watches: int, p: Params) -> None:
     """Wait (bounded) until the server holds ``watches`` watches (polled in a thread) and the lock has
     ``nodes`` children: every waiter has queued and parked."""
-    limit = time.monotonic() + p.wait_bound()
-    while await asyncio.to_thread(lock_watch_count, hosts, lock_path) < watches:
-        if time.monotonic() > limit:
-            raise TimeoutError("waiters did not queue")
-        await asyncio.sleep(0.02)
-    while len(await holder_zk.get_children(lock_path)) < nodes:
-        if time.monotonic() > limit:
-            raise TimeoutError("waiters did not queue")
-        await asyncio.sleep(0.02)
+    limit = p.wait_bound()
+    started = time.monotonic()
+
+    async def watched() -> bool:
+        return await asyncio.to_thread(lock_watch_count, hosts, lock_path) >= watches
+
+    async def listed() -> bool:
+        return len(await holder_zk.get_children(lock_path)) >= nodes
+
+    await _wait_until(watched, limit, interval=0.02)
+    await _wait_until(listed, limit - (time.monotonic() - started), interval=0.02)
 
 
 async def _close_quietly(zk: ZKClient) -> bool:
@@ -365,45 +350,41 @@ async def _waiters(hosts: str, path: str, p: Params) -> Result:
     holder_zk, zk = await _client(hosts, p), await _client(hosts, p)
     lock_path = f"{path}/{unique('aiozk-scale')}"
     holder = holder_zk.recipes.Lock(lock_path)
-    done = 0
-    all_done = asyncio.Event()
+    drained = Countdown(n, asyncio.Event())
 
     async def waiter() -> None:
-        nonlocal done
         async with zk.recipes.Lock(lock_path):
             pass
-        done += 1
-        if done == n:
-            all_done.set()
+        drained.done()
 
     heap: float | None = None
     try:
         await holder.acquire()
-        _settle()
+        settle()
         rss0 = rss_bytes()
         watches = await asyncio.to_thread(lock_watch_count, hosts, lock_path) + n - 1
         t = time.perf_counter()
         tasks = [asyncio.create_task(waiter()) for _ in range(n)]
         await _queued(holder_zk, hosts, lock_path, n + 1, watches, p)
         queue_s = time.perf_counter() - t
-        _settle()
+        settle()
         rss = rss_bytes() - rss0
         before = await asyncio.to_thread(server_counters, hosts)
         cpu0, t = time.process_time(), time.perf_counter()
         await holder.release()
-        await asyncio.wait_for(all_done.wait(), p.wait_bound())
+        await asyncio.wait_for(drained.event.wait(), p.wait_bound())
         drain, cpu = time.perf_counter() - t, time.process_time() - cpu0
         after = await asyncio.to_thread(server_counters, hosts)
         await asyncio.gather(*tasks)
         if n <= p.heap_max:
             await holder.acquire()
             tracemalloc.start()
-            _settle()
+            settle()
             heap0 = tracemalloc.get_traced_memory()[0]
             watches = await asyncio.to_thread(lock_watch_count, hosts, lock_path) + n - 1
             tasks = [asyncio.create_task(waiter()) for _ in range(n)]
             await _queued(holder_zk, hosts, lock_path, n + 1, watches, p)
-            _settle()
+            settle()
             heap = (tracemalloc.get_traced_memory()[0] - heap0) / n / 1024
             tracemalloc.stop()
             for task in tasks:
@@ -411,17 +392,7 @@ async def _waiters(hosts: str, path: str, p: Params) -> Result:
             await asyncio.gather(*tasks, return_exceptions=True)
     finally:
         closed = await _close_quietly(zk) and await _close_quietly(holder_zk)
-    return {
-        "closed_in_time": closed,
-        "queue_s": queue_s,
-        "drain_grants_per_s": n / drain,
-        "rss_kib": rss / n / 1024,
-        "heap_kib": heap,
-        "cpu_us_per_grant": cpu / n * 1e6,
-        "server_bytes_per_grant": (after["tcp_bytes_sent"] - before["tcp_bytes_sent"]) / n,
-        "server_packets_per_grant": (after["zk_packets_sent"] - before["zk_packets_sent"]) / n,
-        "waiters": n,
-    }
+    return {"closed_in_time": closed, **waiters_result(n, queue_s, drain, cpu, rss, heap, before, after)}
 
 
 async def _sessions(hosts: str, path: str, p: Params) -> Result:
@@ -431,41 +402,21 @@ async def _sessions(hosts: str, path: str, p: Params) -> Result:
     clients: list[ZKClient] = []
     try:
         await first.get_data(path)
-        _settle()
+        settle()
         rss0 = rss_bytes()
         t = time.perf_counter()
-        limit = time.monotonic() + p.wait_bound()
-        for _ in range(n):
-            if time.monotonic() > limit:
-                raise TimeoutError("sessions did not open")
+        for _ in within(n, p.wait_bound(), "sessions did not open"):
             clients.append(await _client(hosts, p))
         open_s = time.perf_counter() - t
         await asyncio.sleep(0.3)
-        _settle()
+        settle()
         rss = rss_bytes() - rss0
-
-        async def phase(seconds: float) -> tuple[int, float, float]:
-            i = 0
-            cpu0, t = time.process_time(), time.perf_counter()
-            deadline = t + seconds
-            while i < p.max_ops and (i < n or time.perf_counter() < deadline):
-                await clients[i % n].get_data(path)
-                i += 1
-            return i, time.perf_counter() - t, time.process_time() - cpu0
-
-        await phase(p.warm)
-        ops, elapsed, cpu = await phase(p.measure)
+        loop = await measure_round_robin_async(lambda i: clients[i].get_data(path), n, p)
     finally:
         for zk in clients:
             await zk.close()
         await first.close()
-    return {
-        "rss_kib": rss / n / 1024,
-        "open_ms": open_s / n * 1e3,
-        "ops_per_s": ops / elapsed,
-        "cpu_us_per_op": cpu / ops * 1e6,
-        "sessions": n,
-    }
+    return loop.result(rss, open_s)
 
 
 async def _children(hosts: str, path: str, p: Params) -> Result:
@@ -473,38 +424,6 @@ async def _children(hosts: str, path: str, p: Params) -> Result:
     node = children_path(path, p.arg)
     zk = await _client(hosts, p)
     try:
-        deadline = time.perf_counter() + p.warm
-        i = 0
-        while i < p.calls and time.perf_counter() < deadline:
-            await zk.get_children(node)
-            i += 1
-        lat: list[float] = []
-        count = 0
-        cpu0 = time.process_time()
-        deadline = time.perf_counter() + p.measure
-        while len(lat) < p.calls and (len(lat) < 3 or time.perf_counter() < deadline):
-            t = time.perf_counter()
-            count = len(await zk.get_children(node))
-            lat.append(time.perf_counter() - t)
-        cpu = time.process_time() - cpu0
+        return await measure_listing_async(lambda: zk.get_children(node), node, p)
     finally:
         await zk.close()
-    if count != p.arg:
-        raise RuntimeError(f"{node} has {count} children, expected {p.arg}")
-    return {"ms_per_call": statistics.median(lat) * 1e3, "cpu_ms_per_call": cpu / len(lat) * 1e3, "calls": len(lat)}
-
-
-_METRICS = {
-    "seq": _seq,
-    "pipelined": _pipelined,
-    "create_delete": _create_delete,
-    "lock_cycle": _lock_cycle,
-    "contended": _contended,
-    "handoff": _handoff,
-    "herd": _herd,
-    "mem_session": _mem_session,
-    "mem_waiter": _mem_waiter,
-    "waiters": _waiters,
-    "sessions": _sessions,
-    "children": _children,
-}

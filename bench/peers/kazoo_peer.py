@@ -5,29 +5,41 @@ kazoo's Lock blocks a thread per contender, so the lock metrics use one thread p
 
 from __future__ import annotations
 
-import gc
-import statistics
 import threading
 import time
 import tracemalloc
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.recipe.lock import Lock
 
 from . import (
+    Countdown,
     Params,
     Result,
     children_path,
+    cycle_ms,
+    handoff_result,
+    handoffs,
+    herd_result,
     lock_watch_count,
+    measure_counted,
+    measure_listing,
+    measure_round_robin,
     measure_sequential,
-    percentiles,
+    memory_result,
+    metric_function,
     rss_bytes,
     server_counters,
     server_watch_count,
     server_watch_triggers,
+    settle,
+    throughput,
     unique,
+    waiters_result,
+    within,
 )
 
 
@@ -43,7 +55,7 @@ def _close(kz: KazooClient) -> None:
 
 
 def run(metric: str, hosts: str, path: str, p: Params) -> Result:
-    return _METRICS[metric](hosts, path, p)
+    return metric_function(globals(), metric)(hosts, path, p)
 
 
 def _seq(hosts: str, path: str, p: Params) -> Result:
@@ -77,51 +89,37 @@ def _pipelined(hosts: str, path: str, p: Params) -> Result:
         ops, elapsed = phase(p.measure)
     finally:
         _close(kz)
-    return {"ops_per_s": ops / elapsed, "ops": ops}
+    return throughput(ops, elapsed)
 
 
 def _create_delete(hosts: str, path: str, p: Params) -> Result:
     kz = _client(hosts, p)
     prefix = f"{path}/{unique('cd')}-"
 
-    def phase(seconds: float) -> tuple[int, float]:
-        n = 0
-        t = time.perf_counter()
-        deadline = t + seconds
-        while n < p.max_ops and time.perf_counter() < deadline:
-            created = kz.create(prefix, ephemeral=True, sequence=True)
-            kz.delete(created)
-            n += 2
-        return n, time.perf_counter() - t
+    def create_delete() -> None:
+        created = kz.create(prefix, ephemeral=True, sequence=True)
+        kz.delete(created)
 
     try:
-        phase(p.warm)
-        ops, elapsed = phase(p.measure)
+        ops, elapsed = measure_counted(create_delete, p, step=2)
     finally:
         _close(kz)
-    return {"ops_per_s": ops / elapsed, "ops": ops}
+    return throughput(ops, elapsed)
 
 
 def _lock_cycle(hosts: str, path: str, p: Params) -> Result:
     kz = _client(hosts, p)
     lock = kz.Lock(f"{path}/{unique('kazoo-cycle')}")
 
-    def phase(seconds: float) -> tuple[int, float]:
-        n = 0
-        t = time.perf_counter()
-        deadline = t + seconds
-        while n < p.max_ops and time.perf_counter() < deadline:
-            with lock:
-                pass
-            n += 1
-        return n, time.perf_counter() - t
+    def cycle() -> None:
+        with lock:
+            pass
 
     try:
-        phase(p.warm)
-        cycles, elapsed = phase(p.measure)
+        cycles, elapsed = measure_counted(cycle, p)
     finally:
         _close(kz)
-    return {"ms": elapsed / cycles * 1e3, "cycles": cycles}
+    return cycle_ms(cycles, elapsed)
 
 
 def _contended(hosts: str, path: str, p: Params) -> Result:
@@ -154,7 +152,7 @@ def _contended(hosts: str, path: str, p: Params) -> Result:
     finally:
         for kz in clients:
             _close(kz)
-    return {"grants_per_s": grants / p.measure, "grants": grants}
+    return throughput(grants, p.measure, "grants")
 
 
 class _Worker(threading.Thread):
@@ -207,23 +205,15 @@ def _handoff(hosts: str, path: str, p: Params) -> Result:
         workers[0].command("acquire")
         workers[0].reply(p.timeout)
         holder = 0
-        total = p.handoffs + max(5, p.handoffs // 10)
-        deadline = time.perf_counter() + p.timeout
-        for k in range(total):
-            if time.perf_counter() > deadline:
-                break
+        for measured in handoffs(p):
             waiter = 1 - holder
             workers[waiter].command("acquire")
-            limit = time.monotonic() + p.timeout
-            while len(a.get_children(lock_path)) < 2:
-                if time.monotonic() > limit:
-                    raise TimeoutError("waiter did not queue")
-                time.sleep(0.001)
+            _wait_until(lambda: len(a.get_children(lock_path)) >= 2, p.timeout, "waiter did not queue", 0.001)
             time.sleep(0.005)
             workers[holder].command("release")
             t0 = workers[holder].reply(p.timeout)
             t1 = workers[waiter].reply(p.timeout)
-            if k >= total - p.handoffs:
+            if measured:
                 lat.append(t1 - t0)
             holder = waiter
         workers[holder].command("release")
@@ -233,8 +223,7 @@ def _handoff(hosts: str, path: str, p: Params) -> Result:
             w.command("stop")
         _close(a)
         _close(b)
-    pc = percentiles(lat, 1e3)
-    return {"p50_ms": pc["p50"], "p99_ms": pc["p99"], "handoffs": len(lat)}
+    return handoff_result(lat)
 
 
 def _herd(hosts: str, path: str, p: Params) -> Result:
@@ -250,34 +239,29 @@ def _herd(hosts: str, path: str, p: Params) -> Result:
     Lock._watch_predecessor = counting  # type: ignore[method-assign]
     holder = holder_kz.Lock(lock_path)
     holder.acquire()
-    done = [0]
-    all_done = threading.Event()
-    guard = threading.Lock()
+    drained = Countdown(p.waiters, threading.Event(), threading.Lock())
 
     def waiter() -> None:
         with kz.Lock(lock_path):
             pass
-        with guard:
-            done[0] += 1
-            if done[0] == p.waiters:
-                all_done.set()
+        drained.done()
 
     threads = [threading.Thread(target=waiter, daemon=True) for _ in range(p.waiters)]
     try:
         watches = server_watch_count(hosts) + p.waiters - 1
         for th in threads:
             th.start()
-        limit = time.monotonic() + p.timeout
-        while len(holder_kz.get_children(lock_path)) < p.waiters + 1 or server_watch_count(hosts) < watches:
-            if time.monotonic() > limit:
-                raise TimeoutError("waiters did not queue")
-            time.sleep(0.01)
+        _wait_until(
+            lambda: len(holder_kz.get_children(lock_path)) >= p.waiters + 1 and server_watch_count(hosts) >= watches,
+            p.timeout,
+            "waiters did not queue",
+        )
         time.sleep(0.2)
         before = server_watch_triggers(hosts)
         wakeups[0] = 0
         t = time.perf_counter()
         holder.release()
-        if not all_done.wait(p.timeout):
+        if not drained.event.wait(p.timeout):
             raise TimeoutError("the queue did not drain")
         drain = time.perf_counter() - t
         time.sleep(0.2)
@@ -286,18 +270,7 @@ def _herd(hosts: str, path: str, p: Params) -> Result:
         Lock._watch_predecessor = original  # type: ignore[method-assign]
         _close(kz)
         _close(holder_kz)
-    n = p.waiters
-    return {
-        "server_triggers_per_release": (after - before) / n,
-        "wakeups_per_release": wakeups[0] / n,
-        "drain_grants_per_s": n / drain,
-        "waiters": n,
-    }
-
-
-def _settle() -> None:
-    for _ in range(3):
-        gc.collect()
+    return herd_result(before, after, wakeups[0], drain, p.waiters)
 
 
 def _mem_session(hosts: str, path: str, p: Params) -> Result:
@@ -307,18 +280,18 @@ def _mem_session(hosts: str, path: str, p: Params) -> Result:
     def open_n() -> list[KazooClient]:
         clients = [_client(hosts, p) for _ in range(n)]
         time.sleep(0.3)
-        _settle()
+        settle()
         return clients
 
     try:
-        _settle()
+        settle()
         rss0 = rss_bytes()
         clients = open_n()
         rss = rss_bytes() - rss0
         for kz in clients:
             _close(kz)
         tracemalloc.start()
-        _settle()
+        settle()
         heap0 = tracemalloc.get_traced_memory()[0]
         clients = open_n()
         heap = tracemalloc.get_traced_memory()[0] - heap0
@@ -327,7 +300,7 @@ def _mem_session(hosts: str, path: str, p: Params) -> Result:
             _close(kz)
     finally:
         _close(first)
-    return {"rss_kib": rss / n / 1024, "heap_kib": heap / n / 1024, "n": n}
+    return memory_result(rss, heap, n)
 
 
 def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
@@ -338,38 +311,31 @@ def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
     holder.acquire()
     locks: list[Lock] = []
 
-    def waiter(lock: Lock) -> None:
-        try:
-            lock.acquire()
-            lock.release()
-        except Exception:
-            pass  # cancelled
-
     def queue(k: int) -> list[threading.Thread]:
         batch = [kz.Lock(lock_path) for _ in range(k)]
         locks.extend(batch)
-        threads = [threading.Thread(target=waiter, args=(lk,), daemon=True) for lk in batch]
+        threads = [threading.Thread(target=_waiter_until_cancelled, args=(lk,), daemon=True) for lk in batch]
         watches = server_watch_count(hosts) + k - 1
         for th in threads:
             th.start()
-        limit = time.monotonic() + p.timeout
-        while len(holder_kz.get_children(lock_path)) < len(locks) + 1 or server_watch_count(hosts) < watches:
-            if time.monotonic() > limit:
-                raise TimeoutError("waiters did not queue")
-            time.sleep(0.01)
+        _wait_until(
+            lambda: len(holder_kz.get_children(lock_path)) >= len(locks) + 1 and server_watch_count(hosts) >= watches,
+            p.timeout,
+            "waiters did not queue",
+        )
         time.sleep(0.2)
-        _settle()
+        settle()
         return threads
 
     threads: list[threading.Thread] = []
     try:
         threads += queue(1)  # one-time costs
-        _settle()
+        settle()
         rss0 = rss_bytes()
         threads += queue(n)
         rss = rss_bytes() - rss0
         tracemalloc.start()
-        _settle()
+        settle()
         heap0 = tracemalloc.get_traced_memory()[0]
         batch = queue(n)
         heap = tracemalloc.get_traced_memory()[0] - heap0
@@ -378,7 +344,16 @@ def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
     finally:
         _close(kz)
         _close(holder_kz)
-    return {"rss_kib": rss / n / 1024, "heap_kib": heap / n / 1024, "n": n}
+    return memory_result(rss, heap, n)
+
+
+def _waiter_until_cancelled(lock: Lock) -> None:
+    """A waiter's thread: acquires and releases ``lock``, or ends when the lock is cancelled."""
+    try:
+        lock.acquire()
+        lock.release()
+    except Exception:
+        pass  # cancelled
 
 
 def _cancel_and_join(locks: list[Lock], threads: list[threading.Thread], p: Params) -> None:
@@ -397,13 +372,23 @@ def _cancel_and_join(locks: list[Lock], threads: list[threading.Thread], p: Para
         th.join(max(0.0, limit - time.monotonic()))
 
 
+def _wait_until(done: Callable[[], bool], bound: float, what: str, interval: float = 0.01) -> None:
+    """Poll ``done`` every ``interval`` seconds until it is true; ``TimeoutError(what)`` after ``bound``."""
+    limit = time.monotonic() + bound
+    while not done():
+        if time.monotonic() > limit:
+            raise TimeoutError(what)
+        time.sleep(interval)
+
+
 def _queued(holder_kz: KazooClient, hosts: str, lock_path: str, nodes: int, watches: int, p: Params) -> None:
     """Wait (bounded) until the server holds ``watches`` watches and the lock has ``nodes`` children."""
-    limit = time.monotonic() + p.wait_bound()
-    while lock_watch_count(hosts, lock_path) < watches or len(holder_kz.get_children(lock_path)) < nodes:
-        if time.monotonic() > limit:
-            raise TimeoutError("waiters did not queue")
-        time.sleep(0.02)
+    _wait_until(
+        lambda: lock_watch_count(hosts, lock_path) >= watches and len(holder_kz.get_children(lock_path)) >= nodes,
+        p.wait_bound(),
+        "waiters did not queue",
+        0.02,
+    )
 
 
 def _waiters(hosts: str, path: str, p: Params) -> Result:
@@ -413,29 +398,17 @@ def _waiters(hosts: str, path: str, p: Params) -> Result:
     holder_kz, kz = _client(hosts, p), _client(hosts, p)
     lock_path = f"{path}/{unique('kazoo-scale')}"
     holder = holder_kz.Lock(lock_path)
-    done = [0]
-    all_done = threading.Event()
-    guard = threading.Lock()
+    drained = Countdown(n, threading.Event(), threading.Lock())
 
     def waiter() -> None:
         with kz.Lock(lock_path):
             pass
-        with guard:
-            done[0] += 1
-            if done[0] == n:
-                all_done.set()
-
-    def cancellable(lock: Lock) -> None:
-        try:
-            lock.acquire()
-            lock.release()
-        except Exception:
-            pass  # cancelled
+        drained.done()
 
     heap: float | None = None
     try:
         holder.acquire()
-        _settle()
+        settle()
         rss0 = rss_bytes()
         watches = lock_watch_count(hosts, lock_path) + n - 1
         threads = [threading.Thread(target=waiter, daemon=True) for _ in range(n)]
@@ -444,12 +417,12 @@ def _waiters(hosts: str, path: str, p: Params) -> Result:
             th.start()
         _queued(holder_kz, hosts, lock_path, n + 1, watches, p)
         queue_s = time.perf_counter() - t
-        _settle()
+        settle()
         rss = rss_bytes() - rss0
         before = server_counters(hosts)
         cpu0, t = time.process_time(), time.perf_counter()
         holder.release()
-        if not all_done.wait(p.wait_bound()):
+        if not drained.event.wait(p.wait_bound()):
             raise TimeoutError("the queue did not drain")
         drain, cpu = time.perf_counter() - t, time.process_time() - cpu0
         after = server_counters(hosts)
@@ -457,30 +430,21 @@ def _waiters(hosts: str, path: str, p: Params) -> Result:
             holder.acquire()
             locks = [kz.Lock(lock_path) for _ in range(n)]
             tracemalloc.start()
-            _settle()
+            settle()
             heap0 = tracemalloc.get_traced_memory()[0]
             watches = lock_watch_count(hosts, lock_path) + n - 1
-            threads = [threading.Thread(target=cancellable, args=(lk,), daemon=True) for lk in locks]
+            threads = [threading.Thread(target=_waiter_until_cancelled, args=(lk,), daemon=True) for lk in locks]
             for th in threads:
                 th.start()
             _queued(holder_kz, hosts, lock_path, n + 1, watches, p)
-            _settle()
+            settle()
             heap = (tracemalloc.get_traced_memory()[0] - heap0) / n / 1024
             tracemalloc.stop()
             _cancel_and_join(locks, threads, p)
     finally:
         _close(kz)
         _close(holder_kz)
-    return {
-        "queue_s": queue_s,
-        "drain_grants_per_s": n / drain,
-        "rss_kib": rss / n / 1024,
-        "heap_kib": heap,
-        "cpu_us_per_grant": cpu / n * 1e6,
-        "server_bytes_per_grant": (after["tcp_bytes_sent"] - before["tcp_bytes_sent"]) / n,
-        "server_packets_per_grant": (after["zk_packets_sent"] - before["zk_packets_sent"]) / n,
-        "waiters": n,
-    }
+    return waiters_result(n, queue_s, drain, cpu, rss, heap, before, after)
 
 
 def _sessions(hosts: str, path: str, p: Params) -> Result:
@@ -490,41 +454,21 @@ def _sessions(hosts: str, path: str, p: Params) -> Result:
     clients: list[KazooClient] = []
     try:
         first.get(path)
-        _settle()
+        settle()
         rss0 = rss_bytes()
         t = time.perf_counter()
-        limit = time.monotonic() + p.wait_bound()
-        for _ in range(n):
-            if time.monotonic() > limit:
-                raise TimeoutError("sessions did not open")
+        for _ in within(n, p.wait_bound(), "sessions did not open"):
             clients.append(_client(hosts, p))
         open_s = time.perf_counter() - t
         time.sleep(0.3)
-        _settle()
+        settle()
         rss = rss_bytes() - rss0
-
-        def phase(seconds: float) -> tuple[int, float, float]:
-            i = 0
-            cpu0, t = time.process_time(), time.perf_counter()
-            deadline = t + seconds
-            while i < p.max_ops and (i < n or time.perf_counter() < deadline):
-                clients[i % n].get(path)
-                i += 1
-            return i, time.perf_counter() - t, time.process_time() - cpu0
-
-        phase(p.warm)
-        ops, elapsed, cpu = phase(p.measure)
+        loop = measure_round_robin(lambda i: clients[i].get(path), n, p)
     finally:
         for kz in clients:
             _close(kz)
         _close(first)
-    return {
-        "rss_kib": rss / n / 1024,
-        "open_ms": open_s / n * 1e3,
-        "ops_per_s": ops / elapsed,
-        "cpu_us_per_op": cpu / ops * 1e6,
-        "sessions": n,
-    }
+    return loop.result(rss, open_s)
 
 
 def _children(hosts: str, path: str, p: Params) -> Result:
@@ -532,38 +476,6 @@ def _children(hosts: str, path: str, p: Params) -> Result:
     node = children_path(path, p.arg)
     kz = _client(hosts, p)
     try:
-        deadline = time.perf_counter() + p.warm
-        i = 0
-        while i < p.calls and time.perf_counter() < deadline:
-            kz.get_children(node)
-            i += 1
-        lat: list[float] = []
-        count = 0
-        cpu0 = time.process_time()
-        deadline = time.perf_counter() + p.measure
-        while len(lat) < p.calls and (len(lat) < 3 or time.perf_counter() < deadline):
-            t = time.perf_counter()
-            count = len(kz.get_children(node))
-            lat.append(time.perf_counter() - t)
-        cpu = time.process_time() - cpu0
+        return measure_listing(lambda: kz.get_children(node), node, p)
     finally:
         _close(kz)
-    if count != p.arg:
-        raise RuntimeError(f"{node} has {count} children, expected {p.arg}")
-    return {"ms_per_call": statistics.median(lat) * 1e3, "cpu_ms_per_call": cpu / len(lat) * 1e3, "calls": len(lat)}
-
-
-_METRICS = {
-    "seq": _seq,
-    "pipelined": _pipelined,
-    "create_delete": _create_delete,
-    "lock_cycle": _lock_cycle,
-    "contended": _contended,
-    "handoff": _handoff,
-    "herd": _herd,
-    "mem_session": _mem_session,
-    "mem_waiter": _mem_waiter,
-    "waiters": _waiters,
-    "sessions": _sessions,
-    "children": _children,
-}

@@ -7,7 +7,6 @@ what a Python client can cost, not a client to use.
 from __future__ import annotations
 
 import socket
-import statistics
 import struct
 import time
 
@@ -21,7 +20,17 @@ from zkwire.protocol.records import (
     GetDataRequest,
 )
 
-from . import Params, Result, children_path, measure_sequential, unique
+from . import (
+    Params,
+    Result,
+    children_path,
+    measure_counted,
+    measure_listing,
+    measure_sequential,
+    metric_function,
+    throughput,
+    unique,
+)
 
 _LEN = struct.Struct(">i")
 _HEADER = struct.Struct(">iqi")  # xid, zxid, err
@@ -93,7 +102,7 @@ class RawConnection:
 def run(metric: str, hosts: str, path: str, p: Params) -> Result:
     conn = RawConnection(hosts)
     try:
-        return _METRICS[metric](conn, path, p)
+        return metric_function(globals(), metric)(conn, path, p)
     finally:
         conn.close()
 
@@ -126,27 +135,19 @@ def _pipelined(conn: RawConnection, path: str, p: Params) -> Result:
 
     phase(p.warm)
     ops, elapsed = phase(p.measure)
-    return {"ops_per_s": ops / elapsed, "ops": ops}
+    return throughput(ops, elapsed)
 
 
 def _create_delete(conn: RawConnection, path: str, p: Params) -> Result:
     prefix = f"{path}/{unique('cd')}-"
 
-    def phase(seconds: float) -> tuple[int, float]:
-        n = 0
-        t = time.perf_counter()
-        deadline = t + seconds
-        while n < p.max_ops and time.perf_counter() < deadline:
-            reply = conn.call(CREATE, CreateRequest(prefix, b"", OPEN_ACL_UNSAFE, EPHEMERAL_SEQUENTIAL))
-            size = _LEN.unpack_from(reply, 16)[0]
-            created = reply[20 : 20 + size].decode()
-            conn.call(DELETE, DeleteRequest(created, -1))
-            n += 2
-        return n, time.perf_counter() - t
+    def create_delete() -> None:
+        reply = conn.call(CREATE, CreateRequest(prefix, b"", OPEN_ACL_UNSAFE, EPHEMERAL_SEQUENTIAL))
+        size = _LEN.unpack_from(reply, 16)[0]
+        created = reply[20 : 20 + size].decode()
+        conn.call(DELETE, DeleteRequest(created, -1))
 
-    phase(p.warm)
-    ops, elapsed = phase(p.measure)
-    return {"ops_per_s": ops / elapsed, "ops": ops}
+    return throughput(*measure_counted(create_delete, p, step=2))
 
 
 def _names(reply: bytes) -> list[str]:
@@ -165,23 +166,4 @@ def _names(reply: bytes) -> list[str]:
 def _children(conn: RawConnection, path: str, p: Params) -> Result:
     """Scale: getChildren of a node with ``arg`` children, names decoded to str."""
     request = GetChildrenRequest(children_path(path, p.arg), False)
-    deadline = time.perf_counter() + p.warm
-    i = 0
-    while i < p.calls and time.perf_counter() < deadline:
-        _names(conn.call(GET_CHILDREN, request))
-        i += 1
-    lat: list[float] = []
-    count = 0
-    cpu0 = time.process_time()
-    deadline = time.perf_counter() + p.measure
-    while len(lat) < p.calls and (len(lat) < 3 or time.perf_counter() < deadline):
-        t = time.perf_counter()
-        count = len(_names(conn.call(GET_CHILDREN, request)))
-        lat.append(time.perf_counter() - t)
-    cpu = time.process_time() - cpu0
-    if count != p.arg:
-        raise RuntimeError(f"{request.path} has {count} children, expected {p.arg}")
-    return {"ms_per_call": statistics.median(lat) * 1e3, "cpu_ms_per_call": cpu / len(lat) * 1e3, "calls": len(lat)}
-
-
-_METRICS = {"seq": _seq, "pipelined": _pipelined, "create_delete": _create_delete, "children": _children}
+    return measure_listing(lambda: _names(conn.call(GET_CHILDREN, request)), request.path, p)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import gc
-import statistics
 import time
 import tracemalloc
 from contextlib import AsyncExitStack
@@ -17,33 +15,36 @@ import zkwire
 import zkwire.client.watchers
 
 from . import (
+    Countdown,
     Params,
     Result,
+    StopFlag,
     children_path,
+    cycle_ms,
+    handoff_result,
+    handoffs,
+    herd_result,
     lock_watch_count,
+    measure_counted_async,
+    measure_listing_async,
+    measure_round_robin_async,
     measure_sequential_async,
-    percentiles,
+    memory_result,
+    metric_function,
     rss_bytes,
     server_counters,
     server_watch_count,
     server_watch_triggers,
+    settle,
+    throughput,
     unique,
+    waiters_result,
+    within,
 )
 
 
 def run(metric: str, hosts: str, path: str, p: Params) -> Result:
-    return trio.run(_METRICS[metric], hosts, path, p)
-
-
-class _Stop:
-    """A flag raised at a deadline by a timer task: cheaper than reading the clock on every op."""
-
-    def __init__(self) -> None:
-        self.stop = False
-
-    async def after(self, seconds: float) -> None:
-        await trio.sleep(seconds)
-        self.stop = True
+    return trio.run(metric_function(globals(), metric), hosts, path, p)
 
 
 async def _seq(hosts: str, path: str, p: Params) -> Result:
@@ -56,7 +57,7 @@ async def _pipelined(hosts: str, path: str, p: Params) -> Result:
 
         async def phase(seconds: float) -> tuple[int, float]:
             done = 0
-            flag = _Stop()
+            flag = StopFlag()
 
             async def worker() -> None:
                 nonlocal done
@@ -66,52 +67,38 @@ async def _pipelined(hosts: str, path: str, p: Params) -> Result:
 
             t = time.perf_counter()
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(flag.after, seconds)
+                nursery.start_soon(flag.after, seconds, trio.sleep)
                 for _ in range(p.window):
                     nursery.start_soon(worker)
             return done, time.perf_counter() - t
 
         await phase(p.warm)
         ops, elapsed = await phase(p.measure)
-    return {"ops_per_s": ops / elapsed, "ops": ops}
+    return throughput(ops, elapsed)
 
 
 async def _create_delete(hosts: str, path: str, p: Params) -> Result:
     async with zkwire.open_client(hosts) as zk:
         prefix = f"{path}/{unique('cd')}-"
 
-        async def phase(seconds: float) -> tuple[int, float]:
-            n = 0
-            t = time.perf_counter()
-            deadline = t + seconds
-            while n < p.max_ops and time.perf_counter() < deadline:
-                created = await zk.create(prefix, ephemeral=True, sequential=True)
-                await zk.delete(created)
-                n += 2
-            return n, time.perf_counter() - t
+        async def create_delete() -> None:
+            created = await zk.create(prefix, ephemeral=True, sequential=True)
+            await zk.delete(created)
 
-        await phase(p.warm)
-        ops, elapsed = await phase(p.measure)
-    return {"ops_per_s": ops / elapsed, "ops": ops}
+        ops, elapsed = await measure_counted_async(create_delete, p, step=2)
+    return throughput(ops, elapsed)
 
 
 async def _lock_cycle(hosts: str, path: str, p: Params) -> Result:
     async with zkwire.open_client(hosts) as zk:
         mutex = zklock.Mutex(zk, f"{path}/{unique('zklock-cycle')}")
 
-        async def phase(seconds: float) -> tuple[int, float]:
-            n = 0
-            t = time.perf_counter()
-            deadline = t + seconds
-            while n < p.max_ops and time.perf_counter() < deadline:
-                async with mutex:
-                    pass
-                n += 1
-            return n, time.perf_counter() - t
+        async def cycle() -> None:
+            async with mutex:
+                pass
 
-        await phase(p.warm)
-        cycles, elapsed = await phase(p.measure)
-    return {"ms": elapsed / cycles * 1e3, "cycles": cycles}
+        cycles, elapsed = await measure_counted_async(cycle, p)
+    return cycle_ms(cycles, elapsed)
 
 
 async def _contended(hosts: str, path: str, p: Params) -> Result:
@@ -121,7 +108,7 @@ async def _contended(hosts: str, path: str, p: Params) -> Result:
 
         async def phase(seconds: float) -> tuple[int, float]:
             grants = 0
-            flag = _Stop()
+            flag = StopFlag()
 
             async def worker(client: zkwire.Client) -> None:
                 nonlocal grants
@@ -132,14 +119,14 @@ async def _contended(hosts: str, path: str, p: Params) -> Result:
                             grants += 1
 
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(flag.after, seconds)
+                nursery.start_soon(flag.after, seconds, trio.sleep)
                 for i in range(p.workers):
                     nursery.start_soon(worker, clients[i % len(clients)])
             return grants, seconds
 
         await phase(p.warm)
         grants, elapsed = await phase(p.measure)
-    return {"grants_per_s": grants / elapsed, "grants": grants}
+    return throughput(grants, elapsed, "grants")
 
 
 async def _handoff(hosts: str, path: str, p: Params) -> Result:
@@ -182,25 +169,20 @@ async def _handoff(hosts: str, path: str, p: Params) -> Result:
             await cmd_send[0].send("acquire")
             await reply_recv[0].receive()
             holder = 0
-            total = p.handoffs + max(5, p.handoffs // 10)  # the first few are warm-up
-            deadline = time.perf_counter() + p.timeout
-            for k in range(total):
-                if time.perf_counter() > deadline:
-                    break
+            for measured in handoffs(p):
                 waiter = 1 - holder
                 await cmd_send[waiter].send("acquire")
                 await queued(2)
                 await cmd_send[holder].send("release")
                 t0 = await reply_recv[holder].receive()
                 t1 = await reply_recv[waiter].receive()
-                if k >= total - p.handoffs:
+                if measured:
                     lat.append(t1 - t0)
                 holder = waiter
             await cmd_send[holder].send("release")
             await reply_recv[holder].receive()
             nursery.cancel_scope.cancel()
-    pc = percentiles(lat, 1e3)
-    return {"p50_ms": pc["p50"], "p99_ms": pc["p99"], "handoffs": len(lat)}
+    return handoff_result(lat)
 
 
 async def _herd(hosts: str, path: str, p: Params) -> Result:
@@ -230,16 +212,12 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
     async with zkwire.open_client(hosts) as holder_zk, zkwire.open_client(hosts) as zk:
         holder = zklock.Mutex(holder_zk, lock_path)
         await holder.acquire()
-        done = 0
-        all_done = trio.Event()
+        drained = Countdown(p.waiters, trio.Event())
 
         async def waiter() -> None:
-            nonlocal done
             async with zklock.Mutex(zk, lock_path):
                 pass
-            done += 1
-            if done == p.waiters:
-                all_done.set()
+            drained.done()
 
         watches = await trio.to_thread.run_sync(server_watch_count, hosts) + p.waiters - 1
         async with trio.open_nursery() as nursery:
@@ -256,25 +234,13 @@ async def _herd(hosts: str, path: str, p: Params) -> Result:
             t = time.perf_counter()
             await holder.release()
             with trio.fail_after(p.timeout):
-                await all_done.wait()
+                await drained.event.wait()
             drain = time.perf_counter() - t
             await trio.sleep(0.2)
             after = await trio.to_thread.run_sync(server_watch_triggers, hosts)
     zklock.recipe._Attempt._list = original_list  # type: ignore[method-assign]
     zkwire.client.watchers.Watch._deliver = original_deliver  # type: ignore[method-assign]
-    n = p.waiters
-    return {
-        "server_triggers_per_release": (after - before) / n,
-        "wakeups_per_release": deliveries / n,
-        "relists_per_release": relists / n,
-        "drain_grants_per_s": n / drain,
-        "waiters": n,
-    }
-
-
-def _settle() -> None:
-    for _ in range(3):
-        gc.collect()
+    return herd_result(before, after, deliveries, drain, p.waiters, relists)
 
 
 async def _mem_session(hosts: str, path: str, p: Params) -> Result:
@@ -284,23 +250,23 @@ async def _mem_session(hosts: str, path: str, p: Params) -> Result:
         for _ in range(n):
             await stack.enter_async_context(zkwire.open_client(hosts))
         await trio.sleep(0.3)
-        _settle()
+        settle()
 
     async with zkwire.open_client(hosts):  # one-time costs (imports, first connection) go here
         await trio.sleep(0.1)
-        _settle()
+        settle()
         rss0 = rss_bytes()
         async with AsyncExitStack() as stack:
             await open_n(stack)
             rss = rss_bytes() - rss0
         tracemalloc.start()
-        _settle()
+        settle()
         heap0 = tracemalloc.get_traced_memory()[0]
         async with AsyncExitStack() as stack:
             await open_n(stack)
             heap = tracemalloc.get_traced_memory()[0] - heap0
         tracemalloc.stop()
-    return {"rss_kib": rss / n / 1024, "heap_kib": heap / n / 1024, "n": n}
+    return memory_result(rss, heap, n)
 
 
 async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
@@ -321,7 +287,7 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
                 while await trio.to_thread.run_sync(server_watch_count, hosts) < watches:
                     await trio.sleep(0.01)
             await trio.sleep(0.2)
-            _settle()
+            settle()
 
         # One waiter first: its one-time costs are not counted.
         async with trio.open_nursery() as nursery:
@@ -330,7 +296,7 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
                 while len(await holder_zk.get_children(lock_path)) < 2:
                     await trio.sleep(0.01)
             nursery.cancel_scope.cancel()
-        _settle()
+        settle()
         rss0 = rss_bytes()
         async with trio.open_nursery() as nursery:
             watches = await trio.to_thread.run_sync(server_watch_count, hosts) + n - 1
@@ -340,7 +306,7 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
             rss = rss_bytes() - rss0
             nursery.cancel_scope.cancel()
         tracemalloc.start()
-        _settle()
+        settle()
         heap0 = tracemalloc.get_traced_memory()[0]
         async with trio.open_nursery() as nursery:
             watches = await trio.to_thread.run_sync(server_watch_count, hosts) + n - 1
@@ -351,7 +317,7 @@ async def _mem_waiter(hosts: str, path: str, p: Params) -> Result:
             nursery.cancel_scope.cancel()
         tracemalloc.stop()
         await holder.release()
-    return {"rss_kib": rss / n / 1024, "heap_kib": heap / n / 1024, "n": n}
+    return memory_result(rss, heap, n)
 
 
 async def _queued(holder_zk: zkwire.Client, hosts: str, lock_path: str, nodes: int, watches: int, p: Params) -> None:
@@ -375,18 +341,14 @@ async def _waiters(hosts: str, path: str, p: Params) -> Result:
     async with zkwire.open_client(hosts) as holder_zk, zkwire.open_client(hosts) as zk:
         holder = zklock.Mutex(holder_zk, lock_path)
         await holder.acquire()
-        done = 0
-        all_done = trio.Event()
+        drained = Countdown(n, trio.Event())
 
         async def waiter() -> None:
-            nonlocal done
             async with zklock.Mutex(zk, lock_path):
                 pass
-            done += 1
-            if done == n:
-                all_done.set()
+            drained.done()
 
-        _settle()
+        settle()
         rss0 = rss_bytes()
         watches = await trio.to_thread.run_sync(lock_watch_count, hosts, lock_path) + n - 1
         async with trio.open_nursery() as nursery:
@@ -395,43 +357,33 @@ async def _waiters(hosts: str, path: str, p: Params) -> Result:
                 nursery.start_soon(waiter)
             await _queued(holder_zk, hosts, lock_path, n + 1, watches, p)
             queue_s = time.perf_counter() - t
-            _settle()
+            settle()
             rss = rss_bytes() - rss0
             before = await trio.to_thread.run_sync(server_counters, hosts)
             cpu0, t = time.process_time(), time.perf_counter()
             await holder.release()
             with trio.fail_after(p.wait_bound()):
-                await all_done.wait()
+                await drained.event.wait()
             drain, cpu = time.perf_counter() - t, time.process_time() - cpu0
             after = await trio.to_thread.run_sync(server_counters, hosts)
         heap: float | None = None
         if n <= p.heap_max:
             await holder.acquire()
-            done = 0
-            all_done = trio.Event()
+            drained = Countdown(n, trio.Event())
             tracemalloc.start()
-            _settle()
+            settle()
             heap0 = tracemalloc.get_traced_memory()[0]
             async with trio.open_nursery() as nursery:
                 watches = await trio.to_thread.run_sync(lock_watch_count, hosts, lock_path) + n - 1
                 for _ in range(n):
                     nursery.start_soon(waiter)
                 await _queued(holder_zk, hosts, lock_path, n + 1, watches, p)
-                _settle()
+                settle()
                 heap = (tracemalloc.get_traced_memory()[0] - heap0) / n / 1024
                 nursery.cancel_scope.cancel()
             tracemalloc.stop()
             await holder.release()
-    return {
-        "queue_s": queue_s,
-        "drain_grants_per_s": n / drain,
-        "rss_kib": rss / n / 1024,
-        "heap_kib": heap,
-        "cpu_us_per_grant": cpu / n * 1e6,
-        "server_bytes_per_grant": (after["tcp_bytes_sent"] - before["tcp_bytes_sent"]) / n,
-        "server_packets_per_grant": (after["zk_packets_sent"] - before["zk_packets_sent"]) / n,
-        "waiters": n,
-    }
+    return waiters_result(n, queue_s, drain, cpu, rss, heap, before, after)
 
 
 async def _sessions(hosts: str, path: str, p: Params) -> Result:
@@ -441,39 +393,19 @@ async def _sessions(hosts: str, path: str, p: Params) -> Result:
     n = p.arg
     async with zkwire.open_client(hosts) as first:
         await first.get_data(path)
-        _settle()
+        settle()
         rss0 = rss_bytes()
         async with AsyncExitStack() as stack:
             t = time.perf_counter()
             clients = []
-            limit = time.monotonic() + p.wait_bound()
-            for _ in range(n):
-                if time.monotonic() > limit:
-                    raise TimeoutError("sessions did not open")
+            for _ in within(n, p.wait_bound(), "sessions did not open"):
                 clients.append(await stack.enter_async_context(zkwire.open_client(hosts)))
             open_s = time.perf_counter() - t
             await trio.sleep(0.3)
-            _settle()
+            settle()
             rss = rss_bytes() - rss0
-
-            async def phase(seconds: float) -> tuple[int, float, float]:
-                i = 0
-                cpu0, t = time.process_time(), time.perf_counter()
-                deadline = t + seconds
-                while i < p.max_ops and (i < n or time.perf_counter() < deadline):
-                    await clients[i % n].get_data(path)
-                    i += 1
-                return i, time.perf_counter() - t, time.process_time() - cpu0
-
-            await phase(p.warm)
-            ops, elapsed, cpu = await phase(p.measure)
-    return {
-        "rss_kib": rss / n / 1024,
-        "open_ms": open_s / n * 1e3,
-        "ops_per_s": ops / elapsed,
-        "cpu_us_per_op": cpu / ops * 1e6,
-        "sessions": n,
-    }
+            loop = await measure_round_robin_async(lambda i: clients[i].get_data(path), n, p)
+    return loop.result(rss, open_s)
 
 
 async def _children(hosts: str, path: str, p: Params) -> Result:
@@ -483,36 +415,4 @@ async def _children(hosts: str, path: str, p: Params) -> Result:
     sorts, which for 100,000 names adds about 11 ms of client CPU per call."""
     node = children_path(path, p.arg)
     async with zkwire.open_client(hosts) as zk:
-        deadline = time.perf_counter() + p.warm
-        i = 0
-        while i < p.calls and time.perf_counter() < deadline:
-            await zk.get_children(node, sort=False)
-            i += 1
-        lat: list[float] = []
-        count = 0
-        cpu0 = time.process_time()
-        deadline = time.perf_counter() + p.measure
-        while len(lat) < p.calls and (len(lat) < 3 or time.perf_counter() < deadline):
-            t = time.perf_counter()
-            count = len(await zk.get_children(node, sort=False))
-            lat.append(time.perf_counter() - t)
-        cpu = time.process_time() - cpu0
-    if count != p.arg:
-        raise RuntimeError(f"{node} has {count} children, expected {p.arg}")
-    return {"ms_per_call": statistics.median(lat) * 1e3, "cpu_ms_per_call": cpu / len(lat) * 1e3, "calls": len(lat)}
-
-
-_METRICS = {
-    "seq": _seq,
-    "pipelined": _pipelined,
-    "create_delete": _create_delete,
-    "lock_cycle": _lock_cycle,
-    "contended": _contended,
-    "handoff": _handoff,
-    "herd": _herd,
-    "mem_session": _mem_session,
-    "mem_waiter": _mem_waiter,
-    "waiters": _waiters,
-    "sessions": _sessions,
-    "children": _children,
-}
+        return await measure_listing_async(lambda: zk.get_children(node, sort=False), node, p)

@@ -2,7 +2,7 @@
 
 Read without a server: the docstrings of every module under ``zkwire/`` and ``zklock/`` (module, class
 and function docstrings, attribute docstrings and ``#:`` comments, read with ``ast``), ``docs/**/*.rst``,
-``README.md``, ``protocol-notes/*.md``, ``bench/README.md`` and the Unreleased section of
+``README.md``, ``CONTRIBUTING.md``, ``protocol-notes/*.md``, ``bench/README.md`` and the Unreleased section of
 ``CHANGELOG.md``.  A reference is a Sphinx role (``:mod:``, ``:class:``, ``:func:``, ``:meth:``,
 ``:data:``, ``:attr:``, ``:exc:``, ``:obj:``), an autodoc directive, or a dotted name starting with
 ``zkwire.`` or ``zklock.``.  It resolves when the longest importable module prefix imports and ``getattr``
@@ -168,6 +168,7 @@ def _document_references() -> Iterator[Reference]:
     documents = [
         *sorted((ROOT / "docs").rglob("*.rst")),
         ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
         *sorted((ROOT / "protocol-notes").glob("*.md")),
         ROOT / "bench" / "README.md",
     ]
