@@ -14,6 +14,8 @@
 * :mod:`~zkwire.trace.filters` -- which frames are shown (path, op, session, client, errors, slow replies);
 * :mod:`~zkwire.trace.stats` -- the summary: requests, errors, latency, events, bytes, sessions;
 * :mod:`~zkwire.trace.upstream` -- the proxy's servers: several tried in order, TLS;
-* :mod:`~zkwire.trace.tracer` -- ``zkwire trace`` (a proxy) and ``zkwire decode`` (captures and raw streams),
-  ``zkwire sniff`` (live).
+* :mod:`~zkwire.trace.tracer` -- the command line: ``zkwire trace`` (a proxy) and ``zkwire decode`` (captures
+  and raw streams), ``zkwire sniff`` (live);
+* :mod:`~zkwire.trace.output` -- what is printed and where (:class:`~zkwire.trace.output.TraceOptions`);
+* :mod:`~zkwire.trace.proxy`, :mod:`~zkwire.trace.worker` -- the tracing proxy and its decoding thread.
 """
