@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .base import (
-    PROBE_TIMEOUT,
     EmbeddedZooKeeperError,
     PortInUseError,
     ServerOptions,
@@ -50,14 +49,12 @@ from .base import (
     ZooKeeperServer,
     ZooKeeperStartError,
     check_port_free,
-    four_letter_word,
     free_ports,
     free_subnet,
     last_lines,
     pid_alive,
-    probe_session,
-    srvr_mode,
 )
+from .wire import PROBE_TIMEOUT, four_letter_word, probe_session, srvr_mode
 
 if TYPE_CHECKING:
     from docker import DockerClient
