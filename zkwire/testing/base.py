@@ -49,6 +49,7 @@ from .wire import (
 __all__ = [
     "EmbeddedZooKeeperError",
     "ExternalZooKeeper",
+    "LocalPortServer",
     "PortInUseError",
     "ServerOptions",
     "ZooKeeperEnsemble",
@@ -285,7 +286,26 @@ def last_lines(text: str, lines: int) -> str:
 # one server
 
 
-class ZooKeeperServer(ABC):
+class _Started(ABC):
+    """``with`` starts it and stops it again."""
+
+    @abstractmethod
+    def start(self, timeout: float = 30.0) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+class ZooKeeperServer(_Started):
     """One ZooKeeper server, whatever runs it.
 
     ``hosts`` is the connect string; ``client_address`` the address the server sees this machine's
@@ -335,14 +355,24 @@ class ZooKeeperServer(ABC):
     def four_letter_word(self, cmd: str, timeout: float = 5.0) -> str:
         return four_letter_word(self.hosts, cmd, timeout)
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+class LocalPortServer(ZooKeeperServer):
+    """A server this process starts, reached at ``host``:``port`` (the port chosen at the first start
+    unless it was given, then kept across restarts)."""
+
+    host: str
+    _port: int | None
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise EmbeddedZooKeeperError("the server has no port yet: start it first")
+        return self._port
+
+    @property
+    def hosts(self) -> str:
+        """The connect string, ``"host:port"``."""
+        return f"{self.host}:{self.port}"
 
 
 class ExternalZooKeeper(ZooKeeperServer):
@@ -382,7 +412,7 @@ class ExternalZooKeeper(ZooKeeperServer):
 # ensembles
 
 
-class ZooKeeperEnsemble(ABC):
+class ZooKeeperEnsemble(_Started):
     """``size`` ZooKeeper servers forming one ensemble, numbered from 0 (``myid`` is index + 1).
 
     Stopped members keep their address and data, so :meth:`start_member` brings a member back as the
@@ -562,15 +592,6 @@ class ZooKeeperEnsemble(ABC):
             if time.monotonic() > deadline:
                 raise EmbeddedZooKeeperError(f"no leader within {timeout} s")
             time.sleep(0.05)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} size={self.size} running={self.running_members()}>"

@@ -42,11 +42,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .base import (
     EmbeddedZooKeeperError,
+    LocalPortServer,
     PortInUseError,
     ServerOptions,
     ZooKeeperEnsemble,
     ZooKeeperNotInstalledError,
-    ZooKeeperServer,
     ZooKeeperStartError,
     check_port_free,
     free_ports,
@@ -433,7 +433,7 @@ class _Node:
 # standalone
 
 
-class DockerZooKeeper(ZooKeeperServer):
+class DockerZooKeeper(LocalPortServer):
     """A standalone ZooKeeper in a container, its client port published on ``host`` (127.0.0.1).
 
     ``port=None`` picks a free port at the first start and keeps it: :meth:`stop` with ``keep_data``
@@ -464,16 +464,6 @@ class DockerZooKeeper(ZooKeeperServer):
         if self._image is None:
             self._image = choose_image()
         return self._image
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise EmbeddedZooKeeperError("the server has no port yet: start it first")
-        return self._port
-
-    @property
-    def hosts(self) -> str:
-        return f"{self.host}:{self.port}"
 
     @property
     def running(self) -> bool:

@@ -43,12 +43,12 @@ from typing import Unpack
 
 from .base import (
     EmbeddedZooKeeperError,
+    LocalPortServer,
     PortInUseError,
     ServerOptionChanges,
     ServerOptions,
     ZooKeeperEnsemble,
     ZooKeeperNotInstalledError,
-    ZooKeeperServer,
     ZooKeeperStartError,
     check_port_free,
     free_ports,
@@ -333,7 +333,7 @@ def _serves_our_data(address: tuple[str, int], data_dir: Path) -> bool:
 # standalone
 
 
-class EmbeddedZooKeeper(ZooKeeperServer):
+class EmbeddedZooKeeper(LocalPortServer):
     """A standalone ZooKeeper server (``ZooKeeperServerMain``) on a loopback port.
 
     ``port=None`` picks a free port at the first start and keeps it across restarts. ``data_dir=None``
@@ -386,17 +386,6 @@ class EmbeddedZooKeeper(ZooKeeperServer):
     @property
     def tick_time_ms(self) -> int:
         return self.options.tick_time_ms
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise EmbeddedZooKeeperError("the server has no port yet: start it first")
-        return self._port
-
-    @property
-    def hosts(self) -> str:
-        """The connect string, ``"127.0.0.1:port"``."""
-        return f"{self.host}:{self.port}"
 
     @property
     def client_address(self) -> str:
