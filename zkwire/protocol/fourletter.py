@@ -7,7 +7,8 @@ the server writes its answer and closes the connection.  The server only answers
 :class:`FourLetterExchange` is that exchange without the socket: the word to send (validated), the
 answer as it arrives (bounded), and what a failed connection means.  The trio client
 (:func:`zkwire.client.fourletter.four_letter_word`) and the blocking one of the test harness
-(:func:`zkwire.testing.base.four_letter_word`) are both thin loops around it.
+(:func:`zkwire.testing.wire.four_letter_word`) are both thin loops around it; what the answers say is
+read here too (:func:`server_mode`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "FourLetterExchange",
     "check_word",
     "connect_error_reason",
+    "server_mode",
 ]
 
 #: The words ZooKeeper 3.8 knows (any four lowercase letters may be sent; these are the documented ones).
@@ -122,3 +124,11 @@ class FourLetterExchange:
     def error(self, reason: str) -> FourLetterWordError:
         """A FourLetterWordError naming the server and ``reason``."""
         return FourLetterWordError(f"{self.host}:{self.port}: {reason}")
+
+
+def server_mode(answer: str) -> str | None:
+    """The ``Mode:`` of a ``srvr`` or ``stat`` answer (standalone, leader, follower, read-only), or None."""
+    for line in answer.splitlines():
+        if line.startswith("Mode:"):
+            return line.partition(":")[2].strip()
+    return None

@@ -12,82 +12,63 @@ shapes:
 :class:`ServerOptions` describes the server the same way for all of them: it becomes a ``zoo.cfg`` and
 JVM system properties for a local JVM, and the official image's environment variables for a container.
 
+The errors are :mod:`.errors`; the probes on the wire (four-letter words, a session opened by hand for
+fixtures) are :mod:`.wire`, on the project's codec.  Their public names are importable from here too.
+
 Standard library only (no pytest, no trio, no docker).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import ipaddress
 import os
 import random
 import socket
-import struct
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypedDict, Unpack
 
-from ..errors import InvalidArgumentError, ZKError
-from ..protocol.fourletter import FourLetterExchange, FourLetterWordError
-from ..protocol.framing import LENGTH, REPLY_HEADER, REQUEST_FRAME_HEAD, REQUEST_HEADER
-from ..sansio.hosts import parse_host_port
+from ..errors import InvalidArgumentError
+from .errors import EmbeddedZooKeeperError, PortInUseError, ZooKeeperNotInstalledError, ZooKeeperStartError
+from .wire import (
+    PROBE_TIMEOUT,
+    client_address_seen_by,
+    delete_tree,
+    ensure_path,
+    four_letter_word,
+    serving,
+    split_address,
+    srvr_mode,
+)
 
 __all__ = [
     "EmbeddedZooKeeperError",
     "ExternalZooKeeper",
+    "LocalPortServer",
     "PortInUseError",
     "ServerOptions",
     "ZooKeeperEnsemble",
     "ZooKeeperNotInstalledError",
     "ZooKeeperServer",
     "ZooKeeperStartError",
+    "ServerOptionChanges",
     "check_port_free",
     "client_address_seen_by",
     "delete_tree",
     "ensure_path",
     "four_letter_word",
     "free_port",
+    "split_address",
     "srvr_mode",
 ]
 
-# Timeout of each four-letter word of the readiness checks.
-PROBE_TIMEOUT = 0.5
-
 # Commands the readiness checks need; always added to the 4lw whitelist.
 REQUIRED_4LW = ("ruok", "srvr", "conf")
-
-
-class EmbeddedZooKeeperError(ZKError, RuntimeError):
-    """Base class of the errors of ``zkwire.testing`` (the name predates the other backends); a
-    ZKError, and a RuntimeError as before."""
-
-
-class ZooKeeperNotInstalledError(EmbeddedZooKeeperError):
-    """What a backend needs is missing: Java or the ZooKeeper jars, a Docker engine, ``ip``..."""
-
-
-class ZooKeeperStartError(EmbeddedZooKeeperError):
-    """A server exited or did not become ready in time. ``log_tail`` holds the end of its log."""
-
-    def __init__(self, message: str, log_tail: str = "") -> None:
-        super().__init__(f"{message}\n--- end of the server log ---\n{log_tail}" if log_tail else message)
-        self.log_tail = log_tail
-
-
-class PortInUseError(ZooKeeperStartError):
-    """The port a server was asked to listen on (a fixed port) is taken by another socket on this host.
-    ``log_tail`` holds the end of the server's log when the server itself failed to bind it."""
-
-    def __init__(self, host: str, port: int, reason: str, log_tail: str = "") -> None:
-        message = f"port {port} of {host} is in use ({reason}): stop what holds it, or choose another port"
-        super().__init__(message, log_tail)
-        self.host = host
-        self.port = port
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -116,13 +97,13 @@ class ServerOptions:
     extra_config: Mapping[str, str] = field(default_factory=dict)
     jvm_flags: Sequence[str] = ()
 
-    def replace(self, **changes: Any) -> ServerOptions:
+    def replace(self, **changes: Unpack[ServerOptionChanges]) -> ServerOptions:
         """A copy with ``changes`` applied; changes whose value is None are ignored."""
-        given = {key: value for key, value in changes.items() if value is not None}
-        if "extra_config" in given:
-            given["extra_config"] = dict(given["extra_config"])
-        if "jvm_flags" in given:
-            given["jvm_flags"] = tuple(given["jvm_flags"])
+        given: dict[str, Any] = {key: value for key, value in changes.items() if value is not None}
+        if changes.get("extra_config") is not None:
+            given["extra_config"] = dict(changes["extra_config"] or {})
+        if changes.get("jvm_flags") is not None:
+            given["jvm_flags"] = tuple(changes["jvm_flags"] or ())
         return dataclasses.replace(self, **given)
 
     def whitelist(self) -> str:
@@ -198,8 +179,25 @@ class ServerOptions:
         return env
 
 
+class ServerOptionChanges(TypedDict, total=False):
+    """The fields of :class:`ServerOptions` as keywords (the backends' constructors take them too): each
+    replaces the field of the options given, None leaves it as it is."""
+
+    tick_time_ms: int | None
+    extended_types: bool | None
+    four_letter_words: str | None
+    read_only_mode: bool | None
+    min_session_timeout_ms: int | None
+    max_session_timeout_ms: int | None
+    container_check_interval_ms: int | None
+    init_limit: int | None
+    sync_limit: int | None
+    extra_config: Mapping[str, str] | None
+    jvm_flags: Sequence[str] | None
+
+
 # --------------------------------------------------------------------------------------------------------
-# probes on the wire
+# ports and addresses
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -252,80 +250,6 @@ def free_subnet(pool: ipaddress.IPv4Network, used: Iterable[ipaddress.IPv4Networ
     raise ZooKeeperStartError(f"no free /24 in {pool} for the ensemble's network")
 
 
-def split_address(address: str | tuple[str, int]) -> tuple[str, int]:
-    """``(host, port)`` of an address or of the first server of a connect string."""
-    if isinstance(address, tuple):
-        return address
-    first = address.split(",")[0].split("/")[0]
-    host, port = parse_host_port(first, default_port=None, default_host="127.0.0.1")
-    return host, port
-
-
-def four_letter_word(address: str | tuple[str, int], command: str, timeout: float = 5.0) -> str:
-    """Send a four-letter-word command (``ruok``, ``srvr``, ``mntr``...) and return the whole reply.
-
-    ``address`` is ``"host:port"`` (the first server of a connect string is used) or ``(host, port)``.
-    A command that is not whitelisted gets the server's "is not executed" message back.  The blocking
-    front of :class:`~zkwire.protocol.fourletter.FourLetterExchange`: a malformed word raises
-    InvalidArgumentError; no connection, or no complete reply within ``timeout`` s, raises
-    :class:`~zkwire.protocol.fourletter.FourLetterWordError` (an OSError).
-    """
-    host, port = split_address(address)
-    exchange = FourLetterExchange(host, port, command)
-    deadline = time.monotonic() + timeout
-    try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.sendall(exchange.request)
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise TimeoutError
-                sock.settimeout(remaining)
-                data = sock.recv(65536)
-                if not data:
-                    break
-                exchange.received(data)
-    except FourLetterWordError:
-        raise
-    except TimeoutError:
-        # An answer cut short by the deadline is not an answer (a starting 3.8 server can answer
-        # without ever closing the connection).
-        raise exchange.error(f"no complete reply to {command!r} within {timeout} s") from None
-    except OSError as e:
-        return exchange.failed(e)
-    return exchange.answer()
-
-
-def srvr_mode(address: str | tuple[str, int], timeout: float = 2.0) -> str | None:
-    """The ``Mode:`` a server reports (standalone, leader, follower, read-only), or None."""
-    try:
-        reply = four_letter_word(address, "srvr", timeout)
-    except OSError:
-        return None
-    for line in reply.splitlines():
-        if line.startswith("Mode:"):
-            return line.partition(":")[2].strip()
-    return None
-
-
-def serving(
-    address: tuple[str, int], modes: Sequence[str], is_ours: Callable[[], bool], read_only: bool = False
-) -> bool:
-    """The server at ``address`` answers ``ruok``, reports one of ``modes``, is ours (``is_ours()``: not
-    a stranger on the port), and accepts a session (a read-only one if ``read_only``)."""
-    try:
-        if four_letter_word(address, "ruok", PROBE_TIMEOUT) != "imok":
-            return False
-        if srvr_mode(address, PROBE_TIMEOUT) not in modes:
-            return False
-        if not is_ours():
-            return False
-        probe_session(address, 2.0, read_only=read_only)
-    except (OSError, ValueError, struct.error):
-        return False
-    return True
-
-
 def pid_alive(pid: int) -> bool:
     """A process ``pid`` exists on this machine (perhaps another user's)."""
     try:
@@ -335,183 +259,6 @@ def pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def _recv_exactly(sock: socket.socket, size: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < size:
-        data = sock.recv(size - len(buf))
-        if not data:
-            raise ConnectionError("connection closed by the server")
-        buf += data
-    return bytes(buf)
-
-
-def _call(sock: socket.socket, body: bytes) -> bytes:
-    sock.sendall(LENGTH.pack(len(body)) + body)
-    (length,) = LENGTH.unpack(_recv_exactly(sock, 4))
-    return _recv_exactly(sock, length)
-
-
-def _connect_request(read_only: bool) -> bytes:
-    # protocolVersion, lastZxidSeen, timeOut (ms), sessionId, passwd (16 zero bytes), readOnly
-    return struct.pack(">iqiqi16s?", 0, 0, 10_000, 0, 16, bytes(16), read_only)
-
-
-def probe_session(address: tuple[str, int], timeout: float, read_only: bool = False) -> int:
-    """Open a session by hand, close it again, and return the negotiated session timeout (ms)."""
-    with socket.create_connection(address, timeout=timeout) as sock:
-        reply = _call(sock, _connect_request(read_only))
-        if len(reply) < 36:
-            # A 3.8 read-only server without local sessions answers with a bare reply header
-            # (error NOTREADONLY) instead of a connect response.
-            raise ConnectionError(f"not a connect response ({len(reply)} bytes)")
-        _proto, negotiated, _session_id = struct.unpack_from(">iiq", reply)
-        if negotiated <= 0:
-            raise ConnectionError("the server refused the session")
-        # closeSession (xid 1, type -11); the reply is a header, then the server closes the connection.
-        sock.sendall(REQUEST_FRAME_HEAD.pack(8, 1, -11))
-        with contextlib.suppress(OSError):
-            (length,) = LENGTH.unpack(_recv_exactly(sock, 4))
-            _recv_exactly(sock, length)
-        return int(negotiated)
-
-
-def _read_ustring(data: bytes, offset: int) -> tuple[str | None, int]:
-    (length,) = struct.unpack_from(">i", data, offset)
-    offset += 4
-    if length < 0:
-        return None, offset
-    return data[offset : offset + length].decode("utf-8", "replace"), offset + length
-
-
-def client_address_seen_by(address: str | tuple[str, int], timeout: float = 10.0) -> str:
-    """The address the server at ``address`` sees this process connect from: the ``ip`` entry of a
-    whoAmI (opcode 107) answer, asked over a session opened by hand.
-
-    127.0.0.1 for a local server; a container's gateway when Docker forwards a published port.
-    """
-    with socket.create_connection(split_address(address), timeout=timeout) as sock:
-        if len(_call(sock, _connect_request(False))) < 36:
-            raise ConnectionError(f"{address} refused a session")
-        try:
-            reply = _call(sock, REQUEST_HEADER.pack(1, 107))
-            _xid, _zxid, err = REPLY_HEADER.unpack_from(reply)
-            if err != 0:
-                raise EmbeddedZooKeeperError(f"whoAmI failed on {address}: ZooKeeper error {err}")
-            (count,) = struct.unpack_from(">i", reply, 16)
-            offset = 20
-            for _ in range(max(count, 0)):
-                scheme, offset = _read_ustring(reply, offset)
-                user, offset = _read_ustring(reply, offset)
-                if scheme == "ip" and user:
-                    return user
-        finally:
-            with contextlib.suppress(OSError, struct.error):
-                _call(sock, REQUEST_HEADER.pack(2, -11))  # closeSession
-    raise EmbeddedZooKeeperError(f"{address} did not name the client's address")
-
-
-def _ustring(text: str) -> bytes:
-    data = text.encode()
-    return LENGTH.pack(len(data)) + data
-
-
-def ensure_path(hosts: str, path: str, timeout: float = 10.0) -> None:
-    """Create ``path`` and its missing parents (persistent, open ACL, empty), with a session opened by
-    hand over a plain socket: fixtures can prepare a server without the client under test.
-
-    A chroot in ``hosts`` is honoured. Nodes that exist already are left as they are.
-    """
-    server, _, chroot = hosts.split(",")[0].partition("/")
-    full = "/" + "/".join(p for p in (chroot.strip("/"), path.strip("/")) if p)
-    if full == "/":
-        return
-    with socket.create_connection(split_address(server), timeout=timeout) as sock:
-        if len(_call(sock, _connect_request(False))) < 36:
-            raise ConnectionError(f"{server} refused a session")
-        world_anyone = struct.pack(">ii", 1, 31) + _ustring("world") + _ustring("anyone")
-        parts = full.strip("/").split("/")
-        try:
-            for depth in range(1, len(parts) + 1):
-                node = "/" + "/".join(parts[:depth])
-                # create (type 1): path, empty data, open ACL, persistent
-                create = REQUEST_HEADER.pack(depth + 1, 1) + _ustring(node) + struct.pack(">i", 0) + world_anyone
-                _xid, _zxid, err = REPLY_HEADER.unpack_from(_call(sock, create + bytes(4)))
-                if err not in (0, -110):  # ok, NODEEXISTS
-                    raise EmbeddedZooKeeperError(f"cannot create {node} on {server}: ZooKeeper error {err}")
-        finally:
-            with contextlib.suppress(OSError, struct.error):
-                _call(sock, REQUEST_HEADER.pack(1_000_000, -11))  # closeSession
-
-
-class _RawSession:
-    """A session opened by hand over a plain socket, for the few requests fixtures need."""
-
-    def __init__(self, hosts: str, timeout: float) -> None:
-        server, _, chroot = hosts.split(",")[0].partition("/")
-        self.server = server
-        self.chroot = "/" + chroot.strip("/") if chroot.strip("/") else ""
-        self.sock = socket.create_connection(split_address(server), timeout=timeout)
-        self.xid = 0
-        if len(_call(self.sock, _connect_request(False))) < 36:
-            self.sock.close()
-            raise ConnectionError(f"{server} refused a session")
-
-    def path(self, path: str) -> str:
-        return (self.chroot + "/" + path.strip("/")).rstrip("/") or "/"
-
-    def request(self, op: int, body: bytes) -> tuple[int, bytes]:
-        self.xid += 1
-        reply = _call(self.sock, REQUEST_HEADER.pack(self.xid, op) + body)
-        _xid, _zxid, err = REPLY_HEADER.unpack_from(reply)
-        return err, reply[16:]
-
-    def children(self, path: str) -> list[str]:
-        err, body = self.request(8, _ustring(self.path(path)) + b"\0")  # getChildren, no watch
-        if err == -101:  # NONODE
-            return []
-        if err != 0:
-            raise EmbeddedZooKeeperError(f"getChildren {path} on {self.server}: ZooKeeper error {err}")
-        (count,) = struct.unpack_from(">i", body)
-        names, offset = [], 4
-        for _ in range(max(count, 0)):
-            name, offset = _read_ustring(body, offset)
-            names.append(name or "")
-        return names
-
-    def delete(self, path: str) -> int:
-        err, _ = self.request(2, _ustring(self.path(path)) + struct.pack(">i", -1))  # delete, any version
-        return err
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError, struct.error):
-            self.request(-11, b"")  # closeSession
-        self.sock.close()
-
-
-def delete_tree(hosts: str, path: str, timeout: float = 10.0) -> None:
-    """Delete ``path`` and everything under it (a chroot in ``hosts`` is honoured), over a session
-    opened by hand. Nodes that vanish meanwhile are fine; ephemeral nodes of live sessions are deleted
-    like any other."""
-    session = _RawSession(hosts, timeout)
-    try:
-
-        def remove(node: str, attempts: int = 5) -> None:
-            for _ in range(attempts):
-                for child in session.children(node):
-                    remove(f"{node.rstrip('/')}/{child}")
-                err = session.delete(node)
-                if err in (0, -101):  # ok, NONODE
-                    return
-                if err != -111:  # NOTEMPTY: a child appeared meanwhile, go again
-                    raise EmbeddedZooKeeperError(f"cannot delete {node} on {session.server}: ZooKeeper error {err}")
-            raise EmbeddedZooKeeperError(f"{node} on {session.server} keeps getting new children")
-
-        if path.strip("/"):
-            remove("/" + path.strip("/"))
-    finally:
-        session.close()
 
 
 def tail_file(path: Path, lines: int) -> str:
@@ -539,7 +286,26 @@ def last_lines(text: str, lines: int) -> str:
 # one server
 
 
-class ZooKeeperServer(ABC):
+class _Started(ABC):
+    """``with`` starts it and stops it again."""
+
+    @abstractmethod
+    def start(self, timeout: float = 30.0) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+class ZooKeeperServer(_Started):
     """One ZooKeeper server, whatever runs it.
 
     ``hosts`` is the connect string; ``client_address`` the address the server sees this machine's
@@ -589,14 +355,24 @@ class ZooKeeperServer(ABC):
     def four_letter_word(self, cmd: str, timeout: float = 5.0) -> str:
         return four_letter_word(self.hosts, cmd, timeout)
 
-    def __enter__(self) -> Self:
-        self.start()
-        return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+class LocalPortServer(ZooKeeperServer):
+    """A server this process starts, reached at ``host``:``port`` (the port chosen at the first start
+    unless it was given, then kept across restarts)."""
+
+    host: str
+    _port: int | None
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise EmbeddedZooKeeperError("the server has no port yet: start it first")
+        return self._port
+
+    @property
+    def hosts(self) -> str:
+        """The connect string, ``"host:port"``."""
+        return f"{self.host}:{self.port}"
 
 
 class ExternalZooKeeper(ZooKeeperServer):
@@ -636,7 +412,7 @@ class ExternalZooKeeper(ZooKeeperServer):
 # ensembles
 
 
-class ZooKeeperEnsemble(ABC):
+class ZooKeeperEnsemble(_Started):
     """``size`` ZooKeeper servers forming one ensemble, numbered from 0 (``myid`` is index + 1).
 
     Stopped members keep their address and data, so :meth:`start_member` brings a member back as the
@@ -816,15 +592,6 @@ class ZooKeeperEnsemble(ABC):
             if time.monotonic() > deadline:
                 raise EmbeddedZooKeeperError(f"no leader within {timeout} s")
             time.sleep(0.05)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} size={self.size} running={self.running_members()}>"

@@ -41,23 +41,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from .base import (
-    PROBE_TIMEOUT,
     EmbeddedZooKeeperError,
+    LocalPortServer,
     PortInUseError,
     ServerOptions,
     ZooKeeperEnsemble,
     ZooKeeperNotInstalledError,
-    ZooKeeperServer,
     ZooKeeperStartError,
     check_port_free,
-    four_letter_word,
     free_ports,
     free_subnet,
     last_lines,
     pid_alive,
-    probe_session,
-    srvr_mode,
 )
+from .wire import PROBE_TIMEOUT, four_letter_word, probe_session, srvr_mode
 
 if TYPE_CHECKING:
     from docker import DockerClient
@@ -436,7 +433,7 @@ class _Node:
 # standalone
 
 
-class DockerZooKeeper(ZooKeeperServer):
+class DockerZooKeeper(LocalPortServer):
     """A standalone ZooKeeper in a container, its client port published on ``host`` (127.0.0.1).
 
     ``port=None`` picks a free port at the first start and keeps it: :meth:`stop` with ``keep_data``
@@ -467,16 +464,6 @@ class DockerZooKeeper(ZooKeeperServer):
         if self._image is None:
             self._image = choose_image()
         return self._image
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise EmbeddedZooKeeperError("the server has no port yet: start it first")
-        return self._port
-
-    @property
-    def hosts(self) -> str:
-        return f"{self.host}:{self.port}"
 
     @property
     def running(self) -> bool:

@@ -39,24 +39,24 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Unpack
 
 from .base import (
-    PROBE_TIMEOUT,
     EmbeddedZooKeeperError,
+    LocalPortServer,
     PortInUseError,
+    ServerOptionChanges,
     ServerOptions,
     ZooKeeperEnsemble,
     ZooKeeperNotInstalledError,
-    ZooKeeperServer,
     ZooKeeperStartError,
     check_port_free,
-    four_letter_word,
     free_ports,
     last_lines,
-    serving,
     tail_file,
 )
 from .base import free_port as _base_free_port
+from .wire import PROBE_TIMEOUT, four_letter_word, serving
 
 __all__ = [
     "DEFAULT_JVM_FLAGS",
@@ -329,41 +329,11 @@ def _serves_our_data(address: tuple[str, int], data_dir: Path) -> bool:
         return False
 
 
-def _options(
-    options: ServerOptions | None,
-    *,
-    tick_time_ms: int | None,
-    extended_types: bool | None,
-    four_letter_words: str | None,
-    read_only_mode: bool | None,
-    min_session_timeout_ms: int | None,
-    max_session_timeout_ms: int | None,
-    container_check_interval_ms: int | None,
-    extra_config: Mapping[str, str] | None,
-    jvm_flags: Sequence[str] | None,
-    init_limit: int | None = None,
-    sync_limit: int | None = None,
-) -> ServerOptions:
-    return (options or ServerOptions()).replace(
-        tick_time_ms=tick_time_ms,
-        extended_types=extended_types,
-        four_letter_words=four_letter_words,
-        read_only_mode=read_only_mode,
-        min_session_timeout_ms=min_session_timeout_ms,
-        max_session_timeout_ms=max_session_timeout_ms,
-        container_check_interval_ms=container_check_interval_ms,
-        extra_config=extra_config,
-        jvm_flags=jvm_flags,
-        init_limit=init_limit,
-        sync_limit=sync_limit,
-    )
-
-
 # --------------------------------------------------------------------------------------------------------
 # standalone
 
 
-class EmbeddedZooKeeper(ZooKeeperServer):
+class EmbeddedZooKeeper(LocalPortServer):
     """A standalone ZooKeeper server (``ZooKeeperServerMain``) on a loopback port.
 
     ``port=None`` picks a free port at the first start and keeps it across restarts. ``data_dir=None``
@@ -381,18 +351,9 @@ class EmbeddedZooKeeper(ZooKeeperServer):
         self,
         options: ServerOptions | None = None,
         *,
-        tick_time_ms: int | None = None,
         host: str = "127.0.0.1",
         port: int | None = None,
         data_dir: str | None = None,
-        extended_types: bool | None = None,
-        four_letter_words: str | None = None,
-        read_only_mode: bool | None = None,
-        min_session_timeout_ms: int | None = None,
-        max_session_timeout_ms: int | None = None,
-        container_check_interval_ms: int | None = None,
-        extra_config: Mapping[str, str] | None = None,
-        jvm_flags: Sequence[str] | None = None,
         secure_port: int | None = None,
         tls_keystore: str | None = None,
         tls_keystore_password: str | None = None,
@@ -401,19 +362,9 @@ class EmbeddedZooKeeper(ZooKeeperServer):
         tls_client_auth: str = "none",
         java: str | None = None,
         classpath: Sequence[str] | None = None,
+        **changes: Unpack[ServerOptionChanges],
     ) -> None:
-        self.options = _options(
-            options,
-            tick_time_ms=tick_time_ms,
-            extended_types=extended_types,
-            four_letter_words=four_letter_words,
-            read_only_mode=read_only_mode,
-            min_session_timeout_ms=min_session_timeout_ms,
-            max_session_timeout_ms=max_session_timeout_ms,
-            container_check_interval_ms=container_check_interval_ms,
-            extra_config=extra_config,
-            jvm_flags=jvm_flags,
-        )
+        self.options = (options or ServerOptions()).replace(**changes)
         self.host = host
         self._port = port
         self._fixed_port = port is not None
@@ -435,17 +386,6 @@ class EmbeddedZooKeeper(ZooKeeperServer):
     @property
     def tick_time_ms(self) -> int:
         return self.options.tick_time_ms
-
-    @property
-    def port(self) -> int:
-        if self._port is None:
-            raise EmbeddedZooKeeperError("the server has no port yet: start it first")
-        return self._port
-
-    @property
-    def hosts(self) -> str:
-        """The connect string, ``"127.0.0.1:port"``."""
-        return f"{self.host}:{self.port}"
 
     @property
     def client_address(self) -> str:
@@ -624,39 +564,13 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         size: int = 3,
         options: ServerOptions | None = None,
         *,
-        tick_time_ms: int | None = None,
         host: str = "127.0.0.1",
         client_ports: Sequence[int] | None = None,
-        init_limit: int | None = None,
-        sync_limit: int | None = None,
-        extended_types: bool | None = None,
-        four_letter_words: str | None = None,
-        read_only_mode: bool | None = None,
-        min_session_timeout_ms: int | None = None,
-        max_session_timeout_ms: int | None = None,
-        container_check_interval_ms: int | None = None,
-        extra_config: Mapping[str, str] | None = None,
-        jvm_flags: Sequence[str] | None = None,
         java: str | None = None,
         classpath: Sequence[str] | None = None,
+        **changes: Unpack[ServerOptionChanges],
     ) -> None:
-        super().__init__(
-            size,
-            _options(
-                options,
-                tick_time_ms=tick_time_ms,
-                extended_types=extended_types,
-                four_letter_words=four_letter_words,
-                read_only_mode=read_only_mode,
-                min_session_timeout_ms=min_session_timeout_ms,
-                max_session_timeout_ms=max_session_timeout_ms,
-                container_check_interval_ms=container_check_interval_ms,
-                extra_config=extra_config,
-                jvm_flags=jvm_flags,
-                init_limit=init_limit,
-                sync_limit=sync_limit,
-            ),
-        )
+        super().__init__(size, (options or ServerOptions()).replace(**changes))
         if client_ports is not None and len(client_ports) != size:
             raise ValueError(f"client_ports names {len(client_ports)} ports for {size} members")
         self.host = host

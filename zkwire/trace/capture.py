@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from ..errors import ZKError
+from .frames import Direction
 
 __all__ = [
     "CaptureError",
@@ -335,7 +336,7 @@ class StreamData:
 
     ts: float
     conn: tuple[Endpoint, Endpoint]
-    direction: str
+    direction: Direction
     data: bytes
     gap: int = 0
 
@@ -346,7 +347,7 @@ class StreamEnd:
 
     ts: float
     conn: tuple[Endpoint, Endpoint]
-    direction: str
+    direction: Direction
     reset: bool
 
 
@@ -384,11 +385,11 @@ class TcpReassembler:
     def __init__(self, server_ports: frozenset[int] | set[int] | None = None, *, hold_limit: int = 4 << 20) -> None:
         self.server_ports = frozenset(server_ports or ())
         self.hold_limit = hold_limit
-        self._conns: dict[tuple[Endpoint, Endpoint], dict[str, _Direction]] = {}
+        self._conns: dict[tuple[Endpoint, Endpoint], dict[Direction, _Direction]] = {}
         #: Segments delivered again (retransmissions) or overlapping what was delivered, in bytes.
         self.duplicate_bytes = 0
 
-    def _orient(self, seg: TcpSegment) -> tuple[tuple[Endpoint, Endpoint], str]:
+    def _orient(self, seg: TcpSegment) -> tuple[tuple[Endpoint, Endpoint], Direction]:
         a, b = seg.src, seg.dst
         if (a, b) in self._conns:
             return (a, b), "client"
@@ -444,7 +445,7 @@ class TcpReassembler:
         self,
         d: _Direction,
         conn: tuple[Endpoint, Endpoint],
-        direction: str,
+        direction: Direction,
         ts: float,
         seq: int,
         data: bytes,
@@ -478,7 +479,7 @@ class TcpReassembler:
         self,
         d: _Direction,
         conn: tuple[Endpoint, Endpoint],
-        direction: str,
+        direction: Direction,
         ts: float,
         data: bytes,
         out: list[StreamData | StreamEnd],
@@ -492,7 +493,7 @@ class TcpReassembler:
         d.next_seq = (d.next_seq + len(data)) % _MOD
 
     def _drain(
-        self, d: _Direction, conn: tuple[Endpoint, Endpoint], direction: str, out: list[StreamData | StreamEnd]
+        self, d: _Direction, conn: tuple[Endpoint, Endpoint], direction: Direction, out: list[StreamData | StreamEnd]
     ) -> None:
         """Deliver held segments that now follow on."""
         while d.held:
@@ -509,7 +510,7 @@ class TcpReassembler:
                 self._deliver(d, conn, direction, ts, data[behind:], out)
 
     def _acked(
-        self, conn: tuple[Endpoint, Endpoint], direction: str, ack: int, out: list[StreamData | StreamEnd]
+        self, conn: tuple[Endpoint, Endpoint], direction: Direction, ack: int, out: list[StreamData | StreamEnd]
     ) -> None:
         """The peer of ``direction`` acknowledged up to ``ack``: bytes before held segments that it has
         received were lost by the capture, not in the network, and will not come; say so now rather than
@@ -527,7 +528,7 @@ class TcpReassembler:
                     break
 
     def _give_up_gap(
-        self, d: _Direction, conn: tuple[Endpoint, Endpoint], direction: str, out: list[StreamData | StreamEnd]
+        self, d: _Direction, conn: tuple[Endpoint, Endpoint], direction: Direction, out: list[StreamData | StreamEnd]
     ) -> None:
         """The bytes before the earliest held segment are not coming: count them lost and go on."""
         assert d.next_seq is not None

@@ -20,10 +20,12 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from ..constants import DEFAULT_MAX_FRAME
 from .capture import StreamData, StreamEnd, TcpReassembler, TcpSegment
-from .decoder import CLIENT, FOUR_LETTER_WORDS, SERVER, ConversationDecoder, DecodedFrame
+from .decoder import FOUR_LETTER_WORDS, ConversationDecoder
+from .frames import CLIENT, SERVER, DecodedFrame, Direction
 from .resync import SEARCH_WINDOW, FrameTracker, find_boundary
 
 __all__ = ["CaptureEvent", "CaptureDecoder", "Endpoint", "WELL_KNOWN_PORTS", "format_endpoint"]
@@ -34,13 +36,17 @@ WELL_KNOWN_PORTS = frozenset({2181, 2281})
 _UNDECIDED_LIMIT = 1 << 16
 
 
-def _other(direction: str) -> str:
+def _other(direction: Direction) -> Direction:
     return SERVER if direction == CLIENT else CLIENT
 
 
 def format_endpoint(ep: Endpoint) -> str:
     host, port = ep
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+#: What a :class:`CaptureEvent` reports.
+CaptureEventKind = Literal["open", "frame", "note", "close"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +58,7 @@ class CaptureEvent:
     conn: int
     client: Endpoint
     server: Endpoint
-    kind: str
+    kind: CaptureEventKind
     frame: DecodedFrame | None = None
     note: str | None = None
 
@@ -232,7 +238,7 @@ class CaptureDecoder:
         for ev in held:
             self._route(conv, ev, out)
 
-    def _make(self, conv: _Conversation, ts: float, kind: str, **fields: object) -> CaptureEvent:
+    def _make(self, conv: _Conversation, ts: float, kind: CaptureEventKind, **fields: object) -> CaptureEvent:
         return CaptureEvent(ts, conv.id, conv.client, conv.server, kind, **fields)  # type: ignore[arg-type]
 
     def _route(self, conv: _Conversation, ev: StreamData | StreamEnd, out: list[CaptureEvent]) -> None:
@@ -260,7 +266,7 @@ class CaptureDecoder:
         out.extend(self._make(conv, ts, "frame", frame=f) for f in frames)
 
     def _data(
-        self, conv: _Conversation, direction: str, data: bytes, gap: int, ts: float, out: list[CaptureEvent]
+        self, conv: _Conversation, direction: Direction, data: bytes, gap: int, ts: float, out: list[CaptureEvent]
     ) -> None:
         f = conv.follow[direction]
         if f.ended:
@@ -291,7 +297,7 @@ class CaptureDecoder:
         self._frames(conv, conv.decoder.feed(direction, data, ts), ts, out)
 
     def _gap(
-        self, conv: _Conversation, f: _Follow, direction: str, gap: int, ts: float, out: list[CaptureEvent]
+        self, conv: _Conversation, f: _Follow, direction: Direction, gap: int, ts: float, out: list[CaptureEvent]
     ) -> None:
         if gap < 0:
             note = f"{direction} side: the capture starts mid-connection; decoding resumes at a frame boundary"
@@ -311,7 +317,7 @@ class CaptureDecoder:
             f.state, f.skip_left = "skip", left
 
     def _resume(
-        self, conv: _Conversation, f: _Follow, direction: str, ts: float, out: list[CaptureEvent], why: str
+        self, conv: _Conversation, f: _Follow, direction: Direction, ts: float, out: list[CaptureEvent], why: str
     ) -> None:
         """The next byte starts a frame: the decoder drops what it held and what was skipped."""
         frames = conv.decoder.skip(direction, f.skipped, ts, reason=f"not decoded: {why}") if f.skipped else []
@@ -324,7 +330,7 @@ class CaptureDecoder:
         f.state = "framed"
         f.tracker = FrameTracker(self.max_frame)
 
-    def _end(self, conv: _Conversation, direction: str, ts: float, out: list[CaptureEvent]) -> None:
+    def _end(self, conv: _Conversation, direction: Direction, ts: float, out: list[CaptureEvent]) -> None:
         f = conv.follow[direction]
         if f.ended:
             return

@@ -17,6 +17,10 @@ their frame, not by decoding it: a frame that is cut short, carries a trailing b
 field that does not fit still has them masked (from where the secret starts to the end of what is
 shown, when its extent cannot be trusted).  A length prefix that is negative or over the maximum
 leaves the rest of that direction undecodable: it is reported once, and after that the bytes are only counted.
+
+The parts: :mod:`~zkwire.trace.frames` (what a frame is), :mod:`~zkwire.trace.bodies` (reading records),
+:mod:`~zkwire.trace.masking` (where secrets are), :mod:`~zkwire.trace.notes` (what a note says) and
+:mod:`~zkwire.trace.render` (a frame as a line or as JSON; its functions are importable from here too).
 """
 
 from __future__ import annotations
@@ -26,16 +30,20 @@ import re
 import struct
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, CreateMode, EventType, KeeperState, OpCode
+from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, OpCode
 from ..errors import InvalidArgumentError, ProtocolError, error_name
+from ..protocol import fourletter
 from ..protocol.codec import op_name
 from ..protocol.framing import LENGTH as _INT
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
 from ..protocol.framing import REQUEST_HEADER as _REQUEST_HEADER
-from ..terminal import escape_controls
-from . import schema
+from .bodies import BodyDecoder, SchemaBodies
+from .frames import CLIENT, SERVER, DecodedFrame, Direction, FrameKind, format_zxid
+from .masking import SecretRole, request_role, secret_spans, shifted
+from .notes import event_note, multi_ops, path_of, reply_note, request_note
+from .render import capped, format_frame, frame_to_json
 
 __all__ = [
     "DecodedFrame",
@@ -53,53 +61,18 @@ __all__ = [
     "SERVER",
 ]
 
-CLIENT = "client"
-SERVER = "server"
-
 #: Commands the 3.8 server recognises as the first four bytes of a connection.
-FOUR_LETTER_WORDS = frozenset(
-    {
-        b"conf", b"cons", b"crst", b"dirs", b"dump", b"envi", b"gtmk", b"ruok", b"stmk",
-        b"srvr", b"srst", b"stat", b"wchc", b"wchp", b"wchs", b"mntr", b"isro", b"hash",
-    }
-)  # fmt: skip
+FOUR_LETTER_WORDS = frozenset(word.encode("ascii") for word in fourletter.FOUR_LETTER_WORDS)
 _TELNET_CLOSE = b"\xff\xf4\xff\xfd"
 
 _MALFORMED_PREVIEW = 64
 # Ops the server answers at once, so their replies may overtake others still in the pipeline.
 _OUT_OF_BAND = frozenset({OpCode.AUTH, OpCode.SASL})
 
-
-@dataclass(frozen=True, slots=True)
-class DecodedFrame:
-    """One frame (or one four-letter-word exchange) from one direction of a conversation.
-
-    ``record`` is the decoded body as plain values (dicts, lists, bytes; see
-    :func:`zkwire.trace.schema.to_plain`), or None when there is none.  ``payload`` is the frame without
-    its length prefix; ``offset`` is where the frame (its length prefix) starts in that direction's
-    byte stream.  ``secret_spans`` are (start, end) ranges of ``payload`` holding a password or
-    auth credential, which :func:`format_frame` and :func:`frame_to_json` mask.
-    """
-
-    direction: str
-    kind: str
-    index: int
-    offset: int
-    size: int
-    payload: bytes
-    xid: int | None = None
-    op: int | None = None
-    op_name: str | None = None
-    path: str | None = None
-    err: int | None = None
-    err_name: str | None = None
-    zxid: int | None = None
-    record: Any = None
-    error: str | None = None
-    note: str | None = None
-    time: float | None = None
-    latency: float | None = None
-    secret_spans: tuple[tuple[int, int], ...] = ()
+#: How one side's bytes are read: ZooKeeper frames, a four-letter word, or the server's text answer to one.
+_Mode = Literal["zk", "4lw", "text"]
+#: Where one side is: before its connect record, in its frames, or past a length it cannot frame.
+_State = Literal["handshake", "frames", "broken"]
 
 
 @dataclass(slots=True)
@@ -113,13 +86,13 @@ class _Pending:
 class _Side:
     __slots__ = ("buf", "direction", "eof", "index", "mode", "offset", "skipped", "started", "state")
 
-    def __init__(self, direction: str) -> None:
-        self.direction = direction
+    def __init__(self, direction: Direction) -> None:
+        self.direction: Direction = direction
         self.buf = bytearray()
         self.offset = 0  # stream offset of buf[0]
         self.index = 0
-        self.mode: str | None = None  # "zk", "4lw", or "text" (the server's 4lw answer)
-        self.state = "handshake"  # "handshake", "frames", "broken"
+        self.mode: _Mode | None = None
+        self.state: _State = "handshake"
         self.skipped = 0
         self.started = False
         self.eof = False
@@ -133,29 +106,29 @@ def _looks_like_text(head: bytes) -> bool:
     return all(32 <= b < 127 or b in (9, 10, 13) for b in head)
 
 
-def _path_of(record: Any) -> str | None:
-    if isinstance(record, dict):
-        for key in ("path", "prefix_path"):
-            value = record.get(key)
-            if isinstance(value, str):
-                return value
-    return None
-
-
 class ConversationDecoder:
     """Decodes both directions of one connection.
 
     The first frame of each side is taken as its connect record only if it starts with
     protocolVersion 0 (a later frame starts with a non-zero xid), so a capture that starts after the
     handshake decodes too.  ``handshake=False`` skips the connect records altogether.
-    ``compiled=True`` decodes with the compiled construct schemas.  Frames longer than ``max_frame``
-    break their direction, as they would break a real client or server.
+    Records are read by ``bodies`` (a :class:`~zkwire.trace.bodies.BodyDecoder`), by default the construct
+    schemas (``compiled=True``: their compiled form).  Frames longer than ``max_frame`` break their
+    direction, as they would break a real client or server.
     """
 
-    def __init__(self, *, max_frame: int = DEFAULT_MAX_FRAME, handshake: bool = True, compiled: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        handshake: bool = True,
+        compiled: bool = False,
+        bodies: BodyDecoder | None = None,
+    ) -> None:
         self.max_frame = max_frame
         self.handshake = handshake
         self.compiled = compiled
+        self.bodies: BodyDecoder = bodies if bodies is not None else SchemaBodies(compiled=compiled)
         self._client = _Side(CLIENT)
         self._server = _Side(SERVER)
         if not handshake:
@@ -177,11 +150,6 @@ class ConversationDecoder:
     def undecodable_bytes(self) -> dict[str, int]:
         """Bytes per direction that could not be decoded (after a broken length prefix, or after a 4lw)."""
         return {CLIENT: self._client.skipped, SERVER: self._server.skipped}
-
-    @property
-    def client_mode(self) -> str | None:
-        """The client's protocol once its first four bytes are in: "zk" or "4lw" (else None)."""
-        return self._client.mode
 
     def feed(
         self, direction: str, data: bytes | bytearray | memoryview, now: float | None = None
@@ -326,7 +294,7 @@ class ConversationDecoder:
         else:
             n = _INT.unpack_from(raw)[0]
             message = f"connection closed inside a frame: {left - 4} of {n} payload bytes"
-            spans = _shifted(self._secret_spans_of(side, raw[4:], exact=False, full_length=n), 4)
+            spans = shifted(self._secret_spans_of(side, raw[4:], exact=False, full_length=n), 4)
         preview = raw if spans else raw[:_MALFORMED_PREVIEW]
         frame = self._malformed(side, preview, side.offset, message, now, secret_spans=spans)
         side.offset += left
@@ -344,7 +312,7 @@ class ConversationDecoder:
                 hint = " (looks like text: not a ZooKeeper stream?)" if _looks_like_text(head) else ""
                 message = f"frame length {n} outside 0..{self.max_frame}{hint}; rest of the stream skipped"
                 preview = bytes(buf[pos : pos + _MALFORMED_PREVIEW])
-                spans = _shifted(self._secret_spans_of(side, preview[4:], exact=False), 4)
+                spans = shifted(self._secret_spans_of(side, preview[4:], exact=False), 4)
                 frames.append(self._malformed(side, preview, side.offset + pos, message, now, secret_spans=spans))
                 side.state = "broken"
                 side.skipped += end - pos
@@ -365,7 +333,7 @@ class ConversationDecoder:
         return frames
 
     def _frame(
-        self, side: _Side, kind: str, payload: bytes, offset: int, now: float | None, **fields: Any
+        self, side: _Side, kind: FrameKind, payload: bytes, offset: int, now: float | None, **fields: Any
     ) -> DecodedFrame:
         frame = DecodedFrame(
             direction=side.direction,
@@ -397,9 +365,9 @@ class ConversationDecoder:
         zero = payload[:4] == b"\x00\x00\x00\x00"
         if side.direction == CLIENT:
             if (first and not _starts_mid_conversation(payload, 8)) or zero:
-                role: str | None = "connect_request"
+                role: SecretRole | None = "connect_request"
             else:
-                role = _request_role(payload)
+                role = request_role(payload)
         elif (first and not _starts_mid_conversation(payload, 16)) or zero:
             role = "connect_response"
         else:
@@ -448,31 +416,26 @@ class ConversationDecoder:
         record: Any = None
         error: str | None = None
         try:
-            parsed = schema.parse_request(payload, compiled=self.compiled)
-            record = schema.to_plain(parsed["body"])
+            record = self.bodies.request(payload)
         except ProtocolError as e:
             error = str(e)
-        path = _path_of(record)
+        path = path_of(record)
         notes: list[str] = []
         if op == OpCode.PING:
-            kind = "ping"
+            kind: FrameKind = "ping"
             self._pings.append(now)
         else:
             kind = "auth" if op == OpCode.AUTH else "request"
             if xid in self._pending:
                 notes.append(f"xid {xid} reused while a {op_name(self._pending[xid].op)} with it is pending")
-            self._pending[xid] = _Pending(op, path, now, _multi_ops(op, record))
-        spans = secret_spans(_request_role(payload), payload, exact=error is None)
+            self._pending[xid] = _Pending(op, path, now, multi_ops(op, record))
+        spans = secret_spans(request_role(payload), payload, exact=error is None)
         if error is not None and xid == 0:
             # xid 0 is a ConnectRequest's protocolVersion: a handshake where none was expected.
             spans = secret_spans("connect_request", payload, exact=False)
-        if op in (OpCode.MULTI, OpCode.MULTI_READ) and isinstance(record, dict):
-            ops = record["ops"]
-            notes.append("ops: " + _listing([_op_text(o["op"], o["request"]) for o in ops[:_LISTED]], len(ops)))
-        else:
-            detail = _request_detail(op, record)
-            if detail:
-                notes.append(detail)
+        detail = request_note(op, record)
+        if detail:
+            notes.append(detail)
         note = "; ".join(notes) or None
         if error is not None:
             return self._malformed(side, payload, offset, error, now, note=note, secret_spans=spans, **fields)
@@ -482,7 +445,7 @@ class ConversationDecoder:
 
     def _connect_request(self, side: _Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
         try:
-            record = schema.to_plain(schema.parse_connect_request(payload, compiled=self.compiled))
+            record = self.bodies.connect_request(payload)
         except ProtocolError as e:
             spans = secret_spans("connect_request", payload, exact=False)
             return self._malformed(side, payload, offset, f"ConnectRequest: {e}", now, secret_spans=spans)
@@ -521,7 +484,8 @@ class ConversationDecoder:
         path: str | None = None
         sub_ops: tuple[str, ...] = ()
         if xid == WATCH_XID:
-            kind, op = "event", int(OpCode.NOTIFICATION)
+            kind: FrameKind = "event"
+            op = int(OpCode.NOTIFICATION)
         elif xid == PING_XID:
             kind, op = "ping", int(OpCode.PING)
             if self._pings:
@@ -568,26 +532,25 @@ class ConversationDecoder:
         if op == OpCode.SASL and err == 0 and kind == "reply":
             fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=False)
         try:
-            parsed = schema.parse_reply(op, payload, compiled=self.compiled)
+            record = self.bodies.reply(op, payload)
         except ProtocolError as e:
             if zero_spans and "secret_spans" not in fields:
                 fields["secret_spans"] = zero_spans
             return self._malformed(side, payload, offset, str(e), now, note="; ".join(notes) or None, **fields)
         if "secret_spans" in fields:
             fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=True)
-        record = schema.to_plain(parsed["body"])
         if kind == "event":
-            fields["path"] = _path_of(record)
-            notes.insert(0, f"{_enum_name(EventType, record['type'])} {_enum_name(KeeperState, record['state'])}")
-        elif op in (OpCode.MULTI, OpCode.MULTI_READ) and isinstance(record, dict):
-            notes.append(_multi_summary(record["results"], sub_ops))
-        elif op in _CREATES and isinstance(record, dict) and isinstance(record.get("path"), str):
-            notes.append(f"created {record['path']}")
+            fields["path"] = path_of(record)
+            notes.insert(0, event_note(record))
+        else:
+            outcome = reply_note(op, record, sub_ops)
+            if outcome:
+                notes.append(outcome)
         return self._frame(side, kind, payload, offset, now, record=record, note="; ".join(notes) or None, **fields)
 
     def _connect_response(self, side: _Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
         try:
-            record = schema.to_plain(schema.parse_connect_response(payload, compiled=self.compiled))
+            record = self.bodies.connect_response(payload)
         except ProtocolError as e:
             spans = secret_spans("connect_response", payload, exact=False)
             return self._malformed(side, payload, offset, f"ConnectResponse: {e}", now, secret_spans=spans)
@@ -642,175 +605,6 @@ def _elapsed(sent: float | None, now: float | None) -> float | None:
 
 _BYTE_VALUE = re.compile(r"byte 0x[0-9a-fA-F]+")
 
-#: Where the int32 length of the secret buffer is, by the role of the frame that carries it.
-_SECRET_LENGTH_AT = {"connect_request": 24, "connect_response": 16, "sasl_request": 8, "sasl_reply": 16}
-
-
-def _request_role(payload: bytes) -> str | None:
-    """ "auth" or "sasl_request" when the RequestHeader names one of those ops (else None)."""
-    if len(payload) < 8:
-        return None
-    op = _INT.unpack_from(payload, 4)[0]
-    return "auth" if op == OpCode.AUTH else "sasl_request" if op == OpCode.SASL else None
-
-
-def _buffer_span(payload: bytes, at: int, exact: bool) -> tuple[tuple[int, int], ...]:
-    start, end = at + 4, len(payload)
-    if exact and end >= start:
-        n = _INT.unpack_from(payload, at)[0]
-        if -1 <= n <= end - start:
-            end = start + max(n, 0)
-    return ((start, end),) if end > start else ()
-
-
-def secret_spans(
-    role: str | None, payload: bytes, *, exact: bool, full_length: int | None = None
-) -> tuple[tuple[int, int], ...]:
-    """The (start, end) ranges of ``payload`` that hold a secret, found by the frame's layout alone.
-
-    ``role`` is "connect_request", "connect_response" (the session password), "auth" (the credential of
-    an AuthPacket), "sasl_request" or "sasl_reply" (the token); None has no secret.  ``payload`` may be
-    only the beginning of the frame (``full_length`` is then the length its prefix announced).  With
-    ``exact`` (the frame decoded) the span is the secret's bytes; otherwise it runs from where the secret
-    starts to the end of ``payload``, since a length field in a frame that does not decode cannot be
-    trusted.  An auth packet whose lengths do not agree with its size is masked from its scheme on.
-    """
-    if role is None:
-        return ()
-    at = _SECRET_LENGTH_AT.get(role)
-    if at is not None:
-        return _buffer_span(payload, at, exact)
-    # AuthPacket after the RequestHeader: type int32 (8..12), scheme ustring (length at 12), auth buffer.
-    # The scheme is shown only when both lengths are there and agree with the frame's size (it may have
-    # bytes after the credential); otherwise a length may be wrong, or the bytes stop before they can be
-    # checked, and the credential may be anywhere after the scheme's length field.
-    total = len(payload) if full_length is None else full_length
-    if len(payload) >= 16:
-        n = _INT.unpack_from(payload, 12)[0]
-        scheme_end = 16 + max(n, 0)
-        if exact:
-            return _buffer_span(payload, scheme_end, exact)
-        if n >= -1 and scheme_end + 4 <= len(payload):
-            m = _INT.unpack_from(payload, scheme_end)[0]
-            if -1 <= m <= total - scheme_end - 4:
-                return _buffer_span(payload, scheme_end, exact)
-    return ((16, len(payload)),) if len(payload) > 16 else ()
-
-
-def _shifted(spans: tuple[tuple[int, int], ...], by: int) -> tuple[tuple[int, int], ...]:
-    return tuple((start + by, end + by) for start, end in spans)
-
-
-def _path_suffix(request: Any) -> str:
-    path = _path_of(request)
-    return f" {path}" if path is not None else ""
-
-
-def _enum_name(enum: Any, value: int) -> str:
-    """``NodeDataChanged`` style name of an EventType / KeeperState value, or the number."""
-    try:
-        name = str(enum(value).name)
-    except ValueError:
-        return str(value)
-    return "".join(p.capitalize() for p in name.split("_"))
-
-
-#: Sub-operations of a multi named in a frame's note; the others are counted.
-_LISTED = 20
-
-
-def _listing(parts: list[str], total: int) -> str:
-    more = total - len(parts)
-    return ", ".join(parts) + (f", ... {more} more" if more > 0 else "")
-
-
-def _multi_summary(results: list[dict[str, Any]], requested: tuple[str, ...] = ()) -> str:
-    """Each sub-result of a multi's reply, named by the operation it answers when the request was seen:
-    "FAILED: 1 of 3 ops failed: create /a ok, delete /b NONODE, setData /c not run"."""
-    parts: list[str] = []
-    failed = 0
-    for i, r in enumerate(results):
-        is_error = r["op"] == OpCode.ERROR
-        if is_error and r["err"] not in (0, -2):  # -2: not run, after the one that failed
-            failed += 1
-        if len(parts) < _LISTED:
-            what = requested[i] if i < len(requested) else None
-            if is_error:
-                outcome = "ok" if r["err"] == 0 else "not run" if r["err"] == -2 else error_name(r["err"])
-                parts.append(f"{what or 'op'} {outcome}" if what else f"error {error_name(r['err'])}")
-            else:
-                created = r["body"].get("path") if isinstance(r["body"], dict) and r["op"] in _CREATES else None
-                shown = (
-                    f"{op_name(r['op'])} {created}" if created else (what or op_name(r["op"]) + _path_suffix(r["body"]))
-                )
-                parts.append(shown + (" ok" if what else ""))
-    head = f"FAILED: {failed} of {len(results)} ops failed" if failed else f"{len(results)} ops ok"
-    return f"{head}: " + _listing(parts, len(results)) if parts else head
-
-
-_CREATES = frozenset({OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER, OpCode.CREATE_TTL})
-
-
-def format_zxid(zxid: int) -> str:
-    """A zxid as the tracer writes it everywhere: hexadecimal (``0x1f``); -1 (none) stays -1."""
-    return f"0x{zxid & 0xFFFFFFFFFFFFFFFF:x}" if zxid >= 0 else str(zxid)
-
-
-def _create_mode(flags: int) -> str:
-    try:
-        return CreateMode(flags).name.lower().replace("_", " ")
-    except ValueError:
-        return f"flags {flags}"
-
-
-def _op_text(op: int, request: Any) -> str:
-    """ "create /a (ephemeral sequential)": an operation inside a multi."""
-    text = op_name(op) + _path_suffix(request)
-    if op in _CREATES and isinstance(request, dict) and isinstance(request.get("flags"), int):
-        text += f" ({_create_mode(request['flags'])})"
-    return text
-
-
-def _multi_ops(op: int, record: Any) -> tuple[str, ...]:
-    if op not in (OpCode.MULTI, OpCode.MULTI_READ) or not isinstance(record, dict):
-        return ()
-    return tuple(op_name(o["op"]) + _path_suffix(o["request"]) for o in record["ops"][:_LISTED])  # those listed
-
-
-def _watch_list(paths: Any) -> str:
-    paths = list(paths or ())
-    return f"{len(paths)} [" + _listing([str(p) for p in paths[:_LISTED]], len(paths)) + "]"
-
-
-def _request_detail(op: int, record: Any) -> str | None:
-    """What the one-line view says of a request beyond op and path: a create's mode (and TTL), an auth's
-    scheme (never its credential), the watches a SetWatches re-registers and from which zxid."""
-    if not isinstance(record, dict):
-        return None
-    if op in _CREATES and isinstance(record.get("flags"), int):
-        text = f"mode {_create_mode(record['flags'])}"
-        if op == OpCode.CREATE_TTL and isinstance(record.get("ttl"), int):
-            text += f", ttl {record['ttl']} ms"
-        return text
-    if op == OpCode.AUTH:
-        return f"scheme {record.get('scheme')}"
-    if op in (OpCode.SET_WATCHES, OpCode.SET_WATCHES2):
-        kinds = [
-            ("data", "data_watches"),
-            ("exist", "exist_watches"),
-            ("child", "child_watches"),
-            ("persistent", "persistent_watches"),
-            ("recursive", "persistent_recursive_watches"),
-        ]
-        listed = [f"{name} {_watch_list(record[key])}" for name, key in kinds if record.get(key)]
-        zxid = record.get("relative_zxid")
-        since = f" after zxid {format_zxid(zxid)}" if isinstance(zxid, int) else ""
-        return f"re-registers{since}: " + ("; ".join(listed) or "nothing")
-    return None
-
-
-# ------------------------------------------------------------------------------------------- helpers
-
 
 def detect_side(data: bytes | bytearray | memoryview) -> str:
     """Which side sent ``data``: the client if it opens with a ConnectRequest (length 44 or 45 and
@@ -864,231 +658,3 @@ def decode_conversation(
     frames = decoder.feed_client(client)
     frames += decoder.feed_server(server)
     return frames + decoder.finish()
-
-
-def _hidden(n: int) -> str:
-    return f"<{n} bytes hidden>"
-
-
-_SECRET_KEYS = ("passwd", "auth", "token")
-
-
-def _shown_record(frame: DecodedFrame, reveal_secrets: bool) -> Any:
-    record = frame.record
-    if reveal_secrets or not isinstance(record, dict) or not any(k in record for k in _SECRET_KEYS):
-        return record
-    shown = dict(record)
-    for key in _SECRET_KEYS:
-        value = shown.get(key)
-        if isinstance(value, bytes):
-            shown[key] = _hidden(len(value))
-    return shown
-
-
-def _masked(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None) -> list[int | None]:
-    """Payload bytes (the first ``limit`` of them), None where a secret is."""
-    out: list[int | None] = list(frame.payload if limit is None else frame.payload[:limit])
-    if not reveal_secrets:
-        for start, end in frame.secret_spans:
-            for i in range(max(start, 0), min(end, len(out))):
-                out[i] = None
-    return out
-
-
-def _hexdump(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None, indent: str = "    ") -> list[str]:
-    data = _masked(frame, reveal_secrets, limit)
-    lines = []
-    for base in range(0, len(data), 16):
-        chunk = data[base : base + 16]
-        hexes = " ".join("**" if b is None else f"{b:02x}" for b in chunk)
-        text = "".join("*" if b is None else (chr(b) if 32 <= b < 127 else ".") for b in chunk)
-        lines.append(f"{indent}{base:04x}  {hexes:<47}  |{text}|")
-    if len(data) < len(frame.payload):
-        lines.append(f"{indent}... {len(frame.payload) - len(data)} more bytes")
-    return lines
-
-
-class _Cut:
-    """The beginning of a long str or bytes value, shown with how much was left out."""
-
-    __slots__ = ("head", "more")
-
-    def __init__(self, head: str | bytes, more: int) -> None:
-        self.head = head
-        self.more = more
-
-    def __repr__(self) -> str:
-        unit = "bytes" if isinstance(self.head, bytes) else "characters"
-        return f"{self.head!r}...(+{self.more} {unit})"
-
-    def json(self) -> str:
-        head = self.head.hex() if isinstance(self.head, bytes) else self.head
-        unit = "bytes" if isinstance(self.head, bytes) else "characters"
-        return f"{head}...(+{self.more} {unit})"
-
-
-def _abridged(value: Any, budget: int) -> Any:
-    """``value`` (plain dicts, lists, str, bytes, numbers) shortened so that its repr stays near ``budget``
-    characters: long strings cut, lists and dicts ended with a count of what was left out."""
-    left = [budget]
-
-    def walk(v: Any) -> Any:
-        if isinstance(v, dict):
-            out: dict[Any, Any] = {}
-            for k, x in v.items():
-                if left[0] <= 0:
-                    out["..."] = f"{len(v) - len(out)} more"
-                    break
-                left[0] -= len(str(k)) + 4
-                out[k] = walk(x)
-            return out
-        if isinstance(v, list | tuple):
-            items: list[Any] = []
-            for i, x in enumerate(v):
-                if left[0] <= 0:
-                    items.append(f"... {len(v) - i} more")
-                    break
-                items.append(walk(x))
-            return items
-        if isinstance(v, str | bytes):
-            room = max(left[0], 16) // (4 if isinstance(v, bytes) else 1)
-            shown: Any = v if len(v) <= room else _Cut(v[:room], len(v) - room)
-            left[0] -= len(repr(shown))
-            return shown
-        left[0] -= 8
-        return v
-
-    return walk(value)
-
-
-def capped(line: str, limit: int | None) -> str:
-    """``line`` cut to about ``limit`` characters, saying how many were left out."""
-    if not limit or len(line) <= limit:
-        return line
-    keep = max(limit - 32, 0)
-    return line[:keep] + f" ...(+{len(line) - keep} characters)" if keep else line[:limit]
-
-
-def _hex_limit(max_line: int | None) -> int | None:
-    return None if not max_line else max(256, max_line // 8)
-
-
-def format_frame(
-    frame: DecodedFrame, verbose: bool = False, *, reveal_secrets: bool = False, max_line: int | None = None
-) -> str:
-    """One line: time, direction, kind, xid, op, path, error, zxid, size, latency, notes.
-
-    ``verbose`` adds the decoded record and a hex dump of the payload (passwords and auth
-    credentials masked unless ``reveal_secrets``).  Control characters from the wire (in paths, notes,
-    four-letter-word answers) are shown escaped (:func:`zkwire.terminal.escape_controls`).  With
-    ``max_line`` no line is longer than that: long values are cut (saying how much was left out) and the
-    hex dump stops after ``max_line // 8`` bytes (256 at least).
-    """
-    parts = ["-" if frame.time is None else f"{frame.time:.6f}", "->" if frame.direction == CLIENT else "<-"]
-    parts.append(f"{frame.kind:<16}")
-    if frame.xid is not None:
-        parts.append(f"xid={frame.xid}")
-    if frame.op_name is not None:
-        parts.append(frame.op_name)
-    if frame.path is not None:
-        path = capped(frame.path, max_line and max_line // 2)
-        parts.append(repr(path) if path == "" or any(c.isspace() for c in path) else path)
-    if frame.err is not None and (frame.err != 0 or frame.kind not in ("event", "ping")):
-        parts.append("FAILED" if _failed_multi(frame) else frame.err_name or str(frame.err))
-    if frame.zxid is not None:
-        parts.append(f"zxid={format_zxid(frame.zxid)}")
-    parts.append(f"len={frame.size}+4" if frame.kind not in ("four_letter", "skipped") else f"len={frame.size}")
-    if frame.latency is not None:
-        parts.append(f"{frame.latency * 1000:.3f}ms")
-    if frame.kind == "four_letter" and isinstance(frame.record, dict) and "text" in frame.record:
-        text = frame.record["text"].strip().splitlines()
-        parts.append(repr(capped(text[0], max_line) + (" ..." if len(text) > 1 else "")) if text else "''")
-    if frame.note:
-        parts.append(f"[{frame.note}]")
-    if frame.error:
-        parts.append(f"ERROR: {frame.error}")
-    line = capped(escape_controls(" ".join(parts)), max_line)
-    if not verbose:
-        return line
-    lines = [line]
-    if frame.record is not None:
-        record = _zxids_in_hex(_shown_record(frame, reveal_secrets))
-        if max_line:
-            record = _abridged(record, max_line)
-        lines.append(capped(escape_controls(f"    record: {record!r}"), max_line))
-    lines.extend(_hexdump(frame, reveal_secrets, _hex_limit(max_line)))
-    return "\n".join(lines)
-
-
-def _failed_multi(frame: DecodedFrame) -> bool:
-    """A multi's reply with err 0 in its header but a failed operation in its results."""
-    record = frame.record
-    if frame.kind != "reply" or frame.op not in (OpCode.MULTI, OpCode.MULTI_READ) or not isinstance(record, dict):
-        return False
-    return any(r["op"] == OpCode.ERROR and r["err"] not in (0, -2) for r in record.get("results", ()))
-
-
-class _Zxid(int):
-    """A zxid in a record, shown in the one notation of the tracer."""
-
-    def __repr__(self) -> str:
-        return format_zxid(int(self))
-
-
-def _zxids_in_hex(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {
-            k: _Zxid(v) if isinstance(v, int) and not isinstance(v, bool) and "zxid" in k else _zxids_in_hex(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_zxids_in_hex(v) for v in value]
-    return value
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
-    if isinstance(value, _Cut):
-        return value.json()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line: int | None = None) -> dict[str, Any]:
-    """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``.
-
-    With ``max_line``, the values are shortened so that the object's JSON stays near that many
-    characters: the payload stops after ``max_line // 8`` bytes (``payload_truncated`` is then true),
-    long strings and lists are cut (saying how much was left out).
-    """
-    limit = _hex_limit(max_line)
-    payload_hex = "".join("**" if b is None else f"{b:02x}" for b in _masked(frame, reveal_secrets, limit))
-    record = _shown_record(frame, reveal_secrets)
-    text_limit = max_line and max(64, max_line // 8)
-    obj = {
-        "direction": frame.direction,
-        "kind": frame.kind,
-        "index": frame.index,
-        "offset": frame.offset,
-        "time": frame.time,
-        "xid": frame.xid,
-        "op": frame.op,
-        "op_name": frame.op_name,
-        "path": frame.path if frame.path is None else capped(frame.path, text_limit),
-        "err": frame.err,
-        "err_name": frame.err_name,
-        "zxid": frame.zxid,
-        "size": frame.size,
-        "latency": frame.latency,
-        "record": _jsonable(_abridged(record, max_line // 4) if max_line else record),
-        "error": frame.error if frame.error is None else capped(frame.error, text_limit),
-        "note": frame.note if frame.note is None else capped(frame.note, text_limit),
-        "payload": payload_hex,
-    }
-    if limit is not None and len(frame.payload) > limit:
-        obj["payload_truncated"] = True
-    return obj

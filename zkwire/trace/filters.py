@@ -16,7 +16,7 @@ from typing import Any
 from ..constants import OpCode
 from ..errors import InvalidArgumentError
 from ..protocol.codec import op_name
-from .decoder import DecodedFrame
+from .frames import DecodedFrame
 
 __all__ = ["ConnectionInfo", "FrameFilter", "parse_session_id", "parse_op", "format_session", "multi_failure"]
 

@@ -81,9 +81,6 @@ class FrameTracker:
             return None
         return self.need - gap
 
-    def at_boundary(self) -> bool:
-        return self.framed and not self.need and not self.head
-
 
 def _plausible(direction: str, buf: bytes | bytearray, pos: int, n: int) -> bool | None:
     """Whether a frame of length ``n`` whose payload starts at ``pos`` has a header that makes sense

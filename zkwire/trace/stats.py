@@ -15,8 +15,8 @@ from typing import Any
 from ..constants import EventType, KeeperState, OpCode
 from ..errors import error_name
 from ..terminal import escape_controls
-from .decoder import CLIENT, DecodedFrame
 from .filters import multi_failure
+from .frames import CLIENT, DecodedFrame
 
 __all__ = ["TraceStats", "percentile", "path_at_depth"]
 

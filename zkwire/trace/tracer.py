@@ -1,5 +1,8 @@
 """``zkwire trace``, ``zkwire decode`` and ``zkwire sniff``: see ZooKeeper traffic decoded, both ways.
 
+This module is the command line; the proxy is :mod:`~zkwire.trace.proxy`, its decoding worker
+:mod:`~zkwire.trace.worker`, and what is printed and where :mod:`~zkwire.trace.output`.
+
 ``zkwire trace --listen HOST:PORT --server HOST:PORT`` is a transparent TCP proxy for any client
 (kazoo, zkCli, Curator, zkwire); ``--upstream a,b,c`` tries several servers in order for each
 connection (a whole ensemble), ``--upstream-tls`` (with ``--ca``, ``--cert``, ``--key``) speaks TLS to
@@ -12,7 +15,7 @@ bytes.  When it falls behind, the bytes it cannot take are skipped (a ``skipped`
 it picks up again at the next frame, whose start the forwarding path follows by reading the length
 prefixes alone.  A stalled output stalls only the worker; a closed one stops the tracer.  A malformed
 frame is shown as such and still forwarded; secrets are masked by position (see
-:func:`zkwire.trace.decoder.secret_spans`), control characters escaped, lines capped (``--max-line``).
+:func:`zkwire.trace.masking.secret_spans`), control characters escaped, lines capped (``--max-line``).
 
 ``zkwire decode FILE`` decodes a pcap or pcapng capture (every ZooKeeper connection in it, both
 directions merged in capture order, with capture times: see :mod:`zkwire.trace.conversations`), or a raw
@@ -24,11 +27,7 @@ captured byte stream (one direction, or both with ``--server-file``) the same wa
 from __future__ import annotations
 
 import argparse
-import itertools
-import json
 import math
-import os
-import queue
 import signal
 import sys
 import threading
@@ -36,7 +35,6 @@ import time
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import BinaryIO, TextIO
 
 import trio
 
@@ -45,23 +43,17 @@ from ..sansio.hosts import parse_host_port
 from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
 from ..terminal import escape_controls
 from .capture import CaptureError, PacketReader, is_capture
-from .conversations import CaptureDecoder, CaptureEvent, format_endpoint
-from .decoder import (
-    CLIENT,
-    SERVER,
-    ConversationDecoder,
-    DecodedFrame,
-    capped,
-    detect_side,
-    format_frame,
-    frame_to_json,
-)
-from .filters import ConnectionInfo, FrameFilter, format_session, parse_op, parse_session_id
-from .resync import FrameTracker
+from .conversations import CaptureDecoder
+from .decoder import ConversationDecoder, detect_side
+from .filters import FrameFilter, parse_op, parse_session_id
+from .frames import CLIENT, SERVER
+from .output import DEFAULT_MAX_LINE, DEFAULT_MAX_QUEUED, FdWriter, TraceOptions, show_event
+from .proxy import READ_CHUNK, serve_trace
 from .sniff import open_sniffer
 from .stats import TraceStats
-from .upstream import UpstreamError, Upstreams, tls_context
+from .upstream import Upstreams, tls_context
 
+# TraceOptions, serve_trace and show_event live in output.py and proxy.py; they stay importable from here.
 __all__ = [
     "TraceOptions",
     "serve_trace",
@@ -73,408 +65,10 @@ __all__ = [
 ]
 
 
-#: How much of a side is read (and then forwarded) at once.
-_CHUNK = 65536
-#: Bytes waiting for the decoder, all connections together, before it skips (see :class:`TraceOptions`).
-DEFAULT_MAX_QUEUED = 16 << 20
-#: Longest line printed for one frame (the JSON object of one frame, with ``--json``).
-DEFAULT_MAX_LINE = 4096
-
-
-class TraceOptions:
-    """What the tracer prints, and where.
-
-    ``max_line`` caps every printed line (0: no cap): long values are cut, saying how much was left out,
-    and the hex dump of ``verbose`` stops after ``max_line // 8`` bytes.  ``max_queued_bytes`` bounds
-    the bytes waiting to be decoded: past it, the tracer says that decoding fell behind, skips the bytes
-    (they are forwarded all the same) and picks up again at the first frame that starts once the backlog
-    is down to half.  When the tracer stops, decoding of what is queued may take ``drain_seconds`` more.
-    """
-
-    def __init__(
-        self,
-        *,
-        verbose: bool = False,
-        json_lines: bool = False,
-        hide_pings: bool = False,
-        reveal_secrets: bool = False,
-        out: TextIO | None = None,
-        max_line: int = DEFAULT_MAX_LINE,
-        max_queued_bytes: int = DEFAULT_MAX_QUEUED,
-        drain_seconds: float = 2.0,
-        frame_filter: FrameFilter | None = None,
-        stats: TraceStats | None = None,
-        show_frames: bool = True,
-        session_view: int | None = None,
-    ) -> None:
-        self.verbose = verbose
-        self.json_lines = json_lines
-        self.hide_pings = hide_pings
-        self.reveal_secrets = reveal_secrets
-        self.out = out if out is not None else sys.stdout
-        self.max_line = max_line
-        self.max_queued_bytes = max_queued_bytes
-        self.drain_seconds = drain_seconds
-        self.frame_filter = frame_filter
-        self.stats = stats
-        self.show_frames = show_frames
-        self.session_view = session_view
-        self._connections: dict[int, ConnectionInfo] = {}
-
-    def connection(self, conn: int | None) -> ConnectionInfo:
-        """What is known of connection ``conn`` (its client's address, its session)."""
-        key = conn if conn is not None else 0
-        info = self._connections.get(key)
-        if info is None:
-            info = self._connections[key] = ConnectionInfo()
-        return info
-
-    def open_connection(self, conn: int, client: str) -> None:
-        self.connection(conn).client = client
-
-    def close_connection(self, conn: int) -> None:
-        self._connections.pop(conn, None)
-
-    def emit(self, conn: int | None, frame: DecodedFrame, wall: float) -> None:
-        """Show one frame (if it passes the filters) and count it in the statistics."""
-        info = self.connection(conn)
-        session = info.learn(frame)
-        if session is not None and session == self.session_view and conn is not None:
-            self._session_note(conn, session, info, wall)
-        if self.hide_pings and frame.kind == "ping":
-            return
-        if self.frame_filter is not None and not self.frame_filter.passes(frame, info):
-            return
-        if self.stats is not None:
-            self.stats.add(conn, frame)
-        if not self.show_frames:
-            return
-        max_line = self.max_line or None
-        if self.json_lines:
-            text = self._json_line(conn, frame, wall, max_line)
-        else:
-            line = format_frame(frame, self.verbose, reveal_secrets=self.reveal_secrets, max_line=max_line)
-            first, newline, more = line.partition("\n")
-            _, _, rest = first.partition(" ")  # the decoder's own time column gives way to ours
-            first = (f"{_stamp(wall)} #{conn} " if conn is not None else "") + rest
-            text = capped(first, max_line) + newline + more
-        self.out.write(text + "\n")
-        self.out.flush()
-
-    def _json_line(self, conn: int | None, frame: DecodedFrame, wall: float, max_line: int | None) -> str:
-        budget = max_line
-        while True:
-            obj = frame_to_json(frame, reveal_secrets=self.reveal_secrets, max_line=budget)
-            obj["conn"] = conn
-            obj["wall_time"] = wall
-            text = json.dumps(obj)
-            if max_line is None or budget is None or len(text) <= max_line or budget <= 256:
-                return text
-            budget //= 2  # JSON escapes made it longer than planned: shorten the values further
-
-    def _session_note(self, conn: int, session: int, info: ConnectionInfo, wall: float) -> None:
-        if self.show_frames:
-            self._write_note(conn, f"session {format_session(session)} on this connection (client {info.client})", wall)
-
-    def note(self, conn: int, text: str, wall: float | None = None) -> None:
-        """A line about connection ``conn`` (0: about the whole trace), shown unless frames are filtered."""
-        if not self.show_frames:
-            return
-        if conn and self.frame_filter is not None and not self.frame_filter.shows_notes(self.connection(conn)):
-            return
-        self._write_note(conn, text, wall)
-
-    def summary(self, *, always: bool = False) -> None:
-        """Print the statistics gathered so far (text lines, or one JSON object with ``--json``): at the
-        end when a frame was counted or only statistics are shown; ``always`` (on request) even if not."""
-        if self.stats is None or not (always or self.stats.frames or not self.show_frames):
-            return
-        if self.json_lines:
-            self.out.write(json.dumps(self.stats.to_json()) + "\n")
-        else:
-            self.out.write("".join(f"== {line}\n" for line in self.stats.lines()))
-        self.out.flush()
-
-    def _write_note(self, conn: int, text: str, wall: float | None = None) -> None:
-        wall = time.time() if wall is None else wall
-        if self.json_lines:
-            obj = {"conn": conn, "kind": "connection", "note": text, "wall_time": wall}
-            self.out.write(json.dumps(obj) + "\n")
-        else:
-            self.out.write(f"{_stamp(wall)} #{conn} -- {escape_controls(text)}\n")
-        self.out.flush()
-
-
-def _stamp(wall: float) -> str:
-    """The time column of every line: local time to the microsecond."""
-    return time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall % 1 * 1e6):06d}"
-
-
-class _FdWriter:
-    """Lines written straight to a file descriptor: a write blocked on a full pipe holds no Python lock,
-    so the program can still end while the decoder's thread waits on it."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-
-    def write(self, text: str) -> int:
-        data = memoryview(text.encode("utf-8", "backslashreplace"))
-        while data:
-            data = data[os.write(self.fd, data) :]
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-
 def _parse_hostport(text: str, default_host: str = "127.0.0.1") -> tuple[str, int]:
     """``HOST:PORT``, ``[V6ADDR]:PORT``, ``:PORT`` or ``PORT`` (on ``default_host``); port 0 listens on any."""
     host, port = parse_host_port(text, default_port=None, default_host=default_host, allow_port_zero=True)
     return host, port
-
-
-class _Direction:
-    __slots__ = ("bounds", "skipped", "skipping")
-
-    def __init__(self, max_frame: int) -> None:
-        self.bounds = FrameTracker(max_frame)
-        self.skipping = False
-        self.skipped = 0
-
-
-class _Connection:
-    __slots__ = ("broken", "decoder", "id", "sides")
-
-    def __init__(self, conn_id: int) -> None:
-        self.id = conn_id
-        self.decoder = ConversationDecoder()
-        self.sides = {CLIENT: _Direction(self.decoder.max_frame), SERVER: _Direction(self.decoder.max_frame)}
-        self.broken = False  # the decoder failed (a bug): the rest of the connection is not decoded
-
-
-_Job = tuple[str, _Connection | int, str, bytes | int | str, float, float, int]
-
-
-class _Decoding:
-    """Decoding and printing, off the forwarding path: one worker thread takes the bytes each pump has
-    already forwarded from a queue bounded in bytes (:attr:`TraceOptions.max_queued_bytes`).  Nothing
-    here blocks the caller: when the queue is full the bytes are skipped (and said to be), so a slow
-    decoder or a stalled output never slows the traffic.  A failed output (a closed pipe) stops the tracer
-    (:attr:`failed`)."""
-
-    def __init__(self, options: TraceOptions) -> None:
-        self.options = options
-        self.limit = max(options.max_queued_bytes, 1)
-        self.failure: BaseException | None = None
-        self.failed = trio.Event()
-        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._queued = 0
-        self._discard = False
-        self._token = trio.lowlevel.current_trio_token()
-        self._thread = threading.Thread(target=self._run, name="zkwire trace decoder", daemon=True)
-        self._thread.start()
-
-    # ------------------------------------------------------------------ forwarding side (trio)
-
-    def note(self, conn: int, text: str) -> None:
-        self._jobs.put(("note", conn, "", text, 0.0, time.time(), 0))
-
-    def data(self, conn: _Connection, direction: str, data: bytes, now: float) -> None:
-        side = conn.sides[direction]
-        first = side.bounds.feed(data)
-        size = len(data)
-        wall = time.time()
-        if side.skipping:
-            if first is not None and self._reserve(size - first, resume=True):
-                self._jobs.put(("skip", conn, direction, side.skipped + first, now, wall, 0))
-                self._jobs.put(("data", conn, direction, data[first:], now, wall, size - first))
-                side.skipping, side.skipped = False, 0
-            else:
-                side.skipped += size
-        elif self._reserve(size):
-            self._jobs.put(("data", conn, direction, data, now, wall, size))
-        else:
-            side.skipping, side.skipped = True, size
-
-    def finish(self, conn: _Connection, now: float) -> None:
-        wall = time.time()
-        for direction, side in conn.sides.items():
-            if side.skipping:
-                self._jobs.put(("skip", conn, direction, side.skipped, now, wall, 0))
-        self._jobs.put(("finish", conn, "", "", now, wall, 0))
-
-    def _reserve(self, size: int, *, resume: bool = False) -> bool:
-        with self._lock:
-            if self._queued + size > (self.limit // 2 if resume else self.limit):
-                return False
-            self._queued += size
-            return True
-
-    async def aclose(self) -> None:
-        """Let the worker print what is queued (for up to ``drain_seconds``), then stop it."""
-        self._jobs.put(None)
-        with trio.CancelScope(shield=True):
-            with trio.move_on_after(self.options.drain_seconds):
-                await trio.to_thread.run_sync(self._thread.join, abandon_on_cancel=True)
-            self._discard = True
-            with trio.move_on_after(1.0):
-                await trio.to_thread.run_sync(self._thread.join, abandon_on_cancel=True)
-
-    # ------------------------------------------------------------------ worker thread
-
-    def _run(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            try:
-                if not self._discard:
-                    self._do(job)
-            except BaseException as e:  # the output failed: stop the tracer
-                self._fail(e)
-            finally:
-                if job[6]:
-                    with self._lock:
-                        self._queued -= job[6]
-
-    def _do(self, job: _Job) -> None:
-        kind, conn, direction, value, now, wall, _ = job
-        options = self.options
-        if kind == "note":
-            assert isinstance(conn, int) and isinstance(value, str)
-            options.note(conn, value, wall)
-            return
-        assert isinstance(conn, _Connection)
-        if not conn.broken:
-            try:
-                if kind == "data":
-                    assert isinstance(value, bytes)
-                    frames = conn.decoder.feed(direction, value, now)
-                elif kind == "skip":
-                    assert isinstance(value, int)
-                    frames = conn.decoder.skip(direction, value, now, reason="not decoded: decoding fell behind")
-                else:
-                    frames = conn.decoder.finish(now)
-            except Exception as e:  # a decoder bug must not stop the tracer
-                conn.broken = True
-                options.note(conn.id, f"decoder error: {e!r}; the rest of this connection is not decoded", wall)
-                frames = []
-            for frame in frames:
-                options.emit(conn.id, frame, wall)
-        if kind == "finish":
-            options.note(conn.id, "closed", wall)
-            options.close_connection(conn.id)
-
-    def _fail(self, error: BaseException) -> None:
-        if self.failure is None:
-            self.failure = error
-            self._discard = True
-            try:
-                self._token.run_sync_soon(self.failed.set)
-            except trio.RunFinishedError:
-                pass
-
-
-def _save_files(save: Path, conn_id: int, decoding: _Decoding) -> dict[str, BinaryIO]:
-    """The files that keep connection ``conn_id``'s raw bytes (none if they cannot be made: said)."""
-    files: dict[str, BinaryIO] = {}
-    try:
-        save.mkdir(parents=True, exist_ok=True)
-        for direction in (CLIENT, SERVER):
-            files[direction] = open(save / f"conn-{conn_id}-{direction}.bin", "wb")  # noqa: SIM115
-    except OSError as e:
-        for f in files.values():
-            f.close()
-        decoding.note(conn_id, f"cannot save the raw bytes: {e}")
-        return {}
-    return files
-
-
-async def serve_trace(
-    listen: tuple[str, int],
-    server: tuple[str, int] | Upstreams,
-    options: TraceOptions,
-    *,
-    save: Path | None = None,
-    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Run the tracing proxy until cancelled; ``task_status.started`` receives the listening port.
-
-    ``server`` is one server, or :class:`~zkwire.trace.upstream.Upstreams`: several tried in order for
-    each connection (a whole ensemble), over TLS if asked.
-
-    With ``save``, each connection's bytes are also written, as forwarded, to ``conn-N-client.bin`` and
-    ``conn-N-server.bin`` in that directory (``zkwire decode conn-N-client.bin --server-file
-    conn-N-server.bin`` decodes them later).
-
-    Each connection's bytes are forwarded as they arrive; decoding and printing happen in a worker thread
-    (see :class:`_Decoding`) and never hold up the traffic.  If writing the output fails (a closed pipe),
-    the proxy stops with that error.
-    """
-    upstreams = server if isinstance(server, Upstreams) else Upstreams([server])
-    listeners = await trio.open_tcp_listeners(listen[1], host=listen[0])
-    port = listeners[0].socket.getsockname()[1]
-    ids = itertools.count(1)
-    decoding = _Decoding(options)
-
-    async def handle(client: trio.SocketStream) -> None:
-        conn_id = next(ids)
-        try:
-            peer = client.socket.getpeername()
-        except OSError:
-            peer = "?"
-        client_name = format_endpoint((str(peer[0]), int(peer[1]))) if isinstance(peer, tuple) else str(peer)
-        try:
-            upstream, chosen, failures = await upstreams.connect()
-        except UpstreamError as e:
-            decoding.note(conn_id, f"client {client_name}: {e}")
-            await trio.aclose_forcefully(client)
-            return
-        conn = _Connection(conn_id)
-        options.open_connection(conn_id, client_name)
-        tls = " (TLS)" if upstreams.tls is not None else ""
-        tried = f" after {'; '.join(failures)}" if failures else ""
-        decoding.note(conn_id, f"open: client {client_name} -> server {format_endpoint(chosen)}{tls}{tried}")
-        files = _save_files(save, conn_id, decoding) if save is not None else {}
-        start = trio.current_time()
-
-        async def pump(src: trio.abc.Stream, dst: trio.abc.Stream, direction: str) -> None:
-            try:
-                while True:
-                    data = bytes(await src.receive_some(_CHUNK))  # the same object when it is bytes
-                    if not data:
-                        break
-                    await dst.send_all(data)  # forwarded first; decoding gets a copy afterwards
-                    decoding.data(conn, direction, data, trio.current_time() - start)
-                    if files:
-                        files[direction].write(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                pass
-            finally:
-                pumps.cancel_scope.cancel()
-
-        try:
-            async with client, upstream, trio.open_nursery() as pumps:
-                pumps.start_soon(pump, client, upstream, CLIENT)
-                pumps.start_soon(pump, upstream, client, SERVER)
-        finally:
-            for f in files.values():
-                f.close()
-            decoding.finish(conn, trio.current_time() - start)
-
-    async def stop_when_output_fails() -> None:
-        await decoding.failed.wait()
-        assert decoding.failure is not None
-        raise decoding.failure
-
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(stop_when_output_fails)
-            task_status.started(port)
-            await trio.serve_listeners(handle, listeners, handler_nursery=nursery)
-    finally:
-        await decoding.aclose()
 
 
 #: Leading bytes of capture files that hold packets rather than a TCP stream's bytes.
@@ -535,8 +129,8 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
     streams = [(CLIENT, data), (SERVER, server_data)] if server_data is not None else [(side, data)]
     malformed = False
     for direction, content in streams:
-        for start in range(0, len(content), _CHUNK):
-            for frame in decoder.feed(direction, content[start : start + _CHUNK]):
+        for start in range(0, len(content), READ_CHUNK):
+            for frame in decoder.feed(direction, content[start : start + READ_CHUNK]):
                 malformed |= frame.kind == "malformed"
                 options.emit(None, frame, time.time())
     for frame in decoder.finish() if server_data is not None else decoder.eof(side):
@@ -544,18 +138,6 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
         options.emit(None, frame, time.time())
     options.summary()
     return 1 if malformed else 0
-
-
-def show_event(options: TraceOptions, event: CaptureEvent) -> None:
-    """Print one event of a capture (a frame, or a note about its connection) at its capture time."""
-    if event.kind == "open":
-        options.open_connection(event.conn, format_endpoint(event.client))
-    if event.frame is not None:
-        options.emit(event.conn, event.frame, event.ts)
-    elif event.note is not None:
-        options.note(event.conn, event.note, event.ts)
-    if event.kind == "close":
-        options.close_connection(event.conn)
 
 
 def _decode_capture(path: str, ports: Iterable[int], options: TraceOptions) -> int:
@@ -795,7 +377,7 @@ def _main(argv: list[str]) -> int:
         return _decode_file(args, options)
     sys.stdout.flush()
     try:
-        options.out = _FdWriter(sys.stdout.fileno())
+        options.out = FdWriter(sys.stdout.fileno())
     except (AttributeError, OSError, ValueError):  # not a file (a test's capture): written as it is
         options.out = sys.stdout
     if args.command == "sniff":

@@ -1,0 +1,73 @@
+"""What the tracer's decoder produces: :class:`DecodedFrame`, its directions and kinds.
+
+Decoding (:mod:`~zkwire.trace.decoder`), rendering (:mod:`~zkwire.trace.render`), the filters and the
+statistics all speak of frames in these terms; the kinds and directions are ``Literal`` types, so a
+misspelt one is a type error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+__all__ = ["CLIENT", "SERVER", "Direction", "FrameKind", "DecodedFrame", "format_zxid"]
+
+#: Which side sent a frame.
+Direction = Literal["client", "server"]
+CLIENT: Final = "client"
+SERVER: Final = "server"
+
+#: What a frame is: the connect handshake (``connect`` from the client, ``connect_response``), a
+#: ``request`` and its ``reply``, an ``auth`` packet or its answer, a ``ping`` either way, a watch
+#: ``event``, a ``four_letter`` word or its text answer, a ``malformed`` frame, or bytes ``skipped``
+#: without decoding.
+FrameKind = Literal[
+    "connect",
+    "connect_response",
+    "request",
+    "reply",
+    "auth",
+    "ping",
+    "event",
+    "four_letter",
+    "malformed",
+    "skipped",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedFrame:
+    """One frame (or one four-letter-word exchange) from one direction of a conversation.
+
+    ``record`` is the decoded body as plain values (dicts, lists, bytes; see
+    :func:`zkwire.trace.schema.to_plain`), or None when there is none.  ``payload`` is the frame without
+    its length prefix; ``offset`` is where the frame (its length prefix) starts in that direction's
+    byte stream.  ``secret_spans`` are (start, end) ranges of ``payload`` holding a password or
+    auth credential, which :func:`~zkwire.trace.render.format_frame` and
+    :func:`~zkwire.trace.render.frame_to_json` mask.
+    """
+
+    direction: Direction
+    kind: FrameKind
+    index: int
+    offset: int
+    size: int
+    payload: bytes
+    xid: int | None = None
+    op: int | None = None
+    op_name: str | None = None
+    path: str | None = None
+    err: int | None = None
+    err_name: str | None = None
+    zxid: int | None = None
+    record: Any = None
+    error: str | None = None
+    note: str | None = None
+    time: float | None = None
+    latency: float | None = None
+    secret_spans: tuple[tuple[int, int], ...] = ()
+
+
+def format_zxid(zxid: int) -> str:
+    """A zxid as the tracer writes it everywhere: hexadecimal (``0x1f``); -1 (none) stays -1."""
+    return f"0x{zxid & 0xFFFFFFFFFFFFFFFF:x}" if zxid >= 0 else str(zxid)

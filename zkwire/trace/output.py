@@ -1,0 +1,186 @@
+"""What the tracer prints, and where: :class:`TraceOptions` turns decoded frames and notes about
+connections into lines of text or JSON objects (after the filters, counted in the statistics).
+
+Shared by ``zkwire trace``, ``zkwire decode`` and ``zkwire sniff``; the time column is the wall clock
+of the moment a frame was seen (:func:`show_event`: its capture time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import TextIO
+
+from ..terminal import escape_controls
+from .conversations import CaptureEvent, format_endpoint
+from .filters import ConnectionInfo, FrameFilter, format_session
+from .frames import DecodedFrame
+from .render import capped, format_frame, frame_to_json
+from .stats import TraceStats
+
+__all__ = ["DEFAULT_MAX_LINE", "DEFAULT_MAX_QUEUED", "FdWriter", "TraceOptions", "show_event"]
+
+#: Bytes waiting for the decoder, all connections together, before it skips (see :class:`TraceOptions`).
+DEFAULT_MAX_QUEUED = 16 << 20
+#: Longest line printed for one frame (the JSON object of one frame, with ``--json``).
+DEFAULT_MAX_LINE = 4096
+
+
+class TraceOptions:
+    """What the tracer prints, and where.
+
+    ``max_line`` caps every printed line (0: no cap): long values are cut, saying how much was left out,
+    and the hex dump of ``verbose`` stops after ``max_line // 8`` bytes.  ``max_queued_bytes`` bounds
+    the bytes waiting to be decoded: past it, the tracer says that decoding fell behind, skips the bytes
+    (they are forwarded all the same) and picks up again at the first frame that starts once the backlog
+    is down to half.  When the tracer stops, decoding of what is queued may take ``drain_seconds`` more.
+    """
+
+    def __init__(
+        self,
+        *,
+        verbose: bool = False,
+        json_lines: bool = False,
+        hide_pings: bool = False,
+        reveal_secrets: bool = False,
+        out: TextIO | None = None,
+        max_line: int = DEFAULT_MAX_LINE,
+        max_queued_bytes: int = DEFAULT_MAX_QUEUED,
+        drain_seconds: float = 2.0,
+        frame_filter: FrameFilter | None = None,
+        stats: TraceStats | None = None,
+        show_frames: bool = True,
+        session_view: int | None = None,
+    ) -> None:
+        self.verbose = verbose
+        self.json_lines = json_lines
+        self.hide_pings = hide_pings
+        self.reveal_secrets = reveal_secrets
+        self.out = out if out is not None else sys.stdout
+        self.max_line = max_line
+        self.max_queued_bytes = max_queued_bytes
+        self.drain_seconds = drain_seconds
+        self.frame_filter = frame_filter
+        self.stats = stats
+        self.show_frames = show_frames
+        self.session_view = session_view
+        self._connections: dict[int, ConnectionInfo] = {}
+
+    def connection(self, conn: int | None) -> ConnectionInfo:
+        """What is known of connection ``conn`` (its client's address, its session)."""
+        key = conn if conn is not None else 0
+        info = self._connections.get(key)
+        if info is None:
+            info = self._connections[key] = ConnectionInfo()
+        return info
+
+    def open_connection(self, conn: int, client: str) -> None:
+        self.connection(conn).client = client
+
+    def close_connection(self, conn: int) -> None:
+        self._connections.pop(conn, None)
+
+    def emit(self, conn: int | None, frame: DecodedFrame, wall: float) -> None:
+        """Show one frame (if it passes the filters) and count it in the statistics."""
+        info = self.connection(conn)
+        session = info.learn(frame)
+        if session is not None and session == self.session_view and conn is not None:
+            self._session_note(conn, session, info, wall)
+        if self.hide_pings and frame.kind == "ping":
+            return
+        if self.frame_filter is not None and not self.frame_filter.passes(frame, info):
+            return
+        if self.stats is not None:
+            self.stats.add(conn, frame)
+        if not self.show_frames:
+            return
+        max_line = self.max_line or None
+        if self.json_lines:
+            text = self._json_line(conn, frame, wall, max_line)
+        else:
+            line = format_frame(frame, self.verbose, reveal_secrets=self.reveal_secrets, max_line=max_line)
+            first, newline, more = line.partition("\n")
+            _, _, rest = first.partition(" ")  # the decoder's own time column gives way to ours
+            first = (f"{_stamp(wall)} #{conn} " if conn is not None else "") + rest
+            text = capped(first, max_line) + newline + more
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _json_line(self, conn: int | None, frame: DecodedFrame, wall: float, max_line: int | None) -> str:
+        budget = max_line
+        while True:
+            obj = frame_to_json(frame, reveal_secrets=self.reveal_secrets, max_line=budget)
+            obj["conn"] = conn
+            obj["wall_time"] = wall
+            text = json.dumps(obj)
+            if max_line is None or budget is None or len(text) <= max_line or budget <= 256:
+                return text
+            budget //= 2  # JSON escapes made it longer than planned: shorten the values further
+
+    def _session_note(self, conn: int, session: int, info: ConnectionInfo, wall: float) -> None:
+        if self.show_frames:
+            self._write_note(conn, f"session {format_session(session)} on this connection (client {info.client})", wall)
+
+    def note(self, conn: int, text: str, wall: float | None = None) -> None:
+        """A line about connection ``conn`` (0: about the whole trace), shown unless frames are filtered."""
+        if not self.show_frames:
+            return
+        if conn and self.frame_filter is not None and not self.frame_filter.shows_notes(self.connection(conn)):
+            return
+        self._write_note(conn, text, wall)
+
+    def summary(self, *, always: bool = False) -> None:
+        """Print the statistics gathered so far (text lines, or one JSON object with ``--json``): at the
+        end when a frame was counted or only statistics are shown; ``always`` (on request) even if not."""
+        if self.stats is None or not (always or self.stats.frames or not self.show_frames):
+            return
+        if self.json_lines:
+            self.out.write(json.dumps(self.stats.to_json()) + "\n")
+        else:
+            self.out.write("".join(f"== {line}\n" for line in self.stats.lines()))
+        self.out.flush()
+
+    def _write_note(self, conn: int, text: str, wall: float | None = None) -> None:
+        wall = time.time() if wall is None else wall
+        if self.json_lines:
+            obj = {"conn": conn, "kind": "connection", "note": text, "wall_time": wall}
+            self.out.write(json.dumps(obj) + "\n")
+        else:
+            self.out.write(f"{_stamp(wall)} #{conn} -- {escape_controls(text)}\n")
+        self.out.flush()
+
+
+def _stamp(wall: float) -> str:
+    """The time column of every line: local time to the microsecond."""
+    return time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall % 1 * 1e6):06d}"
+
+
+class FdWriter:
+    """Lines written straight to a file descriptor: a write blocked on a full pipe holds no Python lock,
+    so the program can still end while the decoder's thread waits on it."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def write(self, text: str) -> int:
+        data = memoryview(text.encode("utf-8", "backslashreplace"))
+        while data:
+            data = data[os.write(self.fd, data) :]
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def show_event(options: TraceOptions, event: CaptureEvent) -> None:
+    """Print one event of a capture (a frame, or a note about its connection) at its capture time."""
+    if event.kind == "open":
+        options.open_connection(event.conn, format_endpoint(event.client))
+    if event.frame is not None:
+        options.emit(event.conn, event.frame, event.ts)
+    elif event.note is not None:
+        options.note(event.conn, event.note, event.ts)
+    if event.kind == "close":
+        options.close_connection(event.conn)

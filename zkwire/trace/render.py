@@ -1,0 +1,244 @@
+"""The tracer's two views of a :class:`~zkwire.trace.frames.DecodedFrame`: one line of text (with the
+record and a hex dump when verbose), or a JSON-ready object.
+
+Secrets are masked by the frame's spans unless revealed, control characters from the wire are escaped,
+and long values are cut to a line budget, saying how much was left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..constants import OpCode
+from ..terminal import escape_controls
+from .frames import CLIENT, DecodedFrame, format_zxid
+
+__all__ = ["capped", "format_frame", "frame_to_json", "format_zxid"]
+
+
+def _hidden(n: int) -> str:
+    return f"<{n} bytes hidden>"
+
+
+_SECRET_KEYS = ("passwd", "auth", "token")
+
+
+def _shown_record(frame: DecodedFrame, reveal_secrets: bool) -> Any:
+    record = frame.record
+    if reveal_secrets or not isinstance(record, dict) or not any(k in record for k in _SECRET_KEYS):
+        return record
+    shown = dict(record)
+    for key in _SECRET_KEYS:
+        value = shown.get(key)
+        if isinstance(value, bytes):
+            shown[key] = _hidden(len(value))
+    return shown
+
+
+def _masked(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None) -> list[int | None]:
+    """Payload bytes (the first ``limit`` of them), None where a secret is."""
+    out: list[int | None] = list(frame.payload if limit is None else frame.payload[:limit])
+    if not reveal_secrets:
+        for start, end in frame.secret_spans:
+            for i in range(max(start, 0), min(end, len(out))):
+                out[i] = None
+    return out
+
+
+def _hexdump(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None, indent: str = "    ") -> list[str]:
+    data = _masked(frame, reveal_secrets, limit)
+    lines = []
+    for base in range(0, len(data), 16):
+        chunk = data[base : base + 16]
+        hexes = " ".join("**" if b is None else f"{b:02x}" for b in chunk)
+        text = "".join("*" if b is None else (chr(b) if 32 <= b < 127 else ".") for b in chunk)
+        lines.append(f"{indent}{base:04x}  {hexes:<47}  |{text}|")
+    if len(data) < len(frame.payload):
+        lines.append(f"{indent}... {len(frame.payload) - len(data)} more bytes")
+    return lines
+
+
+class _Cut:
+    """The beginning of a long str or bytes value, shown with how much was left out."""
+
+    __slots__ = ("head", "more")
+
+    def __init__(self, head: str | bytes, more: int) -> None:
+        self.head = head
+        self.more = more
+
+    def __repr__(self) -> str:
+        unit = "bytes" if isinstance(self.head, bytes) else "characters"
+        return f"{self.head!r}...(+{self.more} {unit})"
+
+    def json(self) -> str:
+        head = self.head.hex() if isinstance(self.head, bytes) else self.head
+        unit = "bytes" if isinstance(self.head, bytes) else "characters"
+        return f"{head}...(+{self.more} {unit})"
+
+
+def _abridged(value: Any, budget: int) -> Any:
+    """``value`` (plain dicts, lists, str, bytes, numbers) shortened so that its repr stays near ``budget``
+    characters: long strings cut, lists and dicts ended with a count of what was left out."""
+    left = [budget]
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, dict):
+            out: dict[Any, Any] = {}
+            for k, x in v.items():
+                if left[0] <= 0:
+                    out["..."] = f"{len(v) - len(out)} more"
+                    break
+                left[0] -= len(str(k)) + 4
+                out[k] = walk(x)
+            return out
+        if isinstance(v, list | tuple):
+            items: list[Any] = []
+            for i, x in enumerate(v):
+                if left[0] <= 0:
+                    items.append(f"... {len(v) - i} more")
+                    break
+                items.append(walk(x))
+            return items
+        if isinstance(v, str | bytes):
+            room = max(left[0], 16) // (4 if isinstance(v, bytes) else 1)
+            shown: Any = v if len(v) <= room else _Cut(v[:room], len(v) - room)
+            left[0] -= len(repr(shown))
+            return shown
+        left[0] -= 8
+        return v
+
+    return walk(value)
+
+
+def capped(line: str, limit: int | None) -> str:
+    """``line`` cut to about ``limit`` characters, saying how many were left out."""
+    if not limit or len(line) <= limit:
+        return line
+    keep = max(limit - 32, 0)
+    return line[:keep] + f" ...(+{len(line) - keep} characters)" if keep else line[:limit]
+
+
+def _hex_limit(max_line: int | None) -> int | None:
+    return None if not max_line else max(256, max_line // 8)
+
+
+def format_frame(
+    frame: DecodedFrame, verbose: bool = False, *, reveal_secrets: bool = False, max_line: int | None = None
+) -> str:
+    """One line: time, direction, kind, xid, op, path, error, zxid, size, latency, notes.
+
+    ``verbose`` adds the decoded record and a hex dump of the payload (passwords and auth
+    credentials masked unless ``reveal_secrets``).  Control characters from the wire (in paths, notes,
+    four-letter-word answers) are shown escaped (:func:`zkwire.terminal.escape_controls`).  With
+    ``max_line`` no line is longer than that: long values are cut (saying how much was left out) and the
+    hex dump stops after ``max_line // 8`` bytes (256 at least).
+    """
+    parts = ["-" if frame.time is None else f"{frame.time:.6f}", "->" if frame.direction == CLIENT else "<-"]
+    parts.append(f"{frame.kind:<16}")
+    if frame.xid is not None:
+        parts.append(f"xid={frame.xid}")
+    if frame.op_name is not None:
+        parts.append(frame.op_name)
+    if frame.path is not None:
+        path = capped(frame.path, max_line and max_line // 2)
+        parts.append(repr(path) if path == "" or any(c.isspace() for c in path) else path)
+    if frame.err is not None and (frame.err != 0 or frame.kind not in ("event", "ping")):
+        parts.append("FAILED" if _failed_multi(frame) else frame.err_name or str(frame.err))
+    if frame.zxid is not None:
+        parts.append(f"zxid={format_zxid(frame.zxid)}")
+    parts.append(f"len={frame.size}+4" if frame.kind not in ("four_letter", "skipped") else f"len={frame.size}")
+    if frame.latency is not None:
+        parts.append(f"{frame.latency * 1000:.3f}ms")
+    if frame.kind == "four_letter" and isinstance(frame.record, dict) and "text" in frame.record:
+        text = frame.record["text"].strip().splitlines()
+        parts.append(repr(capped(text[0], max_line) + (" ..." if len(text) > 1 else "")) if text else "''")
+    if frame.note:
+        parts.append(f"[{frame.note}]")
+    if frame.error:
+        parts.append(f"ERROR: {frame.error}")
+    line = capped(escape_controls(" ".join(parts)), max_line)
+    if not verbose:
+        return line
+    lines = [line]
+    if frame.record is not None:
+        record = _zxids_in_hex(_shown_record(frame, reveal_secrets))
+        if max_line:
+            record = _abridged(record, max_line)
+        lines.append(capped(escape_controls(f"    record: {record!r}"), max_line))
+    lines.extend(_hexdump(frame, reveal_secrets, _hex_limit(max_line)))
+    return "\n".join(lines)
+
+
+def _failed_multi(frame: DecodedFrame) -> bool:
+    """A multi's reply with err 0 in its header but a failed operation in its results."""
+    record = frame.record
+    if frame.kind != "reply" or frame.op not in (OpCode.MULTI, OpCode.MULTI_READ) or not isinstance(record, dict):
+        return False
+    return any(r["op"] == OpCode.ERROR and r["err"] not in (0, -2) for r in record.get("results", ()))
+
+
+class _Zxid(int):
+    """A zxid in a record, shown in the one notation of the tracer."""
+
+    def __repr__(self) -> str:
+        return format_zxid(int(self))
+
+
+def _zxids_in_hex(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _Zxid(v) if isinstance(v, int) and not isinstance(v, bool) and "zxid" in k else _zxids_in_hex(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_zxids_in_hex(v) for v in value]
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, _Cut):
+        return value.json()
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line: int | None = None) -> dict[str, Any]:
+    """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``.
+
+    With ``max_line``, the values are shortened so that the object's JSON stays near that many
+    characters: the payload stops after ``max_line // 8`` bytes (``payload_truncated`` is then true),
+    long strings and lists are cut (saying how much was left out).
+    """
+    limit = _hex_limit(max_line)
+    payload_hex = "".join("**" if b is None else f"{b:02x}" for b in _masked(frame, reveal_secrets, limit))
+    record = _shown_record(frame, reveal_secrets)
+    text_limit = max_line and max(64, max_line // 8)
+    obj = {
+        "direction": frame.direction,
+        "kind": frame.kind,
+        "index": frame.index,
+        "offset": frame.offset,
+        "time": frame.time,
+        "xid": frame.xid,
+        "op": frame.op,
+        "op_name": frame.op_name,
+        "path": frame.path if frame.path is None else capped(frame.path, text_limit),
+        "err": frame.err,
+        "err_name": frame.err_name,
+        "zxid": frame.zxid,
+        "size": frame.size,
+        "latency": frame.latency,
+        "record": _jsonable(_abridged(record, max_line // 4) if max_line else record),
+        "error": frame.error if frame.error is None else capped(frame.error, text_limit),
+        "note": frame.note if frame.note is None else capped(frame.note, text_limit),
+        "payload": payload_hex,
+    }
+    if limit is not None and len(frame.payload) > limit:
+        obj["payload_truncated"] = True
+    return obj
