@@ -53,7 +53,8 @@ from zkwire.protocol.records import (
 from zkwire.trace.capture import StreamData, TcpReassembler, read_packets
 from zkwire.trace.conversations import CaptureDecoder
 from zkwire.trace.decoder import ConversationDecoder
-from zkwire.trace.tracer import TraceOptions, _Boundaries
+from zkwire.trace.output import TraceOptions
+from zkwire.trace.resync import FrameTracker
 
 CLIENT, SERVER = ("127.0.0.1", 40000), ("127.0.0.1", 2181)
 STAT = Stat(0x100000002, 0x100000005, 1_700_000_000_000, 1_700_000_001_000, 3, 0, 0, 0, 100, 0, 0x100000002)
@@ -186,7 +187,7 @@ def run(exchanges: int, repeat: int, mss: int, chunk: int) -> dict[str, Any]:
             def go() -> int:
                 options = TraceOptions(out=_Null(), max_line=4096)
                 decoder = ConversationDecoder(compiled=compiled)
-                bounds = {"client": _Boundaries(decoder.max_frame), "server": _Boundaries(decoder.max_frame)}
+                bounds = {"client": FrameTracker(decoder.max_frame), "server": FrameTracker(decoder.max_frame)}
                 n = 0
                 now = 0.0
                 for direction, data in chunks:
