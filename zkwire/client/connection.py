@@ -46,7 +46,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import trio
 
 from ..constants import EventType, KeeperState
-from ..errors import ClientClosedError, ConnectionLossError, ServerError, ZKError
+from ..errors import ClientClosedError, ConnectionLossError, ZKError, copy_error
 from ..protocol.framing import READ_SIZE
 from ..protocol.records import Record
 from ..sansio.session import (
@@ -659,7 +659,7 @@ class ConnectionDriver:
             error = self.core.terminal_error()
             self._fail_backlog()
             for w in self.core.watches.all_watchers():
-                w._fail(type(error)(*error.args) if not isinstance(error, ServerError) else type(error)())
+                w._fail(copy_error(error))
             self.core.watches.clear()
             self.drop_connection()
         if ev.new is SessionState.READ_ONLY and self.nursery is not None:

@@ -45,8 +45,8 @@ from ..errors import (
     ReplyTooLargeError,
     ServerError,
     SessionExpiredError,
-    UnknownServerError,
     ZKError,
+    copy_error,
     error_for_code,
 )
 from ..protocol.codec import (
@@ -593,7 +593,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         while self._pending:
             p = self._pending.popleft()
             if p.token is not None:
-                events.append(Reply(p.token, 0, None, _copy_error(error, p.path)))
+                events.append(Reply(p.token, 0, None, copy_error(error, p.path)))
         # Credentials not yet answered stay remembered and are sent again on the next connection.
         self._auth_pending.clear()
         self._sync_outstanding = 0
@@ -603,7 +603,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         for cred in self._credentials:
             if cred.token is not None:
                 token, cred.token = cred.token, None
-                events.append(AuthResult(token, _copy_error(error, None)))
+                events.append(AuthResult(token, copy_error(error, None)))
 
     @property
     def outstanding(self) -> int:
@@ -1103,9 +1103,3 @@ def _check_reply(p: _Pending[Any, Any], body: Record | None) -> None:
         if isinstance(result.body, CreateResponse | Create2Response) and result.body.path is None:
             raise ProtocolError(f"result {i} of a {op_name(p.op)} reply has no created path")
 
-
-def _copy_error(error: ZKError, path: str | None) -> ZKError:
-    """A fresh exception like ``error`` for one waiter (exceptions must not be shared between tasks)."""
-    if isinstance(error, ServerError) and not isinstance(error, UnknownServerError):
-        return type(error)(path if path is not None else error.path, error.detail)
-    return type(error)(*error.args)
