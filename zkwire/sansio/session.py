@@ -27,12 +27,13 @@ layer needs no casts; the core never looks inside either.
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Generic, NamedTuple, TypeAlias, TypeVar, cast
+from typing import Any, Generic, TypeAlias, TypeVar, cast
 
 from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
 from ..errors import (
@@ -73,6 +74,8 @@ from ..protocol.records import (
     SetWatches2,
     WatcherEvent,
 )
+from .backoff import SHARED_RNG
+from .hosts import HostPort, HostRotation
 from .options import check_max_frame, check_session_timeout
 from .paths import strip_chroot
 from .watches import WatchKind, WatchRegistry
@@ -110,14 +113,6 @@ WATCH_FRAME_OVERHEAD = 64
 TIMEOUT_CEILING = 60.0
 #: Longest session password accepted from a server (every ZooKeeper release sends 16 bytes).
 MAX_PASSWORD = 64
-
-
-class HostPort(NamedTuple):
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
 
 class SessionState(Enum):
@@ -236,10 +231,6 @@ class _Credential(Generic[TokenT]):
     required: bool = False
 
 
-#: Host shuffling and back-off jitter need no per-session generator (each costs 2.5 KiB).
-_SHARED_RNG = random.Random()
-
-
 class SessionCore(Generic[TokenT, WatcherT]):
     """ZooKeeper session logic for one session across any number of connections.
 
@@ -270,20 +261,17 @@ class SessionCore(Generic[TokenT, WatcherT]):
         "_connect_deadline",
         "_credentials",
         "_decoder",
-        "_failed_in_row",
-        "_host_index",
         "_hosts",
         "_last_confirmed",
         "_last_heard",
         "_last_send",
+        "_opened_at",
         "_out",
         "_passwd",
         "_pending",
         "_phase",
         "_pings",
-        "_preferred",
         "_read_only_connection",
-        "_rng",
         "_sync_outstanding",
         "_xid",
         "abandoned",
@@ -310,16 +298,12 @@ class SessionCore(Generic[TokenT, WatcherT]):
         max_frame: int = DEFAULT_MAX_FRAME,
         rng: random.Random | None = None,
     ) -> None:
-        if not hosts:
-            raise InvalidArgumentError("at least one host is needed")
         session_timeout = check_session_timeout(session_timeout)
         max_frame = check_max_frame(max_frame)
-        self._rng = rng or _SHARED_RNG
-        self._hosts = list(hosts)
-        self._rng.shuffle(self._hosts)
-        self._host_index = -1
-        self._failed_in_row = 0
-        self._preferred: HostPort | None = None
+        #: The servers, their order and the back-off between attempts.
+        self._hosts = HostRotation(hosts, rng or SHARED_RNG)
+        #: When the current connection was made (None between connections).
+        self._opened_at: float | None = None
         self.requested_timeout = session_timeout
         self.chroot = chroot
         self.allow_read_only = allow_read_only
@@ -372,7 +356,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     @property
     def hosts(self) -> list[HostPort]:
-        return list(self._hosts)
+        return self._hosts.hosts
 
     @property
     def connect_timeout(self) -> float:
@@ -409,26 +393,19 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     def prefer_host(self, host: HostPort) -> None:
         """Try ``host`` next (used when a read-write server is found while read-only)."""
-        self._preferred = host
+        self._hosts.prefer(host)
 
     def next_host(self) -> HostPort:
-        if self._preferred is not None:
-            host, self._preferred = self._preferred, None
-            return host
-        self._host_index = (self._host_index + 1) % len(self._hosts)
-        return self._hosts[self._host_index]
+        """The server to connect to next."""
+        return self._hosts.next()
 
     def reconnect_delay(self) -> float:
-        """How long to wait before the next connection attempt: a little jitter, backing off per full lap."""
-        laps = self._failed_in_row // len(self._hosts)
-        if self._failed_in_row == 0:
-            return 0.0
-        if self._failed_in_row % len(self._hosts):
-            return self._rng.uniform(0.0, 0.05)
-        base = min(1.0, 0.05 * (2 ** min(laps, 5)))
-        if self.negotiated_timeout is not None:
-            base = min(base, self.negotiated_timeout / 10)
-        return self._rng.uniform(base / 2, base)
+        """How long to wait before the next connection attempt (see :class:`~zkwire.sansio.hosts.HostRotation`):
+        0 after a success, a little jitter within a lap of failed attempts, a growing pause after each
+        full lap (at most a tenth of the negotiated timeout) or after connections that keep ending at
+        once (:meth:`connection_ended`)."""
+        timeout = self.negotiated_timeout
+        return self._hosts.delay(math.inf if timeout is None else timeout / 10)
 
     def next_deadline(self) -> float:
         """The next moment :meth:`handle_timer` has work to do (inf if none)."""
@@ -545,6 +522,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if self.state.is_terminal:
             raise self.terminal_error()
         self.current_host = host
+        self._opened_at = now
         self._phase = _Phase.HANDSHAKE
         self._decoder = FrameDecoder(self.max_frame, skip_oversize=True)
         self._out.clear()
@@ -566,7 +544,16 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     def connection_failed(self) -> None:
         """A connection attempt did not even reach the handshake."""
-        self._failed_in_row += 1
+        self._hosts.failed()
+
+    def connection_ended(self, now: float, answered: bool) -> None:
+        """The connection made at :meth:`connection_made` is over (after :meth:`connection_lost`);
+        ``answered``: the server answered some request on it.  One that ended within
+        :data:`~zkwire.sansio.hosts.SHORT_CONNECTION` unanswered lengthens :meth:`reconnect_delay`, even
+        if its handshake succeeded."""
+        opened, self._opened_at = self._opened_at, None
+        if opened is not None:
+            self._hosts.ended(now - opened, answered)
 
     def connection_lost(self, now: float, error: ZKError | None = None) -> list[Event[TokenT, WatcherT]]:
         """The socket is gone.  Pending requests fail; the session is suspended, not ended."""
@@ -578,7 +565,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self.current_host = None
         self._out.clear()
         if phase in (_Phase.IDLE, _Phase.HANDSHAKE):
-            self._failed_in_row += 1
+            self._hosts.failed()
         # The state change comes first: whoever watches the session (a lock's lease) has heard of the
         # loss before any caller's request fails with it.
         if phase is _Phase.CLOSING:
@@ -848,7 +835,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self.negotiated_timeout = timeout
         self._last_heard = self._last_confirmed  # when the ConnectRequest was queued
         self._answered_at = now
-        self._failed_in_row = 0
+        self._hosts.reached()
         read_only = bool(resp.read_only)
         if not read_only:
             self.seen_read_write = True
@@ -1102,4 +1089,3 @@ def _check_reply(p: _Pending[Any, Any], body: Record | None) -> None:
             )
         if isinstance(result.body, CreateResponse | Create2Response) and result.body.path is None:
             raise ProtocolError(f"result {i} of a {op_name(p.op)} reply has no created path")
-
