@@ -56,6 +56,8 @@ from ..protocol.records import (
     SyncResponse,
     WhoAmIResponse,
 )
+from .events import WatchRequest
+from .handshake import WATCH_FRAME_OVERHEAD
 from .ops import (
     Check,
     Create,
@@ -71,7 +73,6 @@ from .ops import (
     create_op,
 )
 from .paths import join_chroot, strip_chroot, validate_path
-from .session import WATCH_FRAME_OVERHEAD, WatchRequest
 from .watches import WatchKind, WatchRegistry
 
 __all__ = [
