@@ -43,13 +43,12 @@ import random
 from collections.abc import Sequence
 from typing import Generic
 
-from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
+from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode, WatcherType
 from ..errors import (
     AuthFailedError,
     ClientClosedError,
     ConnectionLossError,
     InvalidArgumentError,
-    NoNodeError,
     ProtocolError,
     ReplyTooLargeError,
     SessionExpiredError,
@@ -88,10 +87,10 @@ from .handshake import (
 )
 from .hosts import HostPort, HostRotation
 from .liveness import Liveness
-from .matching import Pending, RequestQueue
+from .matching import RequestQueue
 from .options import check_max_frame, check_session_timeout
 from .paths import strip_chroot
-from .watches import WatchKind, WatchRegistry
+from .watches import WatchRegistry
 
 __all__ = [
     "TokenT",
@@ -486,18 +485,13 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     # ------------------------------------------------------------------ watches
 
-    def _register_watch(self, p: Pending[TokenT, WatcherT], err: int) -> None:
-        """The request ``p`` carried a watch and was answered with error code ``err``."""
-        assert p.watch is not None
-        if p.op == OpCode.EXISTS:
-            # As the server does: exists arms a data watch on a node that exists, an exist watch on one
-            # that does not (NoNode), whatever table the caller named.
-            if err == 0:
-                self.watches.add(WatchKind.DATA, p.watch.path, p.watch.watcher)
-            elif err == NoNodeError.code:
-                self.watches.add(WatchKind.EXIST, p.watch.path, p.watch.watcher)
-        elif err == 0:
-            self.watches.add(p.watch.kind, p.watch.path, p.watch.watcher)
+    def remove_watches(self, path: str, watcher_type: WatcherType) -> list[tuple[EventType, WatcherT]]:
+        """The server removed this session's watches of ``watcher_type`` on server path ``path`` (a
+        removeWatches request answered without error): the local watchers of the removed tables are
+        forgotten, as an answered request's watch is registered (:meth:`send_request`).  Returns each
+        with the event it is to be woken with (DATA_WATCH_REMOVED, CHILD_WATCH_REMOVED,
+        PERSISTENT_WATCH_REMOVED)."""
+        return self.watches.removed(path, watcher_type)
 
     # ------------------------------------------------------------------ incoming bytes
 
@@ -664,8 +658,9 @@ class SessionCore(Generic[TokenT, WatcherT]):
                 self._handshake.step_answered(err)
                 self._maybe_open(events)
             return
-        if p.watch is not None:
-            self._register_watch(p, err)
+        watch = p.watch
+        if watch is not None:
+            self.watches.answered(p.op, watch.kind, watch.path, watch.watcher, err)
         events.append(Reply(p.token, zxid, body, error_for_code(err, p.path) if err else None))
 
     def _confirm(self, sent: float, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
