@@ -14,7 +14,8 @@ Three families, all under :class:`ZKError`:
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, TypeVar, cast
 
 __all__ = [
     "ZKError",
@@ -61,6 +62,7 @@ __all__ = [
     "ClientClosedError",
     "error_for_code",
     "error_name",
+    "copy_error",
     "ERROR_CLASSES",
 ]
 
@@ -116,8 +118,17 @@ class InvalidArgumentError(InvalidInputError):
     """A flag, version, ACL or other argument is out of range or contradictory."""
 
 
+#: Every ServerError subclass with a code, by its code (filled as each class is defined).
+ERROR_CLASSES: dict[int, type[ServerError]] = {}
+
+
 class ServerError(ZKError):
-    """An error code returned by (or, for connection loss and expiry, on behalf of) the server."""
+    """An error code returned by (or, for connection loss and expiry, on behalf of) the server.
+
+    A subclass for one of the server's codes names it, with the server's name for it and a description,
+    in its class statement (``class NoNodeError(ServerError, code=-101, name="NONODE", description=...)``):
+    that registers it in :data:`ERROR_CLASSES`, where :func:`error_for_code` finds it.
+    """
 
     code: int = 0
     name: ClassVar[str] = "OK"
@@ -125,6 +136,17 @@ class ServerError(ZKError):
 
     #: For a failed multi: each op's outcome (its result, or its error); None otherwise.
     results: list[object] | None = None
+
+    def __init_subclass__(
+        cls, *, code: int | None = None, name: str | None = None, description: str | None = None, **kwargs: object
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        if code is None:
+            return
+        if name is None or description is None or code in ERROR_CLASSES:
+            raise TypeError(f"{cls.__name__}: a new error code needs a name and a description ({code})")
+        cls.code, cls.name, cls.description = code, name, description
+        ERROR_CLASSES[code] = cls
 
     def __init__(self, path: str | None = None, detail: str | None = None) -> None:
         self.path = path
@@ -155,175 +177,154 @@ class UnknownServerError(ServerError):
         return (type(self), (self.code, self.path, self.detail))
 
 
-class SystemZKError(ServerError):
-    code, name, description = -1, "SYSTEMERROR", "System error"
+class SystemZKError(ServerError, code=-1, name="SYSTEMERROR", description="System error"):
+    pass
 
 
-class RuntimeInconsistencyError(ServerError):
-    code, name, description = -2, "RUNTIMEINCONSISTENCY", "Runtime inconsistency (operation not applied)"
+class RuntimeInconsistencyError(
+    ServerError, code=-2, name="RUNTIMEINCONSISTENCY", description="Runtime inconsistency (operation not applied)"
+):
+    pass
 
 
-class DataInconsistencyError(ServerError):
-    code, name, description = -3, "DATAINCONSISTENCY", "Data inconsistency"
+class DataInconsistencyError(ServerError, code=-3, name="DATAINCONSISTENCY", description="Data inconsistency"):
+    pass
 
 
-class ConnectionLossError(ServerError):
+class ConnectionLossError(ServerError, code=-4, name="CONNECTIONLOSS", description="Connection lost"):
     """The connection broke before the reply arrived.
 
     For a write, the outcome is unknown: the server may or may not have applied it.
     """
 
-    code, name, description = -4, "CONNECTIONLOSS", "Connection lost"
+
+class MarshallingError(
+    ServerError, code=-5, name="MARSHALLINGERROR", description="Server could not decode the request"
+):
+    pass
 
 
-class MarshallingError(ServerError):
-    code, name, description = -5, "MARSHALLINGERROR", "Server could not decode the request"
+class UnimplementedError(
+    ServerError, code=-6, name="UNIMPLEMENTED", description="Operation not implemented by the server"
+):
+    pass
 
 
-class UnimplementedError(ServerError):
-    code, name, description = -6, "UNIMPLEMENTED", "Operation not implemented by the server"
+class OperationTimeoutError(ServerError, code=-7, name="OPERATIONTIMEOUT", description="Operation timed out"):
+    pass
 
 
-class OperationTimeoutError(ServerError):
-    code, name, description = -7, "OPERATIONTIMEOUT", "Operation timed out"
+class BadArgumentsError(ServerError, code=-8, name="BADARGUMENTS", description="Bad arguments"):
+    pass
 
 
-class BadArgumentsError(ServerError):
-    code, name, description = -8, "BADARGUMENTS", "Bad arguments"
+class UnknownSessionError(ServerError, code=-12, name="UNKNOWNSESSION", description="Unknown session"):
+    pass
 
 
-class UnknownSessionError(ServerError):
-    code, name, description = -12, "UNKNOWNSESSION", "Unknown session"
+class NewConfigNoQuorumError(
+    ServerError, code=-13, name="NEWCONFIGNOQUORUM", description="New configuration has no quorum"
+):
+    pass
 
 
-class NewConfigNoQuorumError(ServerError):
-    code, name, description = -13, "NEWCONFIGNOQUORUM", "New configuration has no quorum"
+class ReconfigInProgressError(
+    ServerError, code=-14, name="RECONFIGINPROGRESS", description="Reconfiguration in progress"
+):
+    pass
 
 
-class ReconfigInProgressError(ServerError):
-    code, name, description = -14, "RECONFIGINPROGRESS", "Reconfiguration in progress"
+class APIError(ServerError, code=-100, name="APIERROR", description="API error"):
+    pass
 
 
-class APIError(ServerError):
-    code, name, description = -100, "APIERROR", "API error"
+class NoNodeError(ServerError, code=-101, name="NONODE", description="Node does not exist"):
+    pass
 
 
-class NoNodeError(ServerError):
-    code, name, description = -101, "NONODE", "Node does not exist"
+class NoAuthError(ServerError, code=-102, name="NOAUTH", description="Not authorized"):
+    pass
 
 
-class NoAuthError(ServerError):
-    code, name, description = -102, "NOAUTH", "Not authorized"
+class BadVersionError(ServerError, code=-103, name="BADVERSION", description="Version does not match"):
+    pass
 
 
-class BadVersionError(ServerError):
-    code, name, description = -103, "BADVERSION", "Version does not match"
+class NoChildrenForEphemeralsError(
+    ServerError, code=-108, name="NOCHILDRENFOREPHEMERALS", description="Ephemeral nodes may not have children"
+):
+    pass
 
 
-class NoChildrenForEphemeralsError(ServerError):
-    code, name, description = -108, "NOCHILDRENFOREPHEMERALS", "Ephemeral nodes may not have children"
+class NodeExistsError(ServerError, code=-110, name="NODEEXISTS", description="Node already exists"):
+    pass
 
 
-class NodeExistsError(ServerError):
-    code, name, description = -110, "NODEEXISTS", "Node already exists"
+class NotEmptyError(ServerError, code=-111, name="NOTEMPTY", description="Node has children"):
+    pass
 
 
-class NotEmptyError(ServerError):
-    code, name, description = -111, "NOTEMPTY", "Node has children"
+class SessionExpiredError(ServerError, code=-112, name="SESSIONEXPIRED", description="Session expired"):
+    pass
 
 
-class SessionExpiredError(ServerError):
-    code, name, description = -112, "SESSIONEXPIRED", "Session expired"
+class InvalidCallbackError(ServerError, code=-113, name="INVALIDCALLBACK", description="Invalid callback"):
+    pass
 
 
-class InvalidCallbackError(ServerError):
-    code, name, description = -113, "INVALIDCALLBACK", "Invalid callback"
+class InvalidACLError(ServerError, code=-114, name="INVALIDACL", description="Invalid ACL"):
+    pass
 
 
-class InvalidACLError(ServerError):
-    code, name, description = -114, "INVALIDACL", "Invalid ACL"
+class AuthFailedError(ServerError, code=-115, name="AUTHFAILED", description="Authentication failed"):
+    pass
 
 
-class AuthFailedError(ServerError):
-    code, name, description = -115, "AUTHFAILED", "Authentication failed"
+class SessionMovedError(ServerError, code=-118, name="SESSIONMOVED", description="Session moved to another server"):
+    pass
 
 
-class SessionMovedError(ServerError):
-    code, name, description = -118, "SESSIONMOVED", "Session moved to another server"
+class NotReadOnlyError(ServerError, code=-119, name="NOTREADONLY", description="Server is read-only"):
+    pass
 
 
-class NotReadOnlyError(ServerError):
-    code, name, description = -119, "NOTREADONLY", "Server is read-only"
+class EphemeralOnLocalSessionError(
+    ServerError, code=-120, name="EPHEMERALONLOCALSESSION", description="Ephemeral node on a local session"
+):
+    pass
 
 
-class EphemeralOnLocalSessionError(ServerError):
-    code, name, description = -120, "EPHEMERALONLOCALSESSION", "Ephemeral node on a local session"
+class NoWatcherError(ServerError, code=-121, name="NOWATCHER", description="No such watch"):
+    pass
 
 
-class NoWatcherError(ServerError):
-    code, name, description = -121, "NOWATCHER", "No such watch"
+class RequestTimeoutError(ServerError, code=-122, name="REQUESTTIMEOUT", description="Request timed out"):
+    pass
 
 
-class RequestTimeoutError(ServerError):
-    code, name, description = -122, "REQUESTTIMEOUT", "Request timed out"
+class ReconfigDisabledError(ServerError, code=-123, name="RECONFIGDISABLED", description="Reconfiguration is disabled"):
+    pass
 
 
-class ReconfigDisabledError(ServerError):
-    code, name, description = -123, "RECONFIGDISABLED", "Reconfiguration is disabled"
+class SessionClosedRequireSaslAuthError(
+    ServerError,
+    code=-124,
+    name="SESSIONCLOSEDREQUIRESASLAUTH",
+    description="Session closed: SASL authentication required",
+):
+    pass
 
 
-class SessionClosedRequireSaslAuthError(ServerError):
-    code, name, description = -124, "SESSIONCLOSEDREQUIRESASLAUTH", "Session closed: SASL authentication required"
+class QuotaExceededError(ServerError, code=-125, name="QUOTAEXCEEDED", description="Quota exceeded"):
+    pass
 
 
-class QuotaExceededError(ServerError):
-    code, name, description = -125, "QUOTAEXCEEDED", "Quota exceeded"
-
-
-class ThrottledOpError(ServerError):
-    code, name, description = -127, "THROTTLEDOP", "Operation throttled by the server"
+class ThrottledOpError(ServerError, code=-127, name="THROTTLEDOP", description="Operation throttled by the server"):
+    pass
 
 
 class ClientClosedError(ZKError):
     """The client was closed; no further requests can be made on it."""
-
-
-ERROR_CLASSES: dict[int, type[ServerError]] = {
-    cls.code: cls
-    for cls in (
-        SystemZKError,
-        RuntimeInconsistencyError,
-        DataInconsistencyError,
-        ConnectionLossError,
-        MarshallingError,
-        UnimplementedError,
-        OperationTimeoutError,
-        BadArgumentsError,
-        UnknownSessionError,
-        NewConfigNoQuorumError,
-        ReconfigInProgressError,
-        APIError,
-        NoNodeError,
-        NoAuthError,
-        BadVersionError,
-        NoChildrenForEphemeralsError,
-        NodeExistsError,
-        NotEmptyError,
-        SessionExpiredError,
-        InvalidCallbackError,
-        InvalidACLError,
-        AuthFailedError,
-        SessionMovedError,
-        NotReadOnlyError,
-        EphemeralOnLocalSessionError,
-        NoWatcherError,
-        RequestTimeoutError,
-        ReconfigDisabledError,
-        SessionClosedRequireSaslAuthError,
-        QuotaExceededError,
-        ThrottledOpError,
-    )
-}
 
 
 def error_name(code: int) -> str:
@@ -340,6 +341,37 @@ def error_for_code(code: int, path: str | None = None) -> ServerError:
     if cls is None:
         return UnknownServerError(code, path)
     return cls(path)
+
+
+E = TypeVar("E", bound=BaseException)
+
+
+def copy_error(error: E, path: str | None = None) -> E:
+    """A fresh exception equal to ``error``, for one more task to raise (an exception object must not be
+    raised by two tasks: each raise adds to its traceback).
+
+    The copy is built from the arguments ``error`` would be pickled with, so it keeps every detail its
+    class takes (an unknown server error's code, an authentication failure's reason, an oversized reply's
+    size), then gets the attributes set on ``error`` after it was made (a failed multi's ``results``,
+    notes).  Its traceback, cause and context start empty.  ``path``: for a
+    :class:`ServerError`, the path of the request the copy fails (the message names it); None keeps
+    ``error``'s.
+    """
+    if path is not None and isinstance(error, ServerError) and path != error.path:
+        if isinstance(error, UnknownServerError):
+            fresh: BaseException = UnknownServerError(error.code, path, error.detail)
+        else:
+            fresh = type(error)(path, error.detail)
+    else:
+        reduced = error.__reduce__()
+        assert not isinstance(reduced, str)  # only for module-level singletons, never an exception
+        rebuild = cast("Callable[..., BaseException]", reduced[0])
+        fresh = rebuild(*cast("tuple[object, ...]", reduced[1]))
+    state = vars(fresh)
+    for key, value in vars(error).items():
+        if key not in state:
+            state[key] = list(value) if key == "__notes__" else value
+    return cast("E", fresh)
 
 
 class WatchOverflowError(ZKError):

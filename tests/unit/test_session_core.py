@@ -339,7 +339,7 @@ def test_reply_when_nothing_is_outstanding_drops() -> None:
 def test_xid_wraps_to_one() -> None:
     pair = connected()
     core = pair.core
-    core._xid = 2**31 - 2
+    core._pending.xid = 2**31 - 2
     xids = [get_data(core, f"/w{i}", i, 1.0) for i in range(3)]
     assert xids == [2**31 - 1, 1, 2]
     assert [r.xid for r in pair.to_server()] == xids
@@ -1567,7 +1567,7 @@ def test_reprs_of_core_objects_hide_secrets() -> None:
     [pkt] = pair.to_server()
     assert isinstance(pkt, ClientRequest)
     assert "hidden:value" not in repr(pkt.record)
-    assert "hidden:value" not in repr(pair.core._credentials)
+    assert "hidden:value" not in repr(pair.core._handshake.credentials)
 
 
 # ------------------------------------------------------------------------------------------- fake server

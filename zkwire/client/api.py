@@ -36,7 +36,7 @@ from ..sansio.hosts import parse_connect_string
 from ..sansio.ops import Check, Create, Delete, GetChildren, GetData, ReadOp, SetData, WriteOp
 from ..sansio.options import check_max_frame, check_session_timeout
 from ..sansio.paths import strip_chroot
-from ..sansio.requests import Request, RequestBuilder, check_watcher_type, encodable, removed_watch_kinds
+from ..sansio.requests import Request, RequestBuilder, check_watcher_type, encodable
 from ..sansio.session import HostPort, SessionCore, SessionState, WatchRequest
 from .aio import require_trio
 from .connection import ClientCore, Connect, ConnectionDriver, PendingCall, tcp_connector
@@ -628,12 +628,11 @@ class Client:
         request = self._requests.remove_watches(path, watcher_type)
         await self._send(request)
         assert request.path is not None
-        for kind, etype in removed_watch_kinds(check_watcher_type(watcher_type)):
-            for _, w in self._core.watches.pop_path(request.path, (kind,)):
-                if isinstance(w, PersistentWatch):
-                    w._fail(NoWatcherError(path, "watch removed"))
-                else:
-                    w._deliver(WatchedEvent(etype, path))
+        for etype, w in self._core.remove_watches(request.path, check_watcher_type(watcher_type)):
+            if isinstance(w, PersistentWatch):
+                w._fail(NoWatcherError(path, "watch removed"))
+            else:
+                w._deliver(WatchedEvent(etype, path))
 
     @asynccontextmanager
     async def add_watch(

@@ -37,7 +37,6 @@ Transport failures (:data:`TRANSPORT_ERRORS`) all go to one handler,
 from __future__ import annotations
 
 import logging
-import random
 import socket
 import ssl
 from collections import deque
@@ -46,7 +45,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import trio
 
 from ..constants import EventType, KeeperState
-from ..errors import ClientClosedError, ConnectionLossError, ServerError, ZKError
+from ..errors import ClientClosedError, ConnectionLossError, ZKError, copy_error
 from ..protocol.framing import READ_SIZE
 from ..protocol.records import Record
 from ..sansio.session import (
@@ -68,7 +67,6 @@ __all__ = [
     "Connect",
     "ConnectionDriver",
     "PendingCall",
-    "SHORT_CONNECTION",
     "TRANSPORT_ERRORS",
     "ClientCore",
     "tcp_connector",
@@ -78,11 +76,6 @@ log = logging.getLogger("zkwire.client")
 
 #: Reads at most per wake-up of a socket reader (each one a full buffer's worth).
 _READS_PER_WAKEUP = 8
-
-#: A connection that ends sooner than this after it was opened, without answering any request, counts
-#: as a failed attempt (back-off) even when its handshake succeeded: a server that accepts and drops
-#: every session is not hammered.
-SHORT_CONNECTION = 1.0
 
 #: What a broken, reset or closed transport raises (ssl.SSLError is an OSError; trio's SSLStream wraps
 #: TLS failures in BrokenResourceError).
@@ -236,8 +229,6 @@ class ConnectionDriver:
         self._task_scopes: set[trio.CancelScope] = set()
         self._tasks_cancelled = False
         self.closing = False
-        #: Connections in a row that ended within SHORT_CONNECTION of being opened, unanswered.
-        self._short_connections = 0
         #: Requests answered successfully so far (tells a connection that served from one that did not).
         self._answered = 0
         self._connect_log = ConnectFailureLog(log)
@@ -296,33 +287,23 @@ class ConnectionDriver:
     # ------------------------------------------------------------------ connections
 
     async def run_connections(self) -> None:
-        """The connection manager: connect, run the connection, back off, again, until the session ends."""
+        """The connection manager: connect, run the connection, back off, again, until the session ends.
+        How long to wait is the core's decision: it is told of every attempt that failed and every
+        connection that ended (and whether it answered anything)."""
         core = self.core
         with self.task_scope():
             while not core.state.is_terminal and not self.closing:
-                delay = max(core.reconnect_delay(), self._short_connection_delay())
+                delay = core.reconnect_delay()
                 if delay:
                     await trio.sleep(delay)
                 host = core.next_host()
-                opened, answered = trio.current_time(), self._answered
+                answered = self._answered
                 stream = await self._open_stream(host)
                 if stream is None:
                     core.connection_failed()
                     continue
                 await self._run_connection(host, stream)
-                if trio.current_time() - opened < SHORT_CONNECTION and self._answered == answered:
-                    self._short_connections += 1
-                else:
-                    self._short_connections = 0
-
-    def _short_connection_delay(self) -> float:
-        """Back-off for connections that keep ending right after they were made (the core's own back-off
-        only counts attempts that never reached a session): doubling from 50 ms up to 1 s, jittered."""
-        n = self._short_connections
-        if n == 0:
-            return 0.0
-        base = min(1.0, 0.05 * 2 ** min(n - 1, 5))
-        return random.uniform(base / 2, base)
+                core.connection_ended(trio.current_time(), answered=self._answered != answered)
 
     async def _open_stream(self, host: HostPort) -> trio.abc.Stream | None:
         """A connected stream to ``host`` within the connect timeout, or None (the failure is logged)."""
@@ -659,7 +640,7 @@ class ConnectionDriver:
             error = self.core.terminal_error()
             self._fail_backlog()
             for w in self.core.watches.all_watchers():
-                w._fail(type(error)(*error.args) if not isinstance(error, ServerError) else type(error)())
+                w._fail(copy_error(error))
             self.core.watches.clear()
             self.drop_connection()
         if ev.new is SessionState.READ_ONLY and self.nursery is not None:

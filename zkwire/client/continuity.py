@@ -21,7 +21,6 @@ place of a client.
 from __future__ import annotations
 
 import logging
-import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Self
@@ -29,6 +28,7 @@ from typing import Any, Self
 import trio
 
 from ..errors import AuthFailedError, ClientClosedError, InvalidInputError, SessionExpiredError, ZKError
+from ..sansio.backoff import Backoff
 from ..sansio.session import SessionState
 from .aio import require_trio
 from .api import Client, open_client, running
@@ -112,6 +112,7 @@ class Sessions:
 
     async def _run(self, hosts: str, min_delay: float, max_delay: float, options: dict[str, Any]) -> None:
         failures = 0
+        waits = Backoff(min_delay, max_delay)
         abandoned: tuple[int, bytes] | None = None
         while True:
             opened_at = trio.current_time()
@@ -138,8 +139,7 @@ class Sessions:
                 log.warning("could not open a session: %s", e)
             failures += 1
             if failures > 1 or trio.current_time() - opened_at < min_delay:
-                cap = min(max_delay, min_delay * 2 ** min(failures - 1, 30))
-                await trio.sleep(random.uniform(cap / 2, cap))
+                await trio.sleep(waits.delay(failures - 1))
 
 
 async def close_abandoned(hosts: str, session: tuple[int, bytes], options: dict[str, Any]) -> None:

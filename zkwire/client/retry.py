@@ -56,6 +56,7 @@ from ..errors import (
     ThrottledOpError,
     ZKError,
 )
+from ..sansio.backoff import SHARED_RNG, Backoff
 
 __all__ = ["RetryPolicy", "TRANSIENT_ERRORS", "retry", "retry_with", "DEFAULT_POLICY"]
 
@@ -94,9 +95,14 @@ class RetryPolicy:
     retry_on: tuple[type[BaseException], ...] = TRANSIENT_ERRORS
 
     def delay(self, attempt: int, rng: random.Random | None = None) -> float:
-        """The wait after failed attempt number ``attempt`` (0 for the first)."""
-        cap = min(self.max_delay, self.initial_delay * self.multiplier ** min(attempt, 64))
-        return (rng or random).uniform(0.0, cap)
+        """The wait after failed attempt number ``attempt`` (0 for the first), drawn from ``rng`` (a
+        generator private to zkwire when None)."""
+        return self.backoff(rng).delay(attempt)
+
+    def backoff(self, rng: random.Random | None = None) -> Backoff:
+        """The policy's waits as a :class:`~zkwire.sansio.backoff.Backoff` (full jitter) drawing from
+        ``rng`` (a generator private to zkwire when None)."""
+        return Backoff(self.initial_delay, self.max_delay, self.multiplier, jitter=1.0, rng=rng or SHARED_RNG)
 
 
 DEFAULT_POLICY = RetryPolicy()

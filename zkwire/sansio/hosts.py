@@ -1,22 +1,128 @@
-"""Connect strings: ``host1:port1,host2:port2[/chroot]``; IPv6 hosts in brackets; port 2181 by default.
+"""The servers of a session: connect strings, and the order and pace in which they are tried.
+
+Connect strings: ``host1:port1,host2:port2[/chroot]``; IPv6 hosts in brackets; port 2181 by default.
 
 Parsing is strict: a port is 1 to 5 ASCII digits (no sign, underscore, space or other digits), ``host:``
 with nothing after the colon is an error (leave out the colon for the default port), and a host name
 must be something a resolver could be asked about.  Spaces around each ``host:port`` item are allowed.
 :func:`parse_host_port` reads one item; everything in the project that takes a ``host:port`` uses it.
+
+:class:`HostRotation` walks a session's servers and says how long to wait before the next attempt (the
+session core asks it; the I/O layer only sleeps).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import math
+import random
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from ..errors import InvalidArgumentError
+from .backoff import Backoff
 from .paths import validate_chroot
-from .session import HostPort
 
-__all__ = ["parse_connect_string", "parse_host_port", "DEFAULT_PORT"]
+__all__ = ["HostPort", "HostRotation", "parse_connect_string", "parse_host_port", "DEFAULT_PORT", "SHORT_CONNECTION"]
 
 DEFAULT_PORT = 2181
+
+#: A connection that ends sooner than this (seconds) after it was made, having answered no request,
+#: counts toward back-off even when its handshake succeeded: a server that accepts and drops every
+#: session is not hammered.
+SHORT_CONNECTION = 1.0
+#: Before the next server of a lap: a wait drawn from 0 to this many seconds (the next server may be up).
+NEXT_HOST_JITTER = 0.05
+
+
+class HostPort(NamedTuple):
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+class HostRotation:
+    """A session's servers in the order they are tried, and how long to wait before the next attempt.
+
+    The list is shuffled once (clients given the same list spread over its servers), then walked round
+    robin; :meth:`prefer` puts one server first for the next attempt only.
+
+    Two counts of failures in a row decide the wait (:meth:`delay`, the longer of two):
+
+    * attempts that reached no session (no connection, no handshake answer, a refused answer): within a
+      lap of the list only a little jitter (:data:`NEXT_HOST_JITTER`), since the next server may be up;
+      after each full lap a pause doubling from 0.1 s to 1 s (:attr:`laps`), reset when a session is
+      reached;
+    * connections that reached a session but ended within :data:`SHORT_CONNECTION` having answered no
+      request: a pause doubling from 50 ms to 1 s (:attr:`shorts`), reset by any other connection.
+    """
+
+    __slots__ = ("_failed", "_hosts", "_index", "_preferred", "_rng", "_short", "laps", "shorts")
+
+    def __init__(self, hosts: Sequence[HostPort], rng: random.Random) -> None:
+        if not hosts:
+            raise InvalidArgumentError("at least one host is needed")
+        self._hosts = list(hosts)
+        rng.shuffle(self._hosts)
+        self._rng = rng
+        self._index = -1
+        self._preferred: HostPort | None = None
+        self._failed = 0
+        self._short = 0
+        #: The pause after ``n`` full laps of failed attempts: ``laps.delay(n)``.
+        self.laps = Backoff(0.05, 1.0, rng=rng)
+        #: The pause after ``n + 1`` short connections in a row: ``shorts.delay(n)``.
+        self.shorts = Backoff(0.05, 1.0, rng=rng)
+
+    @property
+    def hosts(self) -> list[HostPort]:
+        """The servers, in the order they are tried (a copy)."""
+        return list(self._hosts)
+
+    def __len__(self) -> int:
+        return len(self._hosts)
+
+    def next(self) -> HostPort:
+        """The server to try now."""
+        if self._preferred is not None:
+            host, self._preferred = self._preferred, None
+            return host
+        self._index = (self._index + 1) % len(self._hosts)
+        return self._hosts[self._index]
+
+    def prefer(self, host: HostPort) -> None:
+        """Try ``host`` next, then carry on with the lap where it was."""
+        self._preferred = host
+
+    def failed(self) -> None:
+        """An attempt reached no session."""
+        self._failed += 1
+
+    def reached(self) -> None:
+        """A server answered the handshake: the next failure starts a new count."""
+        self._failed = 0
+
+    def ended(self, lasted: float, answered: bool) -> None:
+        """A connection that reached the I/O layer ended after ``lasted`` seconds; ``answered``: some
+        request on it was answered."""
+        if lasted < SHORT_CONNECTION and not answered:
+            self._short += 1
+        else:
+            self._short = 0
+
+    def delay(self, at_most: float = math.inf) -> float:
+        """How long to wait before the next attempt (0 after a success); ``at_most`` caps the pause
+        after a full lap of failures (a tenth of the session timeout, so a session that is still alive
+        gets its chances)."""
+        wait = 0.0
+        if self._failed:
+            laps, within = divmod(self._failed, len(self._hosts))
+            wait = self._rng.uniform(0.0, NEXT_HOST_JITTER) if within else self.laps.delay(laps, at_most)
+        if self._short:
+            wait = max(wait, self.shorts.delay(self._short - 1))
+        return wait
 
 
 def _check_host_name(host: str, item: str) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-from ..constants import AddWatchMode, EventType, OpCode, WatcherType
+from ..constants import AddWatchMode, OpCode, WatcherType
 from ..errors import DataTooLargeError, InvalidArgumentError, ServerError, ZKError, error_for_code
 from ..protocol.multi import MultiOp, MultiRequest, MultiResponse
 from ..protocol.records import (
@@ -56,6 +56,8 @@ from ..protocol.records import (
     SyncResponse,
     WhoAmIResponse,
 )
+from .events import WatchRequest
+from .handshake import WATCH_FRAME_OVERHEAD
 from .ops import (
     Check,
     Create,
@@ -71,8 +73,7 @@ from .ops import (
     create_op,
 )
 from .paths import join_chroot, strip_chroot, validate_path
-from .session import WATCH_FRAME_OVERHEAD, WatchRequest
-from .watches import WatchKind, WatchRegistry
+from .watches import WatchKind, WatchRegistry, removed_watch_kinds
 
 __all__ = [
     "Request",
@@ -483,22 +484,6 @@ def check_watcher_type(value: object) -> WatcherType:
             pass
     names = ", ".join(f"{w.name} ({w.value})" for w in WatcherType)
     raise InvalidArgumentError(f"watcher_type must be a WatcherType: {names}; not {value!r}")
-
-
-def removed_watch_kinds(watcher_type: WatcherType) -> list[tuple[WatchKind, EventType]]:
-    """The local watch tables a removeWatches of ``watcher_type`` empties, and the event each of their
-    one-shot watchers is woken with."""
-    kinds: list[tuple[WatchKind, EventType]] = []
-    if watcher_type in (WatcherType.DATA, WatcherType.ANY):
-        kinds += [(WatchKind.DATA, EventType.DATA_WATCH_REMOVED), (WatchKind.EXIST, EventType.DATA_WATCH_REMOVED)]
-    if watcher_type in (WatcherType.CHILDREN, WatcherType.ANY):
-        kinds.append((WatchKind.CHILD, EventType.CHILD_WATCH_REMOVED))
-    if watcher_type == WatcherType.ANY:
-        kinds += [
-            (WatchKind.PERSISTENT, EventType.PERSISTENT_WATCH_REMOVED),
-            (WatchKind.RECURSIVE, EventType.PERSISTENT_WATCH_REMOVED),
-        ]
-    return kinds
 
 
 def encodable(text: str) -> bool:

@@ -2,8 +2,18 @@
 
 One :class:`SessionCore` lives as long as a ZooKeeper session.  It owns everything that must survive a
 broken TCP connection -- session id and password, the last zxid seen, auth credentials, the watch
-registry -- and, for the connection currently in use, the handshake, the xid counter, the queue of
-requests awaiting replies, and the ping and read-timeout clocks.
+registry -- and, for the connection currently in use, the handshake, the requests awaiting replies,
+and the liveness clocks.  It composes one part per job, each a module of its own:
+
+* :mod:`~zkwire.sansio.hosts`: the servers, their order, and the back-off between attempts;
+* :mod:`~zkwire.sansio.liveness`: ping, read timeout, suspension and client-side expiry;
+* :mod:`~zkwire.sansio.handshake`: the connection's phases (ConnectRequest and its answer, auth,
+  SetWatches) and the session's credentials;
+* :mod:`~zkwire.sansio.matching`: the requests in flight, their xids, each reply checked against its
+  request;
+* :mod:`~zkwire.sansio.watches`: the watch registry (watches are registered and removed here, as the
+  requests carrying them are answered);
+* :mod:`~zkwire.sansio.events`: the state and the events handed to the I/O layer.
 
 The I/O layer drives it like this::
 
@@ -15,6 +25,7 @@ The I/O layer drives it like this::
     core.send_request(op, record, token)  # for each user request (state must be CONNECTED/READ_ONLY)
     if core.has_data_to_send: ...         # after events: write what a reply or the timer queued
     events = core.connection_lost(now)    # when the socket breaks or a DropConnection event asks for it
+    core.connection_ended(now, answered)  # once the connection is gone: paces the next attempt
     raise core.terminal_error()           # to a caller, once core.state.is_terminal
 
 Time is a float in seconds from any monotonic clock; the core never reads a clock itself.
@@ -27,55 +38,59 @@ layer needs no casts; the core never looks inside either.
 from __future__ import annotations
 
 import logging
+import math
 import random
-from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any, Generic, NamedTuple, TypeAlias, TypeVar, cast
+from typing import Generic
 
-from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
+from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode, WatcherType
 from ..errors import (
     AuthFailedError,
     ClientClosedError,
     ConnectionLossError,
     InvalidArgumentError,
-    NoNodeError,
     ProtocolError,
     ReplyTooLargeError,
-    ServerError,
     SessionExpiredError,
-    UnknownServerError,
     ZKError,
+    copy_error,
     error_for_code,
 )
-from ..protocol.codec import (
-    decode_connect_response,
-    decode_response_body,
-    encode_connect_request,
-    encode_request,
-    encode_request_into,
-    op_name,
-)
+from ..protocol.codec import decode_connect_response, encode_request, op_name
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
 from ..protocol.framing import FrameDecoder, OversizeFrame
 from ..protocol.jute import Reader
-from ..protocol.multi import MultiRequest, MultiResponse
-from ..protocol.records import (
-    AuthPacket,
-    ConnectRequest,
-    ConnectResponse,
-    Create2Response,
-    CreateResponse,
-    GetDataResponse,
-    Record,
-    SetWatches,
-    SetWatches2,
-    WatcherEvent,
+from ..protocol.records import Record, WatcherEvent
+from .backoff import SHARED_RNG
+from .events import (
+    AuthResult,
+    DropConnection,
+    Event,
+    Reply,
+    SessionState,
+    StateChanged,
+    TokenT,
+    WatcherT,
+    WatchNotification,
+    WatchRequest,
 )
+from .handshake import (
+    MAX_PASSWORD,
+    SET_WATCHES_BATCH_BYTES,
+    TIMEOUT_CEILING,
+    WATCH_FRAME_OVERHEAD,
+    Handshake,
+    Phase,
+    check_connect_response,
+    connect_request,
+    granted_timeout,
+)
+from .hosts import HostPort, HostRotation
+from .liveness import Liveness
+from .matching import RequestQueue
 from .options import check_max_frame, check_session_timeout
 from .paths import strip_chroot
-from .watches import WatchKind, WatchRegistry
+from .watches import WatchRegistry
 
 __all__ = [
     "TokenT",
@@ -90,154 +105,13 @@ __all__ = [
     "WatchRequest",
     "Event",
     "HostPort",
+    "MAX_PASSWORD",
+    "TIMEOUT_CEILING",
+    "SET_WATCHES_BATCH_BYTES",
+    "WATCH_FRAME_OVERHEAD",
 ]
 
 log = logging.getLogger("zkwire.session")
-
-#: What the I/O layer hands in with a request and gets back in its :class:`Reply` (opaque to the core).
-TokenT = TypeVar("TokenT")
-#: What the I/O layer registers as a watcher and gets back in a :class:`WatchNotification` (opaque too).
-WatcherT = TypeVar("WatcherT")
-
-_XID_MAX = (1 << 31) - 1
-#: Paths per SetWatches frame are batched to stay well under the frame limit.
-SET_WATCHES_BATCH_BYTES = 128 * 1024
-#: A SetWatches2 frame holding one path is at most this much longer than the path's UTF-8 bytes (40,
-#: with room to spare): a watch on a longer path could not be re-registered after a reconnect.
-WATCH_FRAME_OVERHEAD = 64
-#: A negotiated session timeout above both this (seconds) and the requested one is clamped to the
-#: larger of the two for the client's own clocks (see "Server values" in SessionCore's docstring).
-TIMEOUT_CEILING = 60.0
-#: Longest session password accepted from a server (every ZooKeeper release sends 16 bytes).
-MAX_PASSWORD = 64
-
-
-class HostPort(NamedTuple):
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-
-
-class SessionState(Enum):
-    """Where the session stands, as the application sees it."""
-
-    #: No session yet; the first connection is being made.
-    CONNECTING = "connecting"
-    #: Connected to a read-write server.
-    CONNECTED = "connected"
-    #: Connected to a read-only server (only with ``allow_read_only``): writes fail with NotReadOnlyError.
-    READ_ONLY = "read_only"
-    #: The connection was lost, or nothing sent in the last two thirds of the session timeout has been
-    #: answered (a server still answering older requests keeps its connection); the session may still
-    #: be alive on the servers.  Reconnecting, or CONNECTED again once something newer is answered.
-    SUSPENDED = "suspended"
-    #: The session is gone: a server said so, or no server was reached for the whole session timeout.
-    EXPIRED = "expired"
-    #: The server rejected a credential given to open_client, or on a reconnect one it had accepted
-    #: before; the session cannot be used.
-    AUTH_FAILED = "auth_failed"
-    #: Closed by the application.
-    CLOSED = "closed"
-
-    @property
-    def is_terminal(self) -> bool:
-        return self in (SessionState.EXPIRED, SessionState.AUTH_FAILED, SessionState.CLOSED)
-
-    @property
-    def is_connected(self) -> bool:
-        return self in (SessionState.CONNECTED, SessionState.READ_ONLY)
-
-
-class _Phase(Enum):
-    IDLE = 0  # no connection
-    HANDSHAKE = 1  # ConnectRequest sent, waiting for ConnectResponse
-    SYNCING = 2  # session attached; re-sending auth and watches
-    OPEN = 3  # user requests flow
-    CLOSING = 4  # closeSession sent
-
-
-@dataclass(frozen=True, slots=True)
-class WatchRequest(Generic[WatcherT]):
-    """A watch to register when the request it rides on succeeds."""
-
-    kind: WatchKind
-    path: str  # server path
-    watcher: WatcherT
-
-
-@dataclass(slots=True)
-class Reply(Generic[TokenT]):
-    """The outcome of a request: ``body`` on success, or ``error``.  (Not frozen: one is built per
-    reply, and a frozen dataclass costs three times as much to build; nothing changes it.)"""
-
-    token: TokenT
-    zxid: int
-    body: Record | None
-    error: ZKError | None
-
-
-@dataclass(frozen=True, slots=True)
-class WatchNotification(Generic[WatcherT]):
-    """A server notification and the local watchers it wakes (path already chroot-stripped)."""
-
-    type: EventType | int
-    state: KeeperState | int
-    path: str
-    watchers: list[WatcherT]
-
-
-@dataclass(frozen=True, slots=True)
-class StateChanged:
-    old: SessionState
-    new: SessionState
-    error: ZKError | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DropConnection:
-    """The core found the connection unusable; the I/O layer must close it, then call connection_lost."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class AuthResult(Generic[TokenT]):
-    token: TokenT
-    error: ZKError | None
-
-
-Event: TypeAlias = Reply[TokenT] | WatchNotification[WatcherT] | StateChanged | DropConnection | AuthResult[TokenT]
-
-
-@dataclass(slots=True)
-class _Pending(Generic[TokenT, WatcherT]):
-    xid: int
-    op: int
-    #: None for the core's own requests (closeSession, SetWatches).
-    token: TokenT | None
-    path: str | None
-    watch: WatchRequest[WatcherT] | None
-    #: When the request was queued: once it is answered, the server has heard from us since then.
-    sent: float
-    #: multi / multiRead: the op code of each sub-operation, to check the reply against.
-    subops: tuple[int, ...] | None = None
-
-
-@dataclass(slots=True, eq=False)
-class _Credential(Generic[TokenT]):
-    scheme: str
-    #: The whole AuthPacket frame, encoded when the credential was added (so it can always be sent).
-    packet: bytes = field(repr=False)
-    #: Who waits for the server's verdict on the first sending of this credential.
-    token: TokenT | None = None
-    #: A condition of the session (given to open_client): its refusal ends the session (AUTH_FAILED).
-    required: bool = False
-
-
-#: Host shuffling and back-off jitter need no per-session generator (each costs 2.5 KiB).
-_SHARED_RNG = random.Random()
 
 
 class SessionCore(Generic[TokenT, WatcherT]):
@@ -245,9 +119,10 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     Server values
     -------------
-    What a server says in its ConnectResponse is checked before the session uses it.  A refused
-    answer is a :class:`~zkwire.errors.ProtocolError`: the connection is dropped, the attempt counts
-    toward back-off, and the next server is tried (the session, if there is one, is kept).
+    What a server says in its ConnectResponse is checked before the session uses it
+    (:func:`~zkwire.sansio.handshake.check_connect_response`).  A refused answer is a
+    :class:`~zkwire.errors.ProtocolError`: the connection is dropped, the attempt counts toward
+    back-off, and the next server is tried (the session, if there is one, is kept).
 
     * **Session password**: null, empty, or longer than :data:`MAX_PASSWORD` bytes -- refused.
     * **Read-only grant** the client did not ask for (``allow_read_only`` false) -- refused.
@@ -265,35 +140,22 @@ class SessionCore(Generic[TokenT, WatcherT]):
     """
 
     __slots__ = (
-        "_answered_at",
-        "_auth_pending",
-        "_connect_deadline",
-        "_credentials",
+        "_clock",
         "_decoder",
-        "_failed_in_row",
-        "_host_index",
+        "_handshake",
         "_hosts",
-        "_last_confirmed",
-        "_last_heard",
-        "_last_send",
+        "_opened_at",
         "_out",
         "_passwd",
         "_pending",
         "_phase",
-        "_pings",
-        "_preferred",
         "_read_only_connection",
-        "_rng",
-        "_sync_outstanding",
-        "_xid",
         "abandoned",
         "allow_read_only",
         "chroot",
         "current_host",
         "last_zxid",
         "max_frame",
-        "negotiated_timeout",
-        "requested_timeout",
         "seen_read_write",
         "session_id",
         "state",
@@ -310,17 +172,13 @@ class SessionCore(Generic[TokenT, WatcherT]):
         max_frame: int = DEFAULT_MAX_FRAME,
         rng: random.Random | None = None,
     ) -> None:
-        if not hosts:
-            raise InvalidArgumentError("at least one host is needed")
         session_timeout = check_session_timeout(session_timeout)
         max_frame = check_max_frame(max_frame)
-        self._rng = rng or _SHARED_RNG
-        self._hosts = list(hosts)
-        self._rng.shuffle(self._hosts)
-        self._host_index = -1
-        self._failed_in_row = 0
-        self._preferred: HostPort | None = None
-        self.requested_timeout = session_timeout
+        #: The servers, their order and the back-off between attempts.
+        self._hosts = HostRotation(hosts, rng or SHARED_RNG)
+        #: When the current connection was made (None between connections).
+        self._opened_at: float | None = None
+        self._clock = Liveness(session_timeout)
         self.chroot = chroot
         self.allow_read_only = allow_read_only
         self.max_frame = max_frame
@@ -328,66 +186,54 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self.state = SessionState.CONNECTING
         self.session_id = 0
         self._passwd = bytes(16)
-        self.negotiated_timeout: float | None = None
         self.last_zxid = 0
         self.current_host: HostPort | None = None
         self.seen_read_write = False
-        self._credentials: list[_Credential[TokenT]] = []
         self.watches: WatchRegistry[WatcherT] = WatchRegistry()
 
-        self._phase = _Phase.IDLE
+        self._phase = Phase.IDLE
         self._decoder = FrameDecoder(max_frame, skip_oversize=True)
         self._out = bytearray()
-        self._pending: deque[_Pending[TokenT, WatcherT]] = deque()
-        self._auth_pending: list[_Credential[TokenT]] = []  # rare: a list is smaller than a deque
+        #: The requests in flight on this connection (a deque: ``len`` is on every request's path).
+        self._pending: RequestQueue[TokenT, WatcherT] = RequestQueue()
+        self._handshake: Handshake[TokenT, WatcherT] = Handshake(self._out, self._pending, max_frame)
         self._read_only_connection = False
-        self._sync_outstanding = 0
-        self._xid = 0
-        self._last_send = 0.0
-        #: Send times of the pings on this connection that are not answered yet (oldest first).
-        self._pings: deque[float] = deque()
-        self._connect_deadline = 0.0
-        #: Liveness is timed from what proves that the server heard us, never from what merely arrives
-        #: (a watch notification, a ping answer nobody asked for, half a frame): the send time of the
-        #: newest request, ping or ConnectRequest that has been answered on this connection.  A server
-        #: expires a session one timeout after it last heard from the client, so dropping the connection
-        #: two thirds of a timeout after this moment tells the application at least a third of a timeout
-        #: before the session can expire, whatever else the server keeps sending.
-        self._last_confirmed = 0.0
-        #: When the newest answer arrived (of anything sent on this connection): the connection is
-        #: dropped only when nothing has been answered for the read timeout.  Between the two deadlines
-        #: -- answers still arriving, but none to anything sent in the last read timeout (a deep
-        #: pipeline draining, pings queued behind it) -- the session is SUSPENDED on the open connection
-        #: and CONNECTED again as soon as something newer is answered.
-        self._answered_at = 0.0
-        #: The same moment across connections (None before the first session): client-side expiry.
-        self._last_heard: float | None = None
         #: The id and password of the session once the client has declared it expired by itself (no
         #: server reached for the session timeout): the server may still hold it, and its ephemeral
         #: nodes, until it expires it there.  :func:`zkwire.sessions` closes such a session before it
         #: opens the next one.  None otherwise.
         self.abandoned: tuple[int, bytes] | None = None
 
-    # ------------------------------------------------------------------ host selection & timing
+    # ------------------------------------------------------------------ timeouts and deadlines
+
+    @property
+    def requested_timeout(self) -> float:
+        """The session timeout asked for (seconds)."""
+        return self._clock.requested
+
+    @property
+    def negotiated_timeout(self) -> float | None:
+        """The session timeout the server granted (clamped: see "Server values"); None before."""
+        return self._clock.negotiated
 
     @property
     def hosts(self) -> list[HostPort]:
-        return list(self._hosts)
+        return self._hosts.hosts
 
     @property
     def connect_timeout(self) -> float:
-        return (self.negotiated_timeout or self.requested_timeout) / len(self._hosts)
+        return self._clock.timeout / len(self._hosts)
 
     @property
     def read_timeout(self) -> float:
-        return (self.negotiated_timeout or self.requested_timeout) * 2 / 3
+        return self._clock.read_timeout
 
     @property
     def session_timeout(self) -> float:
         """The negotiated session timeout (the requested one before any session): the longest a request
         may stay unanswered on a connection whose server answers later ones (then the connection is
         dropped as broken and the request fails with ConnectionLossError)."""
-        return self.negotiated_timeout or self.requested_timeout
+        return self._clock.timeout
 
     @property
     def liveness_deadline(self) -> float:
@@ -395,80 +241,46 @@ class SessionCore(Generic[TokenT, WatcherT]):
         timeout after the newest answer arrived (the connect timeout during the handshake; inf without a
         connection).  It moves only as answers arrive, so an I/O layer blocked in a write while the
         server keeps answering (busy, not dead) waits on."""
-        if self._phase is _Phase.IDLE:
-            return float("inf")
-        if self._phase is _Phase.HANDSHAKE:
-            return self._connect_deadline
-        if self._phase is _Phase.SYNCING:
-            return self._last_confirmed + self.read_timeout
-        return self._answered_at + self.read_timeout
+        return self._clock.liveness_deadline(self._phase)
 
     @property
     def ping_interval(self) -> float:
-        return (self.negotiated_timeout or self.requested_timeout) / 3
+        return self._clock.ping_interval
 
     def prefer_host(self, host: HostPort) -> None:
         """Try ``host`` next (used when a read-write server is found while read-only)."""
-        self._preferred = host
+        self._hosts.prefer(host)
 
     def next_host(self) -> HostPort:
-        if self._preferred is not None:
-            host, self._preferred = self._preferred, None
-            return host
-        self._host_index = (self._host_index + 1) % len(self._hosts)
-        return self._hosts[self._host_index]
+        """The server to connect to next."""
+        return self._hosts.next()
 
     def reconnect_delay(self) -> float:
-        """How long to wait before the next connection attempt: a little jitter, backing off per full lap."""
-        laps = self._failed_in_row // len(self._hosts)
-        if self._failed_in_row == 0:
-            return 0.0
-        if self._failed_in_row % len(self._hosts):
-            return self._rng.uniform(0.0, 0.05)
-        base = min(1.0, 0.05 * (2 ** min(laps, 5)))
-        if self.negotiated_timeout is not None:
-            base = min(base, self.negotiated_timeout / 10)
-        return self._rng.uniform(base / 2, base)
+        """How long to wait before the next connection attempt (see :class:`~zkwire.sansio.hosts.HostRotation`):
+        0 after a success, a little jitter within a lap of failed attempts, a growing pause after each
+        full lap (at most a tenth of the negotiated timeout) or after connections that keep ending at
+        once (:meth:`connection_ended`)."""
+        timeout = self.negotiated_timeout
+        return self._hosts.delay(math.inf if timeout is None else timeout / 10)
 
     def next_deadline(self) -> float:
         """The next moment :meth:`handle_timer` has work to do (inf if none)."""
         if self.state.is_terminal:
-            return float("inf")
-        deadlines = [float("inf")]
-        if self._phase is _Phase.HANDSHAKE:
-            deadlines.append(self._connect_deadline)
-        elif self._phase is _Phase.SYNCING:
-            deadlines.append(self._last_confirmed + self.read_timeout)
-            deadlines.append(self._last_send + self.ping_interval)
-        elif self._phase is _Phase.OPEN:
-            deadlines.append(self._answered_at + self.read_timeout)
-            if self.state.is_connected:
-                deadlines.append(self._last_confirmed + self.read_timeout)
-            deadlines.append(self._last_send + self.ping_interval)
-            if self._pending and self._last_confirmed > self._pending[0].sent:
-                deadlines.append(self._pending[0].sent + self.session_timeout)
+            return math.inf
+        oldest = self._pending[0].sent if self._pending else None
+        deadline = self._clock.next_deadline(self._phase, self.state.is_connected, oldest)
         expiry = self._client_side_expiry()
-        if expiry is not None:
-            deadlines.append(expiry)
-        return min(deadlines)
+        return deadline if expiry is None else min(deadline, expiry)
 
     def _client_side_expiry(self) -> float | None:
-        """When the client treats the session as expired by itself: a session timeout after the server
-        last heard from it, while no connection vouches for it (a server that still answers on an open
-        connection would close it if the session expired); None when that does not apply."""
-        if (
-            self._last_heard is None
-            or self.negotiated_timeout is None
-            or self.state.is_connected
-            or self._phase is _Phase.OPEN
-        ):
-            return None
-        return self._last_heard + self.negotiated_timeout
+        # A server that still answers on an open connection would close it if the session expired.
+        return self._clock.expiry(self.state.is_connected or self._phase is Phase.OPEN)
 
     def handle_timer(self, now: float) -> list[Event[TokenT, WatcherT]]:
         events: list[Event[TokenT, WatcherT]] = []
         if self.state.is_terminal:
             return events
+        clock = self._clock
         expiry = self._client_side_expiry()
         if expiry is not None and now >= expiry:
             log.warning(
@@ -478,46 +290,33 @@ class SessionCore(Generic[TokenT, WatcherT]):
             )
             self.abandoned = (self.session_id, self._passwd)
             return self._expire(events, SessionExpiredError(detail="no server reachable for the session timeout"))
-        if self._phase is _Phase.HANDSHAKE and now >= self._connect_deadline:
-            events.append(DropConnection(f"no handshake reply within {self.connect_timeout:.2f}s"))
-        elif self._phase is _Phase.SYNCING and now >= self._last_confirmed + self.read_timeout:
-            events.append(DropConnection(f"nothing sent in the last {now - self._last_confirmed:.2f}s was answered"))
-        elif self._phase in (_Phase.SYNCING, _Phase.OPEN):
-            if self._phase is _Phase.OPEN and now >= self._answered_at + self.read_timeout:
-                events.append(DropConnection(f"nothing answered for {now - self._answered_at:.2f}s"))
-                return events
-            if (
-                self._phase is _Phase.OPEN
-                and self.state.is_connected
-                and now >= self._last_confirmed + self.read_timeout
-            ):
-                # Answers keep coming, but to requests sent before the read timeout (a deep pipeline
-                # draining; our pings wait behind it): nothing proves the server heard us since, so the
-                # session may expire unseen.  The application is told now, as it would be by a dropped
-                # connection; the connection stays, and the next newer answer confirms the session.
-                log.info(
-                    "session 0x%x: answers arrive, but none to anything sent in the last %.2fs: suspended",
-                    self.session_id,
-                    now - self._last_confirmed,
+        phase = self._phase
+        reason = clock.dead(now, phase, self.connect_timeout)
+        if reason is not None:
+            events.append(DropConnection(reason))
+            return events
+        if phase is not Phase.SYNCING and phase is not Phase.OPEN:
+            return events
+        if phase is Phase.OPEN and self.state.is_connected and clock.unconfirmed(now):
+            # Answers keep coming, but to requests sent before the read timeout (a deep pipeline
+            # draining; our pings wait behind it).  The application is told now, as it would be by a
+            # dropped connection; the connection stays, and the next newer answer confirms the session.
+            log.info(
+                "session 0x%x: answers arrive, but none to anything sent in the last %.2fs: suspended",
+                self.session_id,
+                now - clock.last_confirmed,
+            )
+            self._set_state(events, SessionState.SUSPENDED)
+        if self._pending and clock.lost(now, self._pending[0].sent):
+            oldest = self._pending[0]
+            events.append(
+                DropConnection(
+                    f"{op_name(oldest.op)} request (xid {oldest.xid}) unanswered for {now - oldest.sent:.2f}s"
                 )
-                self._set_state(events, SessionState.SUSPENDED)
-            if (
-                self._pending
-                and self._last_confirmed > self._pending[0].sent
-                and now >= self._pending[0].sent + self.session_timeout
-            ):
-                # The server answered something sent later (a ping) but not this request: it has lost
-                # it.  A server answers a session's requests in order, so no healthy one gets here.
-                oldest = self._pending[0]
-                events.append(
-                    DropConnection(
-                        f"{op_name(oldest.op)} request (xid {oldest.xid}) unanswered for {now - oldest.sent:.2f}s"
-                    )
-                )
-            elif now >= self._last_send + self.ping_interval:
-                self._out += encode_request(PING_XID, OpCode.PING)
-                self._pings.append(now)
-                self._last_send = now
+            )
+        elif clock.ping_due(now):
+            self._out += encode_request(PING_XID, OpCode.PING)
+            clock.pinged(now)
         return events
 
     # ------------------------------------------------------------------ connection lifecycle
@@ -530,7 +329,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         Raises:
             InvalidArgumentError: the core already has a session, or the id or password cannot be one.
         """
-        if self.session_id or self._phase is not _Phase.IDLE or self.state is not SessionState.CONNECTING:
+        if self.session_id or self._phase is not Phase.IDLE or self.state is not SessionState.CONNECTING:
             raise InvalidArgumentError("only a core without a session can resume one")
         if not 0 < session_id < 1 << 63:
             raise InvalidArgumentError(f"session id {session_id} is not a positive int64")
@@ -545,28 +344,30 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if self.state.is_terminal:
             raise self.terminal_error()
         self.current_host = host
-        self._phase = _Phase.HANDSHAKE
+        self._opened_at = now
+        self._phase = Phase.HANDSHAKE
         self._decoder = FrameDecoder(self.max_frame, skip_oversize=True)
         self._out.clear()
-        self._connect_deadline = now + self.connect_timeout
-        self._last_send = self._last_confirmed = self._answered_at = now
-        self._pings.clear()
+        self._clock.connection_made(now, self.connect_timeout)
         # A session only ever served by read-only servers is local to that server: a read-write server
         # would not know it, so it is not presented again (it has no ephemeral nodes to lose).
         attach = self.session_id if self.seen_read_write else 0
-        req = ConnectRequest(
-            protocol_version=0,
-            last_zxid_seen=self.last_zxid,
-            timeout=int(self.requested_timeout * 1000),
-            session_id=attach,
-            passwd=self._passwd if attach else bytes(16),
-            read_only=self.allow_read_only,
+        self._out += connect_request(
+            attach, self._passwd, self.last_zxid, self.requested_timeout, self.allow_read_only, self.max_frame
         )
-        self._out += encode_connect_request(req, self.max_frame)
 
     def connection_failed(self) -> None:
         """A connection attempt did not even reach the handshake."""
-        self._failed_in_row += 1
+        self._hosts.failed()
+
+    def connection_ended(self, now: float, answered: bool) -> None:
+        """The connection made at :meth:`connection_made` is over (after :meth:`connection_lost`);
+        ``answered``: the server answered some request on it.  One that ended within
+        :data:`~zkwire.sansio.hosts.SHORT_CONNECTION` unanswered lengthens :meth:`reconnect_delay`, even
+        if its handshake succeeded."""
+        opened, self._opened_at = self._opened_at, None
+        if opened is not None:
+            self._hosts.ended(now - opened, answered)
 
     def connection_lost(self, now: float, error: ZKError | None = None) -> list[Event[TokenT, WatcherT]]:
         """The socket is gone.  Pending requests fail; the session is suspended, not ended."""
@@ -574,14 +375,14 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if self.current_host is None:
             return events  # already handled
         phase = self._phase
-        self._phase = _Phase.IDLE
+        self._phase = Phase.IDLE
         self.current_host = None
         self._out.clear()
-        if phase in (_Phase.IDLE, _Phase.HANDSHAKE):
-            self._failed_in_row += 1
+        if phase is Phase.IDLE or phase is Phase.HANDSHAKE:
+            self._hosts.failed()
         # The state change comes first: whoever watches the session (a lock's lease) has heard of the
         # loss before any caller's request fails with it.
-        if phase is _Phase.CLOSING:
+        if phase is Phase.CLOSING:
             self._set_state(events, SessionState.CLOSED)
         elif self.state.is_connected:
             self._set_state(events, SessionState.SUSPENDED)
@@ -590,20 +391,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     def _fail_pending(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> None:
         """Fail every outstanding request with a fresh copy of ``error`` (carrying the request's path)."""
-        while self._pending:
-            p = self._pending.popleft()
-            if p.token is not None:
-                events.append(Reply(p.token, 0, None, _copy_error(error, p.path)))
-        # Credentials not yet answered stay remembered and are sent again on the next connection.
-        self._auth_pending.clear()
-        self._sync_outstanding = 0
-
-    def _fail_auth_waiters(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> None:
-        """The session ended: nobody waiting for a credential's verdict will ever get one from a server."""
-        for cred in self._credentials:
-            if cred.token is not None:
-                token, cred.token = cred.token, None
-                events.append(AuthResult(token, _copy_error(error, None)))
+        events.extend(self._pending.fail_all(error))
+        self._handshake.connection_lost()
 
     @property
     def outstanding(self) -> int:
@@ -629,13 +418,6 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     # ------------------------------------------------------------------ requests
 
-    def _next_xid(self) -> int:
-        xid = self._xid + 1
-        if xid > _XID_MAX:
-            xid = 1
-        self._xid = xid
-        return xid
-
     def send_request(
         self,
         op: int,
@@ -647,17 +429,12 @@ class SessionCore(Generic[TokenT, WatcherT]):
         watch: WatchRequest[WatcherT] | None = None,
     ) -> int:
         """Queue a request on the open connection; its Reply will carry ``token``.  Returns the xid."""
-        if self._phase is not _Phase.OPEN:
+        if self._phase is not Phase.OPEN:
             if self.state.is_terminal:
                 raise self.terminal_error()
             raise ConnectionLossError(path, "not connected")
-        xid = self._next_xid()
-        encode_request_into(self._out, xid, op, record, self.max_frame)
-        pending = _Pending(xid, op, token, path, watch, now)
-        if type(record) is MultiRequest:
-            pending.subops = tuple([sub.op for sub in record.ops])
-        self._pending.append(pending)
-        self._last_send = now
+        xid = self._pending.send(self._out, op, record, token, now, self.max_frame, path, watch)
+        self._clock.last_send = now
         return xid
 
     def add_auth(self, scheme: str, auth: bytes, token: TokenT, now: float, *, required: bool = False) -> None:
@@ -671,39 +448,27 @@ class SessionCore(Generic[TokenT, WatcherT]):
         ``required``: the session depends on this credential (``open_client(auth=...)``).  Its refusal
         ends the session in ``AUTH_FAILED`` instead of only reporting the refusal to ``token``.
         """
-        packet = bytes(encode_request(AUTH_XID, OpCode.AUTH, AuthPacket(0, scheme, auth), self.max_frame))
-        cred = _Credential(scheme, packet, token, required)
-        self._credentials.append(cred)
-        if self._phase is _Phase.OPEN:
-            self._send_credential(cred)
-            self._last_send = now
-        elif self._phase is _Phase.SYNCING:
-            # The re-attach already sent the credentials it knew of: send this one too, and hold the
-            # session back from CONNECTED until it is answered, like the others.
-            self._send_credential(cred)
-            self._sync_outstanding += 1
-            self._last_send = now
-
-    def _send_credential(self, cred: _Credential[TokenT]) -> None:
-        self._out += cred.packet
-        self._auth_pending.append(cred)
+        cred = self._handshake.credential(scheme, auth, token, required)
+        if self._phase is Phase.OPEN or self._phase is Phase.SYNCING:
+            # While re-attaching, the credentials known then were sent: this one is sent too, and holds
+            # the session back from CONNECTED until it is answered, like the others.
+            self._handshake.send_credential(cred, syncing=self._phase is Phase.SYNCING)
+            self._clock.last_send = now
 
     def close(self, now: float) -> bool:
         """Send closeSession if connected; returns True if the caller should wait for the server to close."""
         if self.state.is_terminal:
             return False
-        if self._phase is _Phase.OPEN:
-            xid = self._next_xid()
-            self._out += encode_request(xid, OpCode.CLOSE_SESSION)
-            self._pending.append(_Pending(xid, OpCode.CLOSE_SESSION, None, None, None, now))
-            self._phase = _Phase.CLOSING
-            self._last_send = now
+        if self._phase is Phase.OPEN:
+            self._pending.send(self._out, OpCode.CLOSE_SESSION, None, None, now, self.max_frame)
+            self._phase = Phase.CLOSING
+            self._clock.last_send = now
             return True
         return False
 
     def mark_closed(self) -> list[Event[TokenT, WatcherT]]:
         """The application closed the client: fail what is still outstanding and end the session."""
-        self._phase = _Phase.IDLE
+        self._phase = Phase.IDLE
         events: list[Event[TokenT, WatcherT]] = []
         self._fail_pending(events, ClientClosedError("client closed"))
         self._set_state(events, SessionState.CLOSED)
@@ -718,6 +483,16 @@ class SessionCore(Generic[TokenT, WatcherT]):
             return AuthFailedError(detail="the server rejected a credential")
         return ClientClosedError("client closed")
 
+    # ------------------------------------------------------------------ watches
+
+    def remove_watches(self, path: str, watcher_type: WatcherType) -> list[tuple[EventType, WatcherT]]:
+        """The server removed this session's watches of ``watcher_type`` on server path ``path`` (a
+        removeWatches request answered without error): the local watchers of the removed tables are
+        forgotten, as an answered request's watch is registered (:meth:`send_request`).  Returns each
+        with the event it is to be woken with (DATA_WATCH_REMOVED, CHILD_WATCH_REMOVED,
+        PERSISTENT_WATCH_REMOVED)."""
+        return self.watches.removed(path, watcher_type)
+
     # ------------------------------------------------------------------ incoming bytes
 
     def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> list[Event[TokenT, WatcherT]]:
@@ -728,7 +503,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         is dropped with a warning (its watchers cannot be told apart without its path).
         """
         events: list[Event[TokenT, WatcherT]] = []
-        if self._phase is _Phase.IDLE:
+        if self._phase is Phase.IDLE:
             return events
         try:
             frames = self._decoder.feed(data)
@@ -742,14 +517,14 @@ class SessionCore(Generic[TokenT, WatcherT]):
         :meth:`received_into`: the rest of a large reply's buffer, sized from its length prefix; None
         when no large reply is in progress (read up to :data:`~zkwire.protocol.framing.READ_SIZE`
         bytes and hand them to :meth:`receive_data`)."""
-        if self._phase is _Phase.IDLE:
+        if self._phase is Phase.IDLE:
             return None
         return self._decoder.receive_buffer()
 
     def received_into(self, n: int, now: float) -> list[Event[TokenT, WatcherT]]:
         """``n`` bytes were read into the view :meth:`receive_buffer` returned."""
         events: list[Event[TokenT, WatcherT]] = []
-        if self._phase is _Phase.IDLE:
+        if self._phase is Phase.IDLE:
             return events
         return self._handle_frames(self._decoder.received(n), now, events)
 
@@ -760,7 +535,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
             try:
                 if isinstance(payload, OversizeFrame):
                     self._handle_oversize(payload, now, events)
-                elif self._phase is _Phase.HANDSHAKE:
+                elif self._phase is Phase.HANDSHAKE:
                     self._handle_connect_response(payload, now, events)
                 else:
                     self._handle_frame(payload, now, events)
@@ -784,7 +559,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         not bring it back).  Anything else that large -- a connect response, a ping or auth reply, a
         reply to no outstanding request -- is a broken stream.
         """
-        if self._phase is _Phase.HANDSHAKE:
+        if self._phase is Phase.HANDSHAKE:
             raise ProtocolError(f"connect response of {frame.length} bytes exceeds max_frame ({self.max_frame})")
         xid, zxid, err = _REPLY_HEADER.unpack(frame.head)
         if xid == WATCH_XID:
@@ -832,23 +607,10 @@ class SessionCore(Generic[TokenT, WatcherT]):
             self._expire(events, SessionExpiredError())
             events.append(DropConnection("session expired"))
             return
-        self._passwd = self._check_connect_response(resp, presented)
+        self._passwd = check_connect_response(resp, presented, self.allow_read_only)
         self.session_id = resp.session_id
-        timeout = resp.timeout / 1000
-        ceiling = max(self.requested_timeout, TIMEOUT_CEILING)
-        if timeout > ceiling:
-            log.warning(
-                "session 0x%x: server %s granted a timeout of %d ms; the client's clocks use %g s",
-                resp.session_id,
-                self.current_host,
-                resp.timeout,
-                ceiling,
-            )
-            timeout = ceiling
-        self.negotiated_timeout = timeout
-        self._last_heard = self._last_confirmed  # when the ConnectRequest was queued
-        self._answered_at = now
-        self._failed_in_row = 0
+        self._clock.attached(granted_timeout(resp, self.requested_timeout, self.current_host), now)
+        self._hosts.reached()
         read_only = bool(resp.read_only)
         if not read_only:
             self.seen_read_write = True
@@ -859,72 +621,15 @@ class SessionCore(Generic[TokenT, WatcherT]):
             resp.timeout,
             ", read-only" if read_only else "",
         )
-        self._phase = _Phase.SYNCING
+        self._phase = Phase.SYNCING
         self._read_only_connection = read_only
-        for cred in self._credentials:
-            self._send_credential(cred)
-            self._sync_outstanding += 1
-        self._send_set_watches(now)
-        self._last_send = now
+        self._handshake.attach(self.watches, self.last_zxid, now)
+        self._clock.last_send = now
         self._maybe_open(events)
 
-    def _check_connect_response(self, resp: ConnectResponse, presented: int) -> bytes:
-        """The refusals listed under "Server values" in the class docstring; returns the password."""
-        passwd = resp.passwd
-        if passwd is None:
-            raise ProtocolError("ConnectResponse without a session password")
-        if not 0 < len(passwd) <= MAX_PASSWORD:
-            raise ProtocolError(f"session password of {len(passwd)} bytes (1..{MAX_PASSWORD} accepted)")
-        if resp.read_only and not self.allow_read_only:
-            raise ProtocolError("read-only session granted, but the client did not ask for one")
-        if resp.session_id == 0:
-            raise ProtocolError("ConnectResponse with session id 0")
-        if presented and resp.session_id != presented:
-            raise ProtocolError(f"re-attach of session 0x{presented:x} answered with session 0x{resp.session_id:x}")
-        return passwd
-
-    def _send_set_watches(self, now: float) -> None:
-        w = self.watches
-        tables = {kind: w.paths(kind) for kind in WatchKind}
-        if not any(tables.values()):
-            return
-        use_v2 = bool(tables[WatchKind.PERSISTENT] or tables[WatchKind.RECURSIVE])
-        order = list(WatchKind) if use_v2 else [WatchKind.DATA, WatchKind.EXIST, WatchKind.CHILD]
-        batch: dict[WatchKind, list[str]] = {k: [] for k in order}
-        size = 0
-
-        def flush() -> None:
-            nonlocal size
-            if use_v2:
-                rec: Record = SetWatches2(self.last_zxid, *(tuple(batch[k]) for k in order))
-                op = OpCode.SET_WATCHES2
-            else:
-                rec = SetWatches(self.last_zxid, *(tuple(batch[k]) for k in order))
-                op = OpCode.SET_WATCHES
-            xid = self._next_xid()
-            self._out += encode_request(xid, op, rec, self.max_frame)
-            self._pending.append(_Pending(xid, op, None, None, None, now))
-            self._sync_outstanding += 1
-            for k in order:
-                batch[k] = []
-            size = 0
-
-        # A batch fits the frame limit (the client refuses watches on paths too long for one).
-        limit = min(SET_WATCHES_BATCH_BYTES, self.max_frame - WATCH_FRAME_OVERHEAD)
-        for kind in order:
-            for path in tables[kind]:
-                cost = len(path.encode()) + 4
-                if size and size + cost > limit:
-                    flush()
-                batch[kind].append(path)
-                size += cost
-        if size:
-            flush()
-        self._last_send = now
-
     def _maybe_open(self, events: list[Event[TokenT, WatcherT]]) -> None:
-        if self._phase is _Phase.SYNCING and self._sync_outstanding == 0:
-            self._phase = _Phase.OPEN
+        if self._phase is Phase.SYNCING and self._handshake.done:
+            self._phase = Phase.OPEN
             self._set_state(events, SessionState.READ_ONLY if self._read_only_connection else SessionState.CONNECTED)
 
     def _handle_frame(self, payload: bytes | memoryview, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
@@ -932,8 +637,9 @@ class SessionCore(Generic[TokenT, WatcherT]):
             raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload, 0)
         if xid == PING_XID:
-            if self._pings:  # an answer to no ping of ours proves nothing
-                self._confirm(self._pings.popleft(), now, events)
+            sent = self._clock.ping_answered()
+            if sent is not None:
+                self._confirm(sent, now, events)
             return
         if xid == WATCH_XID:
             self._handle_notification(payload, events)
@@ -941,87 +647,40 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if xid == AUTH_XID:
             self._handle_auth_reply(err, events)
             return
-        if not self._pending:
-            raise ProtocolError(f"reply with xid {xid} but no request is outstanding")
-        p = self._pending[0]
-        if p.xid != xid:
-            raise ProtocolError(f"reply xid {xid} does not match the oldest request's xid {p.xid}")
-        if p.token is None:  # internal request
-            self._pending.popleft()
-            self._confirm(p.sent, now, events)
-            if zxid > self.last_zxid:
-                self.last_zxid = zxid
-            self._internal_reply(p, err, events)
-            return
-        # Decode before taking the request off the queue: if the reply is malformed, the request stays
-        # pending and fails with ConnectionLossError when the connection is dropped.
-        body: Record | None = None
-        if err:
-            if len(payload) != 16:
-                raise ProtocolError(f"error reply carries {len(payload) - 16} unexpected body bytes")
-        else:
-            # The decoders read any buffer; a large reply comes as a view (see FrameDecoder), which only
-            # getData's data would keep: it is made bytes here.
-            body = decode_response_body(p.op, cast("bytes", payload))
-            if type(payload) is not bytes and type(body) is GetDataResponse and isinstance(body.data, memoryview):
-                body = GetDataResponse(bytes(body.data), body.stat)
-            if p.op in _CHECKED_REPLIES:
-                _check_reply(p, body)
-        self._pending.popleft()
-        self._confirm(p.sent, now, events)
+        p, body = self._pending.answer(xid, err, payload)
+        # _confirm, inlined (once per reply)
+        if self._clock.confirm(p.sent, now) and self.state is SessionState.SUSPENDED:
+            self._confirmed_again(p.sent, now, events)
         if zxid > self.last_zxid:
             self.last_zxid = zxid
-        if p.watch is not None:
-            self._register_watch(p, err)
+        if p.token is None:  # the core's own request
+            if p.op != OpCode.CLOSE_SESSION:  # SetWatches
+                self._handshake.step_answered(err)
+                self._maybe_open(events)
+            return
+        watch = p.watch
+        if watch is not None:
+            self.watches.answered(p.op, watch.kind, watch.path, watch.watcher, err)
         events.append(Reply(p.token, zxid, body, error_for_code(err, p.path) if err else None))
 
     def _confirm(self, sent: float, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
         """The server answered, at ``now``, something we sent at ``sent``: it heard from us then or later."""
-        self._answered_at = now
-        if sent > self._last_confirmed:
-            self._last_confirmed = self._last_heard = sent
-            if self.state is SessionState.SUSPENDED and self._phase is _Phase.OPEN and now < sent + self.read_timeout:
-                log.info("session 0x%x: confirmed again on the same connection", self.session_id)
-                self._set_state(
-                    events, SessionState.READ_ONLY if self._read_only_connection else SessionState.CONNECTED
-                )
+        if self._clock.confirm(sent, now) and self.state is SessionState.SUSPENDED:
+            self._confirmed_again(sent, now, events)
 
-    def _register_watch(self, p: _Pending[TokenT, WatcherT], err: int) -> None:
-        assert p.watch is not None
-        if p.op == OpCode.EXISTS:
-            # As the server does: exists arms a data watch on a node that exists, an exist watch on one
-            # that does not (NoNode), whatever table the caller named.
-            if err == 0:
-                self.watches.add(WatchKind.DATA, p.watch.path, p.watch.watcher)
-            elif err == NoNodeError.code:
-                self.watches.add(WatchKind.EXIST, p.watch.path, p.watch.watcher)
-        elif err == 0:
-            self.watches.add(p.watch.kind, p.watch.path, p.watch.watcher)
-
-    def _internal_reply(self, p: _Pending[TokenT, WatcherT], err: int, events: list[Event[TokenT, WatcherT]]) -> None:
-        if p.op == OpCode.CLOSE_SESSION:
-            return
-        if p.op in (OpCode.SET_WATCHES, OpCode.SET_WATCHES2):
-            if err:
-                log.warning("re-registering watches failed: %s", error_for_code(err))
-            self._sync_outstanding -= 1
-            self._maybe_open(events)
+    def _confirmed_again(self, sent: float, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
+        """Something newer than anything before was answered while suspended on an open connection."""
+        if self._phase is Phase.OPEN and now < sent + self.read_timeout:
+            log.info("session 0x%x: confirmed again on the same connection", self.session_id)
+            self._set_state(events, SessionState.READ_ONLY if self._read_only_connection else SessionState.CONNECTED)
 
     def _handle_auth_reply(self, err: int, events: list[Event[TokenT, WatcherT]]) -> None:
-        if not self._auth_pending:
-            raise ProtocolError("auth reply but no auth request is outstanding")
-        cred = self._auth_pending.pop(0)
-        token, cred.token = cred.token, None
-        if self._phase is _Phase.SYNCING:
-            self._sync_outstanding -= 1
-        error: ServerError | None = error_for_code(err) if err else None
+        cred, token, error = self._handshake.auth_answered(err, syncing=self._phase is Phase.SYNCING)
         if error is None:
             if token is not None:
                 events.append(AuthResult(token, None))
             self._maybe_open(events)
             return
-        # The server closes the connection after a rejected credential; never send it again.
-        self._credentials.remove(cred)
         if token is not None:
             events.append(AuthResult(token, error))
         if token is None or cred.required:
@@ -1064,48 +723,13 @@ class SessionCore(Generic[TokenT, WatcherT]):
             new.value,
         )
         if new.is_terminal:
-            self._fail_auth_waiters(events, self.terminal_error())
+            # Nobody waiting for a credential's verdict will ever get one from a server.
+            ended = self.terminal_error()
+            for token in self._handshake.waiting_tokens():
+                events.append(AuthResult(token, copy_error(ended)))
         events.append(StateChanged(old, new, error))
 
     def _expire(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> list[Event[TokenT, WatcherT]]:
         self._fail_pending(events, SessionExpiredError())
         self._set_state(events, SessionState.EXPIRED, error)
         return events
-
-
-_CREATES = frozenset({OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER, OpCode.CREATE_TTL})
-#: Replies whose decoded body is checked against the request (cheap, and only for these ops).
-_CHECKED_REPLIES = _CREATES | {OpCode.MULTI, OpCode.MULTI_READ}
-
-
-def _check_reply(p: _Pending[Any, Any], body: Record | None) -> None:
-    """Refuse a well-formed reply that cannot answer ``p``: a create without a path, a multi whose
-    results do not correspond one to one to its ops."""
-    if isinstance(body, CreateResponse | Create2Response):
-        if body.path is None:
-            raise ProtocolError(f"{op_name(p.op)} reply without the created path")
-        return
-    if not isinstance(body, MultiResponse):
-        return
-    subops = p.subops or ()
-    results = body.results
-    if len(results) != len(subops):
-        raise ProtocolError(f"{op_name(p.op)} reply with {len(results)} results for {len(subops)} ops")
-    for i, (sub, result) in enumerate(zip(subops, results, strict=True)):
-        rtype = result.op
-        if rtype == OpCode.ERROR:
-            continue
-        # 3.8.0 answers create2 with a create result, createContainer and createTTL with create2 ones.
-        if rtype != sub and not (sub in _CREATES and rtype in (OpCode.CREATE, OpCode.CREATE2)):
-            raise ProtocolError(
-                f"result {i} of a {op_name(p.op)} reply is a {op_name(rtype)} result for {op_name(sub)}"
-            )
-        if isinstance(result.body, CreateResponse | Create2Response) and result.body.path is None:
-            raise ProtocolError(f"result {i} of a {op_name(p.op)} reply has no created path")
-
-
-def _copy_error(error: ZKError, path: str | None) -> ZKError:
-    """A fresh exception like ``error`` for one waiter (exceptions must not be shared between tasks)."""
-    if isinstance(error, ServerError) and not isinstance(error, UnknownServerError):
-        return type(error)(path if path is not None else error.path, error.detail)
-    return type(error)(*error.args)

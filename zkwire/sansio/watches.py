@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from enum import Enum
 from typing import Generic, TypeVar
 
-from ..constants import EventType
+from ..constants import EventType, OpCode, WatcherType
+from ..errors import NoNodeError
 
-__all__ = ["WatchKind", "WatchRegistry"]
+__all__ = ["WatchKind", "WatchRegistry", "removed_watch_kinds"]
 
 
 class WatchKind(Enum):
@@ -51,6 +52,22 @@ def _ancestors(path: str) -> Iterator[str]:
         yield path
 
 
+def removed_watch_kinds(watcher_type: WatcherType) -> list[tuple[WatchKind, EventType]]:
+    """The local watch tables a removeWatches of ``watcher_type`` empties, and the event each of their
+    one-shot watchers is woken with."""
+    kinds: list[tuple[WatchKind, EventType]] = []
+    if watcher_type in (WatcherType.DATA, WatcherType.ANY):
+        kinds += [(WatchKind.DATA, EventType.DATA_WATCH_REMOVED), (WatchKind.EXIST, EventType.DATA_WATCH_REMOVED)]
+    if watcher_type in (WatcherType.CHILDREN, WatcherType.ANY):
+        kinds.append((WatchKind.CHILD, EventType.CHILD_WATCH_REMOVED))
+    if watcher_type == WatcherType.ANY:
+        kinds += [
+            (WatchKind.PERSISTENT, EventType.PERSISTENT_WATCH_REMOVED),
+            (WatchKind.RECURSIVE, EventType.PERSISTENT_WATCH_REMOVED),
+        ]
+    return kinds
+
+
 #: Whatever the I/O layer uses as a watcher.
 W = TypeVar("W")
 
@@ -63,6 +80,27 @@ class WatchRegistry(Generic[W]):
 
     def add(self, kind: WatchKind, path: str, watcher: W) -> None:
         self._tables[kind].setdefault(path, []).append(watcher)
+
+    def answered(self, op: int, kind: WatchKind, path: str, watcher: W, err: int) -> None:
+        """A request of ``op`` carrying a ``kind`` watch on ``path`` was answered with error code ``err``:
+        register the watch as the server did.  Only a success arms it, except that exists arms a data
+        watch on a node that exists and an exist watch on one that does not (NoNode), whatever table the
+        caller named."""
+        if op == OpCode.EXISTS:
+            if err == 0:
+                self.add(WatchKind.DATA, path, watcher)
+            elif err == NoNodeError.code:
+                self.add(WatchKind.EXIST, path, watcher)
+        elif err == 0:
+            self.add(kind, path, watcher)
+
+    def removed(self, path: str, watcher_type: WatcherType) -> list[tuple[EventType, W]]:
+        """The server removed the session's watches of ``watcher_type`` on ``path`` (a removeWatches
+        answered without error): forget the local watchers of the tables it empties, and return each with
+        the event it is to be woken with."""
+        return [
+            (event, w) for kind, event in removed_watch_kinds(watcher_type) for w in self._tables[kind].pop(path, ())
+        ]
 
     def discard(self, kind: WatchKind, path: str, watcher: W) -> bool:
         """Forget one watcher; True if no watcher of this kind is left on the path."""
@@ -92,14 +130,6 @@ class WatchRegistry(Generic[W]):
 
     def has_any(self, path: str) -> bool:
         return any(path in table for table in self._tables.values())
-
-    def pop_path(self, path: str, kinds: tuple[WatchKind, ...]) -> list[tuple[WatchKind, W]]:
-        """Remove and return every watcher of ``kinds`` on ``path``."""
-        out: list[tuple[WatchKind, W]] = []
-        for kind in kinds:
-            for w in self._tables[kind].pop(path, ()):
-                out.append((kind, w))
-        return out
 
     def fire(self, event_type: int, path: str) -> list[W]:
         """Watchers an event wakes; one-shot ones are removed.  Each watcher appears once."""

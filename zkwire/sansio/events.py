@@ -1,0 +1,118 @@
+"""What the session core tells the I/O layer: the session's state and the events it returns.
+
+The core is generic in the I/O layer's token and watcher types: a :class:`Reply` carries the token given
+with its request (:data:`TokenT`), a :class:`WatchNotification` the watchers registered (:data:`WatcherT`);
+the core never looks inside either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Generic, TypeAlias, TypeVar
+
+from ..constants import EventType, KeeperState
+from ..errors import ZKError
+from ..protocol.records import Record
+from .watches import WatchKind
+
+__all__ = [
+    "TokenT",
+    "WatcherT",
+    "SessionState",
+    "WatchRequest",
+    "Reply",
+    "WatchNotification",
+    "StateChanged",
+    "DropConnection",
+    "AuthResult",
+    "Event",
+]
+
+#: What the I/O layer hands in with a request and gets back in its :class:`Reply` (opaque to the core).
+TokenT = TypeVar("TokenT")
+#: What the I/O layer registers as a watcher and gets back in a :class:`WatchNotification` (opaque too).
+WatcherT = TypeVar("WatcherT")
+
+
+class SessionState(Enum):
+    """Where the session stands, as the application sees it."""
+
+    #: No session yet; the first connection is being made.
+    CONNECTING = "connecting"
+    #: Connected to a read-write server.
+    CONNECTED = "connected"
+    #: Connected to a read-only server (only with ``allow_read_only``): writes fail with NotReadOnlyError.
+    READ_ONLY = "read_only"
+    #: The connection was lost, or nothing sent in the last two thirds of the session timeout has been
+    #: answered (a server still answering older requests keeps its connection); the session may still
+    #: be alive on the servers.  Reconnecting, or CONNECTED again once something newer is answered.
+    SUSPENDED = "suspended"
+    #: The session is gone: a server said so, or no server was reached for the whole session timeout.
+    EXPIRED = "expired"
+    #: The server rejected a credential given to open_client, or on a reconnect one it had accepted
+    #: before; the session cannot be used.
+    AUTH_FAILED = "auth_failed"
+    #: Closed by the application.
+    CLOSED = "closed"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in (SessionState.EXPIRED, SessionState.AUTH_FAILED, SessionState.CLOSED)
+
+    @property
+    def is_connected(self) -> bool:
+        return self in (SessionState.CONNECTED, SessionState.READ_ONLY)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchRequest(Generic[WatcherT]):
+    """A watch to register when the request it rides on succeeds."""
+
+    kind: WatchKind
+    path: str  # server path
+    watcher: WatcherT
+
+
+@dataclass(slots=True)
+class Reply(Generic[TokenT]):
+    """The outcome of a request: ``body`` on success, or ``error``.  (Not frozen: one is built per
+    reply, and a frozen dataclass costs three times as much to build; nothing changes it.)"""
+
+    token: TokenT
+    zxid: int
+    body: Record | None
+    error: ZKError | None
+
+
+@dataclass(frozen=True, slots=True)
+class WatchNotification(Generic[WatcherT]):
+    """A server notification and the local watchers it wakes (path already chroot-stripped)."""
+
+    type: EventType | int
+    state: KeeperState | int
+    path: str
+    watchers: list[WatcherT]
+
+
+@dataclass(frozen=True, slots=True)
+class StateChanged:
+    old: SessionState
+    new: SessionState
+    error: ZKError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DropConnection:
+    """The core found the connection unusable; the I/O layer must close it, then call connection_lost."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AuthResult(Generic[TokenT]):
+    token: TokenT
+    error: ZKError | None
+
+
+Event: TypeAlias = Reply[TokenT] | WatchNotification[WatcherT] | StateChanged | DropConnection | AuthResult[TokenT]
