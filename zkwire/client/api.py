@@ -289,9 +289,6 @@ class Client:
     def _path(self, path: str, *, sequential: bool = False) -> str:
         return self._requests.server_path(path, sequential=sequential)
 
-    def _client_path(self, server_path: str | None) -> str:
-        return self._requests.client_path(server_path)
-
     async def _call(
         self,
         op: int,
