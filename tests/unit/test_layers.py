@@ -105,8 +105,7 @@ def test_importing_a_lower_layer_loads_no_trio(layer: str) -> None:
 
 @pytest.mark.parametrize("first", [module for module, _ in _modules("zkwire.protocol")])
 def test_protocol_modules_import_in_any_order(first: str) -> None:
-    # multi and optable refer to each other (the op table names the multi records, which look their
-    # sub-operations up in the op table).
+    # The op table names the multi records, which look their sub-operations up in subops, below both.
     code = (
         f"import importlib; importlib.import_module({first!r})\n"
         "from zkwire.protocol.multi import MultiOp, MultiRequest\n"
