@@ -418,31 +418,30 @@ def _ustring(text: str) -> bytes:
 
 
 def ensure_path(hosts: str, path: str, timeout: float = 10.0) -> None:
-    """Create ``path`` and its missing parents (persistent, open ACL, empty), with a session opened by
-    hand over a plain socket: fixtures can prepare a server without the client under test.
+    """Create ``path`` and its missing parents (persistent, open ACL, empty) in a session of its own,
+    opened and closed for the call (zkwire's :meth:`~zkwire.Client.ensure_path`, under ``trio.run``):
+    fixtures prepare a server with it before any test's client exists.  Call it outside trio.
 
-    A chroot in ``hosts`` is honoured. Nodes that exist already are left as they are.
+    A chroot in ``hosts`` is honoured (its own nodes are created too). Nodes that exist already are left
+    as they are.
+
+    Raises:
+        EmbeddedZooKeeperError: no session within ``timeout`` seconds, or the server refused a create.
     """
-    server, _, chroot = hosts.split(",")[0].partition("/")
-    full = "/" + "/".join(p for p in (chroot.strip("/"), path.strip("/")) if p)
-    if full == "/":
-        return
-    with socket.create_connection(split_address(server), timeout=timeout) as sock:
-        if len(_call(sock, _connect_request(False))) < 36:
-            raise ConnectionError(f"{server} refused a session")
-        world_anyone = struct.pack(">ii", 1, 31) + _ustring("world") + _ustring("anyone")
-        parts = full.strip("/").split("/")
-        try:
-            for depth in range(1, len(parts) + 1):
-                node = "/" + "/".join(parts[:depth])
-                # create (type 1): path, empty data, open ACL, persistent
-                create = REQUEST_HEADER.pack(depth + 1, 1) + _ustring(node) + struct.pack(">i", 0) + world_anyone
-                _xid, _zxid, err = REPLY_HEADER.unpack_from(_call(sock, create + bytes(4)))
-                if err not in (0, -110):  # ok, NODEEXISTS
-                    raise EmbeddedZooKeeperError(f"cannot create {node} on {server}: ZooKeeper error {err}")
-        finally:
-            with contextlib.suppress(OSError, struct.error):
-                _call(sock, REQUEST_HEADER.pack(1_000_000, -11))  # closeSession
+    import trio  # the one use of the client in this module, which otherwise speaks the wire by hand
+
+    from ..client.api import open_client
+    from ..errors import ZKError
+
+    async def create() -> None:
+        with trio.fail_after(timeout):
+            async with open_client(hosts) as client:
+                await client.ensure_path(path)
+
+    try:
+        trio.run(create)
+    except (ZKError, trio.TooSlowError) as exc:
+        raise EmbeddedZooKeeperError(f"cannot create {path} on {hosts}: {exc or 'no session in time'}") from exc
 
 
 class _RawSession:
