@@ -5,6 +5,7 @@ under ``if TYPE_CHECKING:``), so a module nobody imports yet is checked too."""
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -201,8 +202,24 @@ def test_no_import_cycle() -> None:
     assert _cycles(graph) == []
 
 
-#: Modules of zkwire's tools that are public for other command lines (zklock's among them).
+#: Modules of zkwire's tools that are public for other command lines (zklock's among them): the API
+#: reference's command-line toolkit page documents them.
 PUBLIC_TOOL_MODULES = {"zkwire.shell.runtime", "zkwire.terminal"}
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC_TOOL_MODULES))
+def test_public_tool_modules_are_documented(module: str) -> None:
+    """A module zklock may import beside zkwire's ``__all__`` is one the API reference documents, all of
+    its ``__all__``, and its names are ``__all__``'s."""
+    page = (ROOT / "docs/api/cli.rst").read_text(encoding="utf-8")
+    assert f".. automodule:: {module}\n   :members:\n" in page
+    assert "api/cli" in (ROOT / "docs/index.rst").read_text(encoding="utf-8")
+    loaded = importlib.import_module(module)
+    exported = set(loaded.__all__)
+    defined = {name for name, value in vars(loaded).items() if getattr(value, "__module__", module) == module}
+    assert exported and exported <= set(vars(loaded))
+    public = {name for name in defined if not name.startswith("_") and callable(vars(loaded)[name])}
+    assert public <= exported, public - exported
 
 
 def test_zklock_uses_public_zkwire_names_only() -> None:
