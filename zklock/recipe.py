@@ -173,7 +173,7 @@ class LockRecipe:
     async def _ensure_parent(self) -> None:
         """Create the lock path and its missing ancestors: containers in the ``"curator"`` naming (as
         Curator does), persistent nodes in the ``"kazoo"`` naming (as kazoo does)."""
-        await ensure_path(self.client, self.path, container=self.naming == "curator")
+        await self.client.ensure_path(self.path, container=self.naming == "curator")
 
     def _warn_foreign(self, contenders: list[Contender], path: str | None = None) -> None:
         """Log once per path when it holds nodes of the other naming family (or, under a semaphore's
@@ -596,17 +596,6 @@ class _Attempt:
             return
         # The create may or may not have reached the server: look for our uuid.
         await delete_uuid_nodes(client, self.recipe.path, self.uuid, self.recipe._contenders)
-
-
-async def ensure_path(client: Client, path: str, *, container: bool, data: bytes = b"") -> None:
-    """Create ``path`` and its missing ancestors (containers or persistent nodes); ``data`` goes into
-    ``path`` itself if this call creates it."""
-    parts = path.strip("/").split("/")
-    for i in range(1, len(parts) + 1):
-        try:
-            await client.create("/" + "/".join(parts[:i]), data if i == len(parts) else b"", container=container)
-        except NodeExistsError:
-            pass
 
 
 def foreign_warning(path: str, naming: Naming, recipe: str, node: Contender) -> str:

@@ -31,7 +31,7 @@ from .errors import MaxLeasesMismatchError
 from .lease import Lease
 from .mutex import Mutex
 from .naming import KAZOO_LEASE, KAZOO_LOCK, LEASE, Contender, Naming, check_naming, lease_contenders
-from .recipe import ANY_CHANGE, LockRecipe, ensure_path
+from .recipe import ANY_CHANGE, LockRecipe
 
 __all__ = ["Semaphore"]
 
@@ -95,9 +95,9 @@ class Semaphore(LockRecipe):
 
     async def _ensure_parent(self) -> None:
         if self.naming == "kazoo":
-            await ensure_path(self.client, self.path, container=False, data=str(self.max_leases).encode())
+            await self.client.ensure_path(self.path, data=str(self.max_leases).encode())
         else:
-            await ensure_path(self.client, self.path, container=True)
+            await self.client.ensure_path(self.path, container=True)
 
     async def _check_layout(self) -> None:
         """Curator layout: warn (once per path) if kazoo-layout leases sit beside ours, which no side

@@ -31,6 +31,7 @@ DOCSTRING_MODULES = [
     "zkwire.client.treecache",
     "zkwire.client.aio",
     "zkwire.client.api",
+    "zkwire.client.handle",
     "zklock.recipe",
     "zklock.lease",
 ]

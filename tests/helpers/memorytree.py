@@ -2,7 +2,8 @@
 
 :class:`MemoryClient` keeps a tree of znodes and answers the handful of :class:`zkwire.Client` calls the
 recipes of :mod:`zklock` make (``pipeline`` of Create / GetChildren, ``get_data`` with a watch,
-``get_children``, ``create``, ``delete``, ``exists``, ``sync``, state listeners and ``spawn``), each
+``get_children``, ``create``, ``ensure_path``, ``delete``, ``exists``, ``sync``, state listeners and
+``spawn``), each
 after a checkpoint, so that other tasks run between a request and its reply.  It counts the requests
 by kind.  It is deliberately simple: one session, no connection loss, no ACLs, no containers reaped.
 What it shows is the recipes' logic (queue order, who watches whom, how many requests a handoff
@@ -149,6 +150,21 @@ class MemoryClient:
             raise result
         assert isinstance(result, tuple)
         return str(result[0])
+
+    async def ensure_path(self, path: str, *, container: bool = False, data: bytes = b"") -> bool:
+        """The requests of :meth:`zkwire.Client.ensure_path`: a create of ``path``, and when a parent is
+        missing, one pipeline creating its ancestors and it."""
+        try:
+            await self.create(path, data, container=container)
+            return True
+        except NodeExistsError:
+            return False
+        except NoNodeError:
+            pass
+        parts = path.strip("/").split("/")
+        ops = [Create("/" + "/".join(parts[:depth])) for depth in range(1, len(parts))]
+        results = await self.pipeline([*ops, Create(path, data)])
+        return not isinstance(results[-1], Exception)
 
     async def get_data(self, path: str, watch: bool = False) -> tuple[bytes, Stat, MemoryWatch]:
         await trio.lowlevel.checkpoint()

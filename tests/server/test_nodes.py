@@ -8,8 +8,8 @@ import pytest
 import trio
 
 import zkwire
-from zkwire.client.nodes import chroot_hint
 from zkwire.constants import OpCode
+from zkwire.sansio.paths import chroot_hint
 
 
 async def test_ensure_path_creates_parents_and_is_idempotent(zk_hosts: str, zk_path: str) -> None:

@@ -39,12 +39,7 @@ LIMIT = 10
 
 async def ensure_path(zk: zkwire.Client, path: str) -> Stat:
     """Create ``path`` and any missing parents; return the Stat of ``path``."""
-    parts = path.strip("/").split("/")
-    for i in range(1, len(parts) + 1):
-        try:
-            await zk.create("/" + "/".join(parts[:i]))
-        except zkwire.NodeExistsError:
-            pass
+    await zk.ensure_path(path)
     stat = await zk.exists(path)
     assert stat is not None
     return stat

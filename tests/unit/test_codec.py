@@ -26,7 +26,7 @@ from zkwire.errors import (
     error_for_code,
     error_name,
 )
-from zkwire.protocol import multi, optable
+from zkwire.protocol import optable, subops
 from zkwire.protocol.codec import (
     REQUEST_RECORDS,
     RESPONSE_RECORDS,
@@ -282,9 +282,9 @@ def test_one_op_table() -> None:
         assert optable.MULTI_RESULT_RECORDS[op] is RESPONSE_RECORDS[op]
     assert optable.MULTI_RESULT_RECORDS[OpCode.ERROR] is ErrorResponse
     assert set(optable.MULTI_RESULT_RECORDS) == {*optable.MULTI_REQUEST_RECORDS, OpCode.ERROR}
-    # the names multi used to define still work
-    assert multi.WRITE_OPS is optable.MULTI_WRITE_OPS and multi.READ_OPS is optable.MULTI_READ_OPS
-    assert multi.MULTI_REQUEST_RECORDS is optable.MULTI_REQUEST_RECORDS
+    # the sub-operations' rows are rows of the op table, and nothing else is
+    assert {op: optable.OPS[op] for op in subops.SUB_OP_ROWS} == subops.SUB_OP_ROWS
+    assert {op for op, spec in optable.OPS.items() if spec.sub_op is not None} == set(subops.SUB_OP_ROWS)
 
 
 # ------------------------------------------------------------------------------------------ framing

@@ -19,7 +19,9 @@ def _public_callables() -> Iterator[tuple[str, object]]:
             continue
         if inspect.isclass(obj):
             yield f"zkwire.{name}", obj
-            for attr, member in vars(obj).items():
+            # with what the class inherits from zkwire's own bases (Client's from SessionHandle)
+            own = [klass for klass in reversed(obj.__mro__) if klass.__module__.startswith("zkwire.")]
+            for attr, member in {attr: m for klass in own for attr, m in vars(klass).items()}.items():
                 if attr.startswith("_") or isinstance(member, property) or not callable(member):
                     continue
                 if obj.__module__ == "zkwire.protocol.records" and attr in _CODEC_METHODS:

@@ -5,6 +5,7 @@ under ``if TYPE_CHECKING:``), so a module nobody imports yet is checked too."""
 from __future__ import annotations
 
 import ast
+import importlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -35,21 +36,30 @@ def _modules(package: str) -> list[tuple[str, Path]]:
     return sorted((_module_name(p), p) for p in (ROOT / package.replace(".", "/")).rglob("*.py"))
 
 
-def _imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
-    """``(line, absolute module name)`` of every import in the file; ``from pkg import name`` yields
-    ``pkg.name`` as well as ``pkg`` (the name may be a submodule)."""
+def _import_nodes(module: str, path: Path) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
+    """Every import statement of the file -- at the top, in a function, under ``if TYPE_CHECKING:`` --
+    with the absolute name of what a ``from`` import imports from ("" for a plain import)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield node.lineno, alias.name
+            yield node, ""
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
                 base = base[: len(base) - (node.level - 1)]
-                target = ".".join([*base, *([node.module] if node.module else [])])
+                yield node, ".".join([*base, *([node.module] if node.module else [])])
             else:
-                target = node.module or ""
+                yield node, node.module or ""
+
+
+def _imports(module: str, path: Path) -> Iterator[tuple[int, str]]:
+    """``(line, absolute module name)`` of every import in the file; ``from pkg import name`` yields
+    ``pkg.name`` as well as ``pkg`` (the name may be a submodule)."""
+    for node, target in _import_nodes(module, path):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        else:
             yield node.lineno, target
             for alias in node.names:
                 yield node.lineno, f"{target}.{alias.name}"
@@ -105,8 +115,7 @@ def test_importing_a_lower_layer_loads_no_trio(layer: str) -> None:
 
 @pytest.mark.parametrize("first", [module for module, _ in _modules("zkwire.protocol")])
 def test_protocol_modules_import_in_any_order(first: str) -> None:
-    # multi and optable refer to each other (the op table names the multi records, which look their
-    # sub-operations up in the op table).
+    # The op table names the multi records, which look their sub-operations up in subops, below both.
     code = (
         f"import importlib; importlib.import_module({first!r})\n"
         "from zkwire.protocol.multi import MultiOp, MultiRequest\n"
@@ -118,8 +127,99 @@ def test_protocol_modules_import_in_any_order(first: str) -> None:
     subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60, check=True)
 
 
-#: Modules of zkwire's tools that are public for other command lines (zklock's among them).
+def _import_graph(packages: tuple[str, ...]) -> dict[str, set[str]]:
+    """Each module of ``packages`` -> the modules of ``packages`` it imports.  ``from pkg import name``
+    imports the submodule ``pkg.name`` when there is one, else ``pkg`` itself (its ``__init__``); a
+    package a module sits in is not counted (Python initialises it first, whoever imports what)."""
+    files = {module: path for package in packages for module, path in _modules(package)}
+    graph: dict[str, set[str]] = {module: set() for module in files}
+    for module, path in files.items():
+        for node, target in _import_nodes(module, path):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                names = [f"{target}.{a.name}" if f"{target}.{a.name}" in files else target for a in node.names]
+            graph[module].update(name for name in names if name in files and name != module)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative), each
+    sorted, and every module that imports itself."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_cycle_finder() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a", "e"}, "e": {"d"}, "f": set()}
+    assert sorted(_cycles(graph)) == [["a", "b", "c"], ["d", "e"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle() -> None:
+    """No module of zkwire or zklock imports, even inside a function or under ``if TYPE_CHECKING:``, a
+    module that imports it back, directly or through others: a cycle means two modules that cannot be
+    read, changed or loaded one without the other."""
+    graph = _import_graph(("zkwire", "zklock"))
+    assert graph["zkwire.client.api"] >= {"zkwire.client.handle", "zkwire.client.nodes"}  # the graph is read
+    assert "zkwire.protocol.optable" in graph["zkwire.protocol.codec"]
+    assert _cycles(graph) == []
+
+
+#: Modules of zkwire's tools that are public for other command lines (zklock's among them): the API
+#: reference's command-line toolkit page documents them.
 PUBLIC_TOOL_MODULES = {"zkwire.shell.runtime", "zkwire.terminal"}
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC_TOOL_MODULES))
+def test_public_tool_modules_are_documented(module: str) -> None:
+    """A module zklock may import beside zkwire's ``__all__`` is one the API reference documents, all of
+    its ``__all__``, and its names are ``__all__``'s."""
+    page = (ROOT / "docs/api/cli.rst").read_text(encoding="utf-8")
+    assert f".. automodule:: {module}\n   :members:\n" in page
+    assert "api/cli" in (ROOT / "docs/index.rst").read_text(encoding="utf-8")
+    loaded = importlib.import_module(module)
+    exported = set(loaded.__all__)
+    defined = {name for name, value in vars(loaded).items() if getattr(value, "__module__", module) == module}
+    assert exported and exported <= set(vars(loaded))
+    public = {name for name in defined if not name.startswith("_") and callable(vars(loaded)[name])}
+    assert public <= exported, public - exported
 
 
 def test_zklock_uses_public_zkwire_names_only() -> None:

@@ -1,6 +1,8 @@
 """Layer 3: the trio layer, the only one importing trio.
 
 * :mod:`~zkwire.client.api` -- :class:`Client`, :class:`Transaction` and :func:`open_client`: the op API;
+* :mod:`~zkwire.client.handle` -- the client's base: its options, state, life, credentials and the one
+  path every request takes to the server;
 * :mod:`~zkwire.client.connection` -- the connection driver: streams (an injectable ``connect``), the
   reader, the writer and timer, reconnection;
 * :mod:`~zkwire.client.watchers` -- watch handles and the session-state stream;

@@ -1,9 +1,13 @@
 """The op API of the trio client: :class:`Client`, :class:`Transaction` and :func:`open_client`.
 
 Each method builds its request with :class:`~zkwire.sansio.requests.RequestBuilder` (arguments checked,
-paths chrooted, reply converted) and sends it through the client's
-:class:`~zkwire.client.connection.ConnectionDriver`, which owns the connections, the reader, the
-writer and timer, and reconnection (see :mod:`zkwire.client.connection`).
+paths chrooted, reply converted) and sends it by the one send path of
+:class:`~zkwire.client.handle.SessionHandle` (the client's base: options, state, life, credentials) to
+the client's :class:`~zkwire.client.connection.ConnectionDriver`, which owns the connections, the
+reader, the writer and timer, and reconnection (see :mod:`zkwire.client.connection`).  The whole-path
+helpers are methods too, delegating to :mod:`zkwire.client.nodes`, which builds and sends its requests
+the same way.  :class:`Transaction` stays beside the client: it only collects ops for
+:meth:`Client.multi`, and a module of its own would have to import the client it commits through.
 
 Requests issued while the session is suspended wait for the reconnection, within the caller's cancel
 scope (use ``trio.move_on_after`` / ``trio.fail_after`` to bound them).  A request in flight when the
@@ -17,39 +21,33 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, overload
 
 import trio
 
 from ..constants import WatcherType
 from ..errors import (
-    ClientClosedError,
     InvalidArgumentError,
     NoNodeError,
     NoWatcherError,
     ZKError,
 )
-from ..protocol.records import ACL, Record, Stat
-from ..sansio.hosts import parse_connect_string
+from ..protocol.records import ACL, Stat
 from ..sansio.ops import Check, Create, Delete, GetChildren, GetData, ReadOp, SetData, WriteOp
-from ..sansio.options import check_max_frame, check_session_timeout
-from ..sansio.paths import strip_chroot
-from ..sansio.requests import Request, RequestBuilder, check_watcher_type, encodable
-from ..sansio.session import HostPort, SessionCore, SessionState, WatchRequest
+from ..sansio.requests import check_watcher_type
+from . import nodes
 from .aio import require_trio
-from .connection import ClientCore, Connect, ConnectionDriver, PendingCall, tcp_connector
+from .connection import Connect
 from .groups import task_nursery
-from .nodes import with_chroot_hint
+from .handle import SessionHandle
 from .overloaddoc import document_overloads
-from .watchers import PersistentWatch, StateStream, Watch, WatchedEvent, Watcher
+from .watchers import PersistentWatch, Watch, WatchedEvent
 
 __all__ = ["Client", "open_client", "Transaction"]
 
 log = logging.getLogger("zkwire.client")
-
-T = TypeVar("T")
 
 
 @asynccontextmanager
@@ -134,190 +132,12 @@ async def running(client: Client, *, wait_connected: bool) -> AsyncIterator[None
             client._driver.cancel_tasks()
 
 
-class Client:
-    """A ZooKeeper session.  Create it with :func:`open_client`."""
+class Client(SessionHandle):
+    """A ZooKeeper session.  Create it with :func:`open_client`.
 
-    def __init__(
-        self,
-        hosts: str,
-        *,
-        session_timeout: float = 10.0,
-        allow_read_only: bool = False,
-        ssl_context: ssl.SSLContext | None = None,
-        max_frame: int | None = None,
-        connect: Connect | None = None,
-    ) -> None:
-        host_list, chroot = parse_connect_string(hosts)
-        session_timeout = check_session_timeout(session_timeout)
-        kwargs: dict[str, Any] = {}
-        if max_frame is not None:
-            kwargs["max_frame"] = check_max_frame(max_frame)
-        if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
-            raise InvalidArgumentError(f"ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
-        if connect is not None and not callable(connect):
-            raise InvalidArgumentError(f"connect must be an async function, not {type(connect).__name__}")
-        self._core: ClientCore = SessionCore(
-            host_list,
-            session_timeout=session_timeout,
-            chroot=chroot,
-            allow_read_only=allow_read_only,
-            **kwargs,
-        )
-        self._chroot = chroot
-        self._requests: RequestBuilder[Watcher] = RequestBuilder(chroot, self._core.watches, self._core.max_frame)
-        self._driver = ConnectionDriver(self._core, connect or tcp_connector(ssl_context))
-
-    # ------------------------------------------------------------------ public attributes
-
-    @property
-    def state(self) -> SessionState:
-        return self._core.state
-
-    @property
-    def session_id(self) -> int:
-        return self._core.session_id
-
-    @property
-    def session_timeout(self) -> float | None:
-        """The negotiated session timeout in seconds (None before the first connection)."""
-        return self._core.negotiated_timeout
-
-    @property
-    def last_zxid(self) -> int:
-        return self._core.last_zxid
-
-    @property
-    def connected_host(self) -> HostPort | None:
-        return self._core.current_host if self._core.state.is_connected else None
-
-    @property
-    def chroot(self) -> str:
-        return self._chroot
-
-    @property
-    def ended(self) -> ZKError | None:
-        """Why the session has ended (the error its requests now raise: :class:`SessionExpiredError`,
-        :class:`AuthFailedError` or :class:`ClientClosedError`), or None while it lives."""
-        return self._core.terminal_error() if self._core.state.is_terminal else None
-
-    @property
-    def max_in_flight(self) -> int:
-        """Requests in flight on one connection at most (1000 by default; settable); more wait in order
-        in the client (in their caller's cancel scope: a request given up before it was sent is never
-        sent) and go out as replies make room.  The server stops reading a connection with ~1,000
-        requests outstanding and buffers every reply it owes, so an unbounded burst costs it memory and
-        the client liveness."""
-        return self._driver.max_in_flight
-
-    @max_in_flight.setter
-    def max_in_flight(self, value: int) -> None:
-        self._driver.max_in_flight = value
-
-    def states(self) -> StateStream:
-        """An async iterator of session states, starting with the current one; ends after a terminal one."""
-        stream = StateStream(self._core.state)
-        if not self._core.state.is_terminal:
-            self._driver.state_streams.append(stream)
-        return stream
-
-    def add_state_listener(self, listener: Callable[[SessionState], None]) -> None:
-        """Call ``listener(new_state)`` on every state change, synchronously, from the task that saw it.
-
-        For code that must react before anything else runs (the lock recipes cancel a lock holder's work
-        this way).  The listener must not block or raise.  Most applications want :meth:`states`.
-        """
-        self._driver.state_listeners.append(listener)
-
-    def remove_state_listener(self, listener: Callable[[SessionState], None]) -> None:
-        """Stop calling ``listener`` (see :meth:`add_state_listener`); unknown listeners are ignored."""
-        try:
-            self._driver.state_listeners.remove(listener)
-        except ValueError:
-            pass
-
-    def spawn(self, async_fn: Callable[[], Awaitable[object]], name: str | None = None) -> None:
-        """Run ``async_fn()`` in the client's own task group; it is cancelled when the client closes.
-
-        Its exceptions are logged, never propagated (the client's tasks must not fail).
-
-        Raises:
-            ClientClosedError: the client is closing or not running.
-        """
-        driver = self._driver
-        if driver.nursery is None or driver.closing:
-            raise ClientClosedError("client is not running")
-
-        async def guarded() -> None:
-            scope = driver.task_scope()
-            try:
-                with scope:
-                    await async_fn()
-            except ZKError as e:
-                log.debug("background task %s ended: %r", name or async_fn, e)
-            except Exception:
-                log.exception("background task %s failed", name or async_fn)
-            finally:
-                driver.forget_task_scope(scope)
-
-        driver.nursery.start_soon(guarded, name=name)
-
-    async def wait_for_state(self, *states: SessionState) -> SessionState:
-        """Wait until the session is in one of ``states``; return it.
-
-        Raises:
-            SessionExpiredError, AuthFailedError, ClientClosedError: the session ended first (unless that
-                terminal state is one of ``states``).
-        """
-        return await self._driver.wait_for_state(*states)
-
-    async def wait_connected(self) -> None:
-        """Wait until the session is connected (read-write, or read-only when allowed).
-
-        Raises:
-            SessionExpiredError, AuthFailedError, ClientClosedError: the session ended first.
-        """
-        await self.wait_for_state(SessionState.CONNECTED, SessionState.READ_ONLY)
-
-    # ------------------------------------------------------------------ closing
-
-    async def close(self) -> None:
-        """Close the session (closeSession) and stop all tasks.  Idempotent; never raises."""
-        await self._driver.close()
-
-    # ------------------------------------------------------------------ request plumbing
-
-    def _path(self, path: str, *, sequential: bool = False) -> str:
-        return self._requests.server_path(path, sequential=sequential)
-
-    def _client_path(self, server_path: str | None) -> str:
-        return self._requests.client_path(server_path)
-
-    async def _call(
-        self,
-        op: int,
-        record: Record | None,
-        path: str | None = None,
-        watch: WatchRequest[Watcher] | None = None,
-    ) -> Record | None:
-        """Send one request; its reply's body, or its error raised (``path``: the server path)."""
-        if path is not None and self._chroot:
-            path = strip_chroot(self._chroot, path)  # errors name the path as the caller knows it
-        reply = await self._driver.call(op, record, path, watch)
-        if reply.error is not None:
-            # Under a chroot, a NoNode error says whether the chroot is missing (no extra round trip).
-            raise with_chroot_hint(reply.error, self._chroot, op) if self._chroot else reply.error
-        return reply.body
-
-    async def _send(self, request: Request[T, Watcher]) -> T:
-        """Send a built request; its converted result, or its error raised (as :meth:`_call`, inlined:
-        one coroutine less on the request path)."""
-        path = request.path
-        if path is not None and self._chroot:
-            path = strip_chroot(self._chroot, path)
-        reply = await self._driver.call(request.op, request.record, path, request.watch)
-        if reply.error is not None:
-            raise with_chroot_hint(reply.error, self._chroot, request.op) if self._chroot else reply.error
-        return request.convert(reply.body)
+    Its state, life and credentials (``state``, ``session_id``, :meth:`states`, :meth:`close`,
+    :meth:`add_auth`...) come from :class:`~zkwire.client.handle.SessionHandle`; the ops are here.
+    """
 
     # ------------------------------------------------------------------ the API
 
@@ -561,44 +381,6 @@ class Client:
         """
         return await self._send(self._requests.get_all_children_number(path))
 
-    def _queue_auth(self, scheme: str, credential: bytes | str, *, required: bool = False) -> PendingCall:
-        """Check, encode and hand a credential to the core; it raises here or never (the reader never
-        meets a credential it cannot send).  Messages never show the credential itself."""
-        if not isinstance(scheme, str) or not scheme:
-            raise InvalidArgumentError(f"auth scheme must be a non-empty str, not {scheme!r}")
-        if not encodable(scheme):
-            raise InvalidArgumentError("auth scheme is not encodable as UTF-8")
-        if isinstance(credential, str):
-            if not encodable(credential):
-                raise InvalidArgumentError("auth credential is not encodable as UTF-8")
-            auth = credential.encode()
-        elif isinstance(credential, bytes | bytearray | memoryview):
-            auth = bytes(credential)
-        else:
-            raise InvalidArgumentError(f"auth credential must be str or bytes, not {type(credential).__name__}")
-        call = PendingCall()
-        self._core.add_auth(scheme, auth, call, trio.current_time(), required=required)
-        return call
-
-    async def add_auth(self, scheme: str, credential: bytes | str) -> None:
-        """Authenticate this session (e.g. ``add_auth("digest", "user:password")``).
-
-        The credential is re-sent on every reconnect.  A rejected credential raises
-        :class:`~zkwire.errors.AuthFailedError` (the server then drops the connection; the client
-        reconnects without it).
-
-        Raises:
-            AuthFailedError: the server rejected the credential.
-            InvalidArgumentError: an empty scheme or a credential that cannot be sent.
-            SessionExpiredError, ClientClosedError: the session has ended.
-        """
-        call = self._queue_auth(scheme, credential)
-        await self._driver.flush()
-        await call.wait()
-        error = call.take_auth_result().error
-        if error is not None:
-            raise error
-
     async def check_watches(self, path: str, watcher_type: WatcherType = WatcherType.ANY) -> bool:
         """Whether the server holds a watch of ``watcher_type`` on ``path`` for this session.
 
@@ -701,12 +483,7 @@ class Client:
                 GetChildren (nothing is sent).
             SessionExpiredError, ClientClosedError: the session has ended (per-op errors are returned).
         """
-        requests = [self._requests.pipelined(op) for op in ops]
-        replies = await self._driver.call_burst([(r.op, r.record, r.path) for r in requests])
-        return [
-            reply.error if reply.error is not None else request.convert(reply.body)
-            for request, reply in zip(requests, replies, strict=True)
-        ]
+        return await self._pipeline(ops)
 
     def transaction(self) -> Transaction:
         """Collect writes to apply atomically: ``txn.create(...); txn.delete(...); await txn.commit()``.
@@ -796,9 +573,7 @@ class Client:
             ConnectionLossError: the connection broke during a request (calling again is safe).
             SessionExpiredError, ClientClosedError: the session has ended.
         """
-        from .nodes import ensure_path
-
-        return await ensure_path(self, path, container=container, data=data, acl=acl)
+        return await nodes.ensure_path(self, path, container=container, data=data, acl=acl)
 
     async def ensure_ephemeral(self, path: str, data: bytes = b"", *, acl: Sequence[ACL] | None = None) -> Stat:
         """Make sure this session owns an ephemeral node at ``path``, creating it and missing parents.
@@ -812,9 +587,7 @@ class Client:
             InvalidPathError, InvalidArgumentError, DataTooLargeError: bad input (nothing is sent).
             SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
-        from .nodes import ensure_ephemeral
-
-        return await ensure_ephemeral(self, path, data, acl=acl)
+        return await nodes.ensure_ephemeral(self, path, data, acl=acl)
 
     async def delete_recursive(self, path: str, *, batch: int = 500) -> int:
         """Delete ``path`` and all its descendants; returns the number of nodes deleted (0 if missing).
@@ -828,9 +601,7 @@ class Client:
             ConnectionLossError: the connection broke during a request (calling again is safe).
             SessionExpiredError, ClientClosedError: the session has ended.
         """
-        from .nodes import delete_recursive
-
-        return await delete_recursive(self, path, batch=batch)
+        return await nodes.delete_recursive(self, path, batch=batch)
 
 
 class Transaction:

@@ -280,10 +280,6 @@ class ConnectionDriver:
             await self._state_changed.wait()
         return self.core.state
 
-    async def wait_state_change(self) -> None:
-        """Wait for the session's next state change."""
-        await self._state_changed.wait()
-
     # ------------------------------------------------------------------ connections
 
     async def run_connections(self) -> None:

@@ -2,7 +2,10 @@
 an ephemeral node.
 
 They take a :class:`~zkwire.Client` and are also its methods (:meth:`Client.ensure_path`,
-:meth:`Client.delete_recursive`, :meth:`Client.ensure_ephemeral`).  They work on the client's view of
+:meth:`Client.delete_recursive`, :meth:`Client.ensure_ephemeral`, which delegate here).  Like the client's
+ops they build every request with the client's :class:`~zkwire.sansio.requests.RequestBuilder` and send
+it by the client's one send path (:class:`~zkwire.client.handle.SessionHandle`, the client's base, is
+all they need: so this module does not import the op API that delegates to it).  They work on the client's view of
 paths: under a chroot, ``"/"`` is the chroot, and :func:`ensure_path` also creates the chroot's own nodes
 when they are missing (the only way a chrooted client can).
 
@@ -14,35 +17,29 @@ under a :func:`delete_recursive` is deleted too, a bounded number of times.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from ..constants import OpCode
 from ..errors import (
     ConnectionLossError,
     InvalidArgumentError,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
-    ZKError,
 )
-from ..protocol.records import ACL, CreateRequest, Stat
-from ..sansio.ops import Create, Delete, GetChildren, check_acl, check_data, create_op
+from ..protocol.records import ACL, Stat
+from ..sansio.ops import Create, Delete, GetChildren
+from ..sansio.paths import parent_path
+from ..sansio.requests import Request
+from .handle import SessionHandle
+from .watchers import Watcher
 
-if TYPE_CHECKING:
-    from .api import Client
-
-__all__ = ["ensure_path", "ensure_ephemeral", "delete_recursive", "chroot_hint", "MAX_ROUNDS"]
+__all__ = ["ensure_path", "ensure_ephemeral", "delete_recursive", "MAX_ROUNDS"]
 
 #: How many times a helper starts over when concurrent writers keep changing the tree under it.
 MAX_ROUNDS = 20
 
 
-def _parent(server_path: str) -> str:
-    return server_path.rsplit("/", 1)[0] or "/"
-
-
 async def ensure_path(
-    client: Client,
+    client: SessionHandle,
     path: str,
     *,
     container: bool = False,
@@ -69,39 +66,36 @@ async def ensure_path(
             is idempotent).
         SessionExpiredError, ClientClosedError: the session has ended.
     """
-    server_path = client._path(path)
-    code, mode = create_op(ephemeral=False, sequential=False, container=container, ttl=None)
-    acl_t = check_acl(acl)
-    body = check_data(data)
-    if server_path == "/":
+    request = client._requests.create(Create(path, data, acl, container=container))  # checks everything
+    if request.path == "/":
         return False  # the root always exists
 
-    async def create(target: str, payload: bytes) -> bool:
+    async def create(request: Request[tuple[str, Stat | None], Watcher]) -> bool:
         try:
-            await client._call(code, CreateRequest(target, payload, acl_t, mode), target)
+            await client._send(request)
         except NodeExistsError:
             return False
         return True
 
     # Client-side ancestors, shallowest first ("/" is the chroot itself, when there is one).
     ancestors: list[str] = []
-    parent = _parent(path)
+    parent = parent_path(path)
     while parent != "/":
         ancestors.append(parent)
-        parent = _parent(parent)
+        parent = parent_path(parent)
     if client.chroot and path != "/":
         ancestors.append("/")
     ancestors.reverse()
     for _ in range(MAX_ROUNDS):
         try:
-            return await create(server_path, body)
+            return await create(request)
         except NoNodeError:
             pass
         # Some ancestor is missing: create them all and the node in one round trip (the server applies
         # one session's requests in order); those that exist answer NodeExists.
         ops = [Create(a, b"", acl, container=container) for a in ancestors]
-        ops.append(Create(path, body, acl, container=container))
-        results = await client.pipeline(ops)
+        ops.append(Create(path, data, acl, container=container))
+        results = await client._pipeline(ops)
         outcome = results[-1]
         if not isinstance(outcome, BaseException):
             return True
@@ -112,21 +106,18 @@ async def ensure_path(
                 raise result
         if client.chroot and isinstance(results[0], NoNodeError):
             # The chroot's own parents are missing: only server paths can name them.
-            chroot_parents: list[str] = []
-            parent = _parent(client.chroot)
-            while parent != "/":
-                chroot_parents.append(parent)
-                parent = _parent(parent)
-            for target in reversed(chroot_parents):
+            for ancestor in client._requests.create_chroot_ancestors(acl, container=container):
                 try:
-                    await create(target, b"")
+                    await create(ancestor)
                 except NoNodeError:
                     break  # deleted meanwhile: start over
         # Otherwise an ancestor was deleted meanwhile (a container emptied by someone): again.
     raise NoNodeError(path, f"its parents kept disappearing over {MAX_ROUNDS} attempts")
 
 
-async def ensure_ephemeral(client: Client, path: str, data: bytes = b"", *, acl: Sequence[ACL] | None = None) -> Stat:
+async def ensure_ephemeral(
+    client: SessionHandle, path: str, data: bytes = b"", *, acl: Sequence[ACL] | None = None
+) -> Stat:
     """Make sure this session owns an ephemeral node at ``path`` (a registration); returns its Stat.
 
     Missing parents are created (persistent, as :func:`ensure_path` does).  A create whose reply was
@@ -144,21 +135,24 @@ async def ensure_ephemeral(client: Client, path: str, data: bytes = b"", *, acl:
         NoNodeError: the tree kept changing under the call for :data:`MAX_ROUNDS` attempts.
         SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
     """
+    create = client._requests.create(Create(path, data, acl, ephemeral=True), with_stat=True)
+    look = client._requests.exists(path)
     for _ in range(MAX_ROUNDS):
         try:
-            _, stat = await client.create_with_stat(path, data, acl=acl, ephemeral=True)
+            _, stat = await client._send(create)
+            assert stat is not None  # create2 answers with the Stat
             return stat
         except NoNodeError:
-            await ensure_path(client, _parent(path), acl=acl)
+            await ensure_path(client, parent_path(path), acl=acl)
             continue
         except (NodeExistsError, ConnectionLossError):
             pass  # someone's node, or a reply lost with the connection: look at what is there
         try:
-            found = await client.exists(path)
+            found = await client._send(look)
+        except NoNodeError:
+            continue  # gone meanwhile (its session ended): create it again
         except ConnectionLossError:
             continue
-        if found is None:
-            continue  # gone meanwhile (its session ended): create it again
         if found.ephemeral_owner == client.session_id:
             return found
         owner = "a persistent node" if not found.ephemeral_owner else f"owned by session 0x{found.ephemeral_owner:x}"
@@ -166,7 +160,7 @@ async def ensure_ephemeral(client: Client, path: str, data: bytes = b"", *, acl:
     raise NoNodeError(path, f"its parents kept disappearing over {MAX_ROUNDS} attempts")
 
 
-async def delete_recursive(client: Client, path: str, *, batch: int = 500) -> int:
+async def delete_recursive(client: SessionHandle, path: str, *, batch: int = 500) -> int:
     """Delete ``path`` and everything under it; returns how many nodes this call deleted.
 
     The tree is listed level by level and deleted deepest first, ``batch`` requests per round trip
@@ -182,7 +176,7 @@ async def delete_recursive(client: Client, path: str, *, batch: int = 500) -> in
         ConnectionLossError: the connection broke during a request (calling again is safe).
         SessionExpiredError, ClientClosedError: the session has ended.
     """
-    client._path(path)  # validates
+    client._requests.server_path(path)  # validates
     if path == "/" and not client.chroot:
         raise InvalidArgumentError("delete_recursive: refusing to delete everything under /")
     if batch < 1:
@@ -196,7 +190,7 @@ async def delete_recursive(client: Client, path: str, *, batch: int = 500) -> in
         for level in reversed(levels):
             for start in range(0, len(level), batch):
                 chunk = level[start : start + batch]
-                results = await client.pipeline([Delete(p) for p in chunk])
+                results = await client._pipeline([Delete(p) for p in chunk])
                 for result in results:
                     if result is None:
                         deleted += 1
@@ -212,7 +206,7 @@ async def delete_recursive(client: Client, path: str, *, batch: int = 500) -> in
     raise NotEmptyError(path, f"children kept appearing over {MAX_ROUNDS} rounds")
 
 
-async def _list_tree(client: Client, path: str, batch: int) -> list[list[str]]:
+async def _list_tree(client: SessionHandle, path: str, batch: int) -> list[list[str]]:
     """Every node under ``path`` (inclusive), level by level; [] if ``path`` does not exist."""
     levels: list[list[str]] = []
     current = [path]
@@ -222,7 +216,7 @@ async def _list_tree(client: Client, path: str, batch: int) -> list[list[str]]:
         listed: list[str] = []
         for start in range(0, len(current), batch):
             chunk = current[start : start + batch]
-            results = await client.pipeline([GetChildren(p) for p in chunk])
+            results = await client._pipeline([GetChildren(p) for p in chunk])
             for parent, result in zip(chunk, results, strict=True):
                 if isinstance(result, NoNodeError):
                     continue  # gone meanwhile
@@ -238,28 +232,3 @@ async def _list_tree(client: Client, path: str, batch: int) -> list[list[str]]:
         levels.append(listed)
         current = found
     return levels
-
-
-def chroot_hint(chroot: str, op: int, path: str | None) -> str | None:
-    """What a NoNode error of a chrooted client should add to its message (no round trip needed).
-
-    A create whose parent is the chroot, or any request on the chroot itself (client path ``"/"``),
-    fails with NoNode only when the chroot does not exist: the hint says so.  Any other NoNode names the
-    server-side path, so the chroot is never hidden.
-    """
-    if not chroot or path is None:
-        return None
-    creates = (OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER, OpCode.CREATE_TTL)
-    if path == "/" or (op in creates and _parent(path) == "/"):
-        return f"the chroot {chroot} does not exist; create it with ensure_path('/')"
-    return f"server path {chroot}{path}, under the chroot {chroot}"
-
-
-def with_chroot_hint(error: ZKError, chroot: str, op: int) -> ZKError:
-    """``error`` itself, or for a NoNode error a copy whose message carries :func:`chroot_hint`."""
-    if type(error) is not NoNodeError or error.detail:
-        return error
-    hint = chroot_hint(chroot, op, error.path)
-    if hint is None:
-        return error
-    return NoNodeError(error.path, hint)

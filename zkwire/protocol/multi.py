@@ -4,18 +4,19 @@ Request: for each op ``MultiHeader(type=op, done=False, err=-1)`` and the op's r
 ``MultiHeader(-1, True, -1)``.  Response: for each result ``MultiHeader(type, False, err)`` and a body
 chosen by ``type`` (an :class:`~zkwire.protocol.records.ErrorResponse` when ``type`` is -1), then the same
 terminator.  A failed multi still has reply-header err 0; the failure is inside, per op.  Which ops may
-appear, and their records, is in :mod:`zkwire.protocol.optable`.
+appear, and their records, is in :mod:`zkwire.protocol.subops` (the op table's rows for them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..errors import InvalidArgumentError, ProtocolError
 from .jute import Reader
 from .records import MultiHeader, Record
+from .subops import MULTI_REQUEST_RECORDS, MULTI_RESULT_RECORDS
 
 __all__ = ["MultiOp", "MultiResult", "MultiRequest", "MultiResponse"]
 
@@ -52,7 +53,7 @@ class MultiRequest:
 
     def write(self, out: bytearray) -> None:
         for op, request in self.ops:
-            expected = optable.MULTI_REQUEST_RECORDS.get(op)
+            expected = MULTI_REQUEST_RECORDS.get(op)
             if expected is None or not isinstance(request, expected):
                 raise InvalidArgumentError(f"op {op} with {type(request).__name__} is not allowed in a multi")
             MultiHeader(op, False, -1).write(out)
@@ -63,7 +64,7 @@ class MultiRequest:
     def read(cls, r: Reader) -> MultiRequest:
         ops: list[MultiOp] = []
         for h in _headers(r):
-            record = optable.MULTI_REQUEST_RECORDS.get(h.type)
+            record = MULTI_REQUEST_RECORDS.get(h.type)
             if record is None:
                 raise ProtocolError(f"op type {h.type} cannot appear in a multi request")
             ops.append(MultiOp(h.type, record.read(r)))
@@ -86,30 +87,10 @@ class MultiResponse:
     @classmethod
     def read(cls, r: Reader) -> MultiResponse:
         results: list[MultiResult] = []
-        table = optable.MULTI_RESULT_RECORDS
+        table = MULTI_RESULT_RECORDS
         for h in _headers(r):
             if h.type not in table:
                 raise ProtocolError(f"result type {h.type} cannot appear in a multi response")
             record = table[h.type]
             results.append(MultiResult(h.type, h.err, None if record is None else record.read(r)))
         return cls(tuple(results))
-
-
-#: Names this module used to define, now derived in the op table.
-_MOVED_TO_OPTABLE = {
-    "WRITE_OPS": "MULTI_WRITE_OPS",
-    "READ_OPS": "MULTI_READ_OPS",
-    "MULTI_REQUEST_RECORDS": "MULTI_REQUEST_RECORDS",
-    "MULTI_RESULT_RECORDS": "MULTI_RESULT_RECORDS",
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _MOVED_TO_OPTABLE:
-        return getattr(optable, _MOVED_TO_OPTABLE[name])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-# Which ops may be sub-operations, and their records, is in the op table, which in turn names the two
-# classes above as the records of multi and multiRead: imported last, so either module may load first.
-from . import optable  # noqa: E402

@@ -1,4 +1,5 @@
-"""Znode path rules, checked before anything is encoded, and chroot prefixing.
+"""Znode path rules, checked before anything is encoded, and the chroot: prefixing, stripping, and the
+hint a chrooted client's NoNode error carries.
 
 The rules are the server's: a path starts with "/", has no empty component, does not end with "/"
 (except "/" itself, or a sequential create's parent prefix), has no "." or ".." component, and
@@ -9,9 +10,18 @@ from __future__ import annotations
 
 import re
 
-from ..errors import InvalidPathError
+from ..constants import OpCode
+from ..errors import InvalidPathError, NoNodeError, ZKError
 
-__all__ = ["validate_path", "join_chroot", "strip_chroot", "validate_chroot"]
+__all__ = [
+    "validate_path",
+    "join_chroot",
+    "strip_chroot",
+    "validate_chroot",
+    "parent_path",
+    "chroot_hint",
+    "with_chroot_hint",
+]
 
 # The server checks UTF-16 units, so characters outside the BMP (sent as surrogate pairs) are rejected too.
 _FORBIDDEN = re.compile("[\u0000-\u001f\u007f-\u009f\ud800-\uf8ff\ufff0-\uffff\U00010000-\U0010ffff]")
@@ -87,3 +97,36 @@ def strip_chroot(chroot: str, server_path: str) -> str:
     if server_path.startswith(chroot) and server_path[len(chroot)] == "/":
         return server_path[len(chroot) :]
     return server_path
+
+
+def parent_path(path: str) -> str:
+    """The parent of a valid path (``"/"`` for ``"/"`` and its children)."""
+    return path.rsplit("/", 1)[0] or "/"
+
+
+#: The create ops: a create whose parent is missing fails with NoNode.
+_CREATES = frozenset((OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER, OpCode.CREATE_TTL))
+
+
+def chroot_hint(chroot: str, op: int, path: str | None) -> str | None:
+    """What a NoNode error of a chrooted client should add to its message (no round trip needed).
+
+    A create whose parent is the chroot, or any request on the chroot itself (client path ``"/"``),
+    fails with NoNode only when the chroot does not exist: the hint says so.  Any other NoNode names the
+    server-side path, so the chroot is never hidden.
+    """
+    if not chroot or path is None:
+        return None
+    if path == "/" or (op in _CREATES and parent_path(path) == "/"):
+        return f"the chroot {chroot} does not exist; create it with ensure_path('/')"
+    return f"server path {chroot}{path}, under the chroot {chroot}"
+
+
+def with_chroot_hint(error: ZKError, chroot: str, op: int) -> ZKError:
+    """``error`` itself, or for a NoNode error a copy whose message carries :func:`chroot_hint`."""
+    if type(error) is not NoNodeError or error.detail:
+        return error
+    hint = chroot_hint(chroot, op, error.path)
+    if hint is None:
+        return error
+    return NoNodeError(error.path, hint)

@@ -72,7 +72,7 @@ from .ops import (
     check_version,
     create_op,
 )
-from .paths import join_chroot, strip_chroot, validate_path
+from .paths import join_chroot, parent_path, strip_chroot, validate_path
 from .watches import WatchKind, WatchRegistry, removed_watch_kinds
 
 __all__ = [
@@ -228,6 +228,22 @@ class RequestBuilder(Generic[W]):
             if with_stat and code == OpCode.CREATE:
                 code = OpCode.CREATE2
         return Request(code, record, server_path, self._created)
+
+    def create_chroot_ancestors(
+        self, acl: Sequence[ACL] | None, *, container: bool
+    ) -> list[Request[tuple[str, Stat | None], W]]:
+        """Creates of the chroot's own ancestors, shallowest first, empty nodes with ``acl`` (none
+        without a chroot, or for a chroot at the top): the only requests named by a server path outside
+        the chroot, since no client path can name these nodes.
+        :func:`~zkwire.client.nodes.ensure_path` sends them when the chroot's parent is missing."""
+        code, mode = create_op(ephemeral=False, sequential=False, container=container, ttl=None)
+        acl_t = check_acl(acl)
+        ancestors: list[str] = []
+        parent = parent_path(self.chroot) if self.chroot else "/"
+        while parent != "/":
+            ancestors.append(parent)
+            parent = parent_path(parent)
+        return [Request(code, CreateRequest(a, b"", acl_t, mode), a, self._created) for a in reversed(ancestors)]
 
     def _created(self, body: Record | None) -> tuple[str, Stat | None]:
         if isinstance(body, Create2Response):

@@ -16,5 +16,6 @@
 * :mod:`~zkwire.shell.outcomes` -- exit codes and the exceptions that lead to them;
 * :mod:`~zkwire.shell.format` -- rendering of stats, ACLs and events;
 * :mod:`~zkwire.shell.runtime` -- what every zkwire command line shares (argument parsing, Ctrl-C,
-  exit codes); public, also used by ``zklock``.
+  exit codes, the choice of server); public (the API reference's command-line toolkit), also used by
+  ``zklock``.  The other modules are the shell itself, not an API.
 """

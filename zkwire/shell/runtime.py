@@ -1,8 +1,9 @@
 """What the ``zkwire`` and ``zklock`` command lines (and ``zkwire trace``) share: one-line usage errors,
 checked numbers and text, the common exit codes, and an ending without a traceback.
 
-This module is public: ``zklock``'s command line and the tracer build on it, and it depends on nothing
-of the shell.
+This module is public, documented in the API reference's command-line toolkit page (``docs/api/cli.rst``,
+with :mod:`zkwire.terminal`): ``zklock``'s command line and the tracer build on it, as any command line on
+zkwire may, and it depends on nothing of the shell.  Its names are those of ``__all__``.
 
 * :class:`OneLineArgumentParser`: a bad option is one line on stderr (``zkwire: argument --timeout: ...``)
   and exit 2, not argparse's usage block.

@@ -18,15 +18,13 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Self
 
-from ..acl import OPEN_ACL_UNSAFE
 from ..constants import OpCode
-from ..errors import NodeExistsError, NoNodeError, NotEmptyError, ProtocolError, error_name
+from ..errors import NoNodeError, NotEmptyError, ProtocolError, error_name
 from ..protocol.codec import decode_connect_response, decode_reply, encode_connect_request, encode_request
 from ..protocol.fourletter import FourLetterExchange, FourLetterWordError, server_mode
 from ..protocol.framing import LENGTH
 from ..protocol.records import (
     ConnectRequest,
-    CreateRequest,
     DeleteRequest,
     GetChildrenRequest,
     GetChildrenResponse,
@@ -201,13 +199,6 @@ class RawSession:
     def failure(self, what: str, err: int) -> EmbeddedZooKeeperError:
         return EmbeddedZooKeeperError(f"{what} on {self.server}: ZooKeeper error {err} ({error_name(err)})")
 
-    def create(self, path: str) -> bool:
-        """Create ``path`` (persistent, empty, open ACL); False when it exists already."""
-        err, _ = self.request(OpCode.CREATE, CreateRequest(self.path(path), b"", OPEN_ACL_UNSAFE, 0))
-        if err not in (0, NodeExistsError.code):
-            raise self.failure(f"cannot create {path}", err)
-        return err == 0
-
     def children(self, path: str) -> list[str]:
         """The names of ``path``'s children ([] when it does not exist)."""
         err, body = self.request(OpCode.GET_CHILDREN, GetChildrenRequest(self.path(path), False))
@@ -264,18 +255,30 @@ def client_address_seen_by(address: str | tuple[str, int], timeout: float = 10.0
 
 
 def ensure_path(hosts: str, path: str, timeout: float = 10.0) -> None:
-    """Create ``path`` and its missing parents (persistent, open ACL, empty), with a session opened by
-    hand over a plain socket: fixtures can prepare a server without the client under test.
+    """Create ``path`` and its missing parents (persistent, open ACL, empty) in a session of its own,
+    opened and closed for the call (zkwire's :meth:`~zkwire.Client.ensure_path`, under ``trio.run``):
+    fixtures prepare a server with it before any test's client exists.  Call it outside trio.
 
-    A chroot in ``hosts`` is honoured. Nodes that exist already are left as they are.
+    A chroot in ``hosts`` is honoured (its own nodes are created too). Nodes that exist already are left
+    as they are.
+
+    Raises:
+        EmbeddedZooKeeperError: no session within ``timeout`` seconds, or the server refused a create.
     """
-    server, _, chroot = hosts.split(",")[0].partition("/")
-    parts = [p for p in "/".join((chroot, path)).split("/") if p]
-    if not parts:
-        return
-    with RawSession(server, timeout) as session:
-        for depth in range(1, len(parts) + 1):
-            session.create("/" + "/".join(parts[:depth]))
+    import trio  # the one use of the client in this module, which otherwise speaks the wire by hand
+
+    from ..client.api import open_client
+    from ..errors import ZKError
+
+    async def create() -> None:
+        with trio.fail_after(timeout):
+            async with open_client(hosts) as client:
+                await client.ensure_path(path)
+
+    try:
+        trio.run(create)
+    except (ZKError, trio.TooSlowError) as exc:
+        raise EmbeddedZooKeeperError(f"cannot create {path} on {hosts}: {exc or 'no session in time'}") from exc
 
 
 def delete_tree(hosts: str, path: str, timeout: float = 10.0) -> None:
