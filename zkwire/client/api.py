@@ -39,7 +39,9 @@ from ..sansio.paths import strip_chroot
 from ..sansio.requests import Request, RequestBuilder, check_watcher_type, encodable, removed_watch_kinds
 from ..sansio.session import HostPort, SessionCore, SessionState, WatchRequest
 from .aio import require_trio
-from .connection import ClientCore, Connect, ConnectionDriver, PendingCall, tcp_connector
+from .calls import ClientCore, PendingCall
+from .connection import Connect, tcp_connector
+from .fastpath import connection_driver
 from .groups import task_nursery
 from .nodes import with_chroot_hint
 from .overloaddoc import document_overloads
@@ -165,7 +167,7 @@ class Client:
         )
         self._chroot = chroot
         self._requests: RequestBuilder[Watcher] = RequestBuilder(chroot, self._core.watches, self._core.max_frame)
-        self._driver = ConnectionDriver(self._core, connect or tcp_connector(ssl_context))
+        self._driver = connection_driver(self._core, connect or tcp_connector(ssl_context))
 
     # ------------------------------------------------------------------ public attributes
 
