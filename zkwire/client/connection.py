@@ -11,14 +11,16 @@ cancel scopes until the client closes):
   timeout, client-side expiry) and sends what the core queued for it;
 * in read-only mode, a *prober* looks for a read-write server.
 
-The design, as :class:`ConnectionDriver` implements it: a caller hands its request to the core with a
-:class:`~zkwire.client.calls.PendingCall` as the token, writes what the core queued, and waits on the call's
-:class:`trio.Event`; the reader task reads every reply and wakes the caller by resolving its call.
-Frames are written whole or not at all, by one task at a time: a write in progress takes along whatever
-other tasks queued meanwhile, and a write that would block continues in a shielded loop for as long as
-the server keeps answering (a busy server reads slowly; only one that answers nothing for the read
-timeout is dropped).  A request made while :attr:`ConnectionDriver.max_in_flight` requests are in
-flight waits in the driver's backlog and is sent by whoever frees room (the reader, as replies come);
+The design, as :class:`ConnectionDriver` implements it: a caller hands its request to the core with
+a :class:`~zkwire.client.calls.PendingCall` as the token, writes what the core queued, and waits on the
+call's :class:`trio.Event`; the reader task reads every reply and wakes the caller by resolving its
+call.  Frames are written whole or not at all, by one task at a time: a write in progress takes along
+whatever other tasks queued meanwhile, and a write that would block continues in a shielded loop for as
+long as the server keeps answering (a busy server reads slowly; only one that answers nothing for the
+read timeout is dropped).  A reply over ``max_frame`` is skipped as it arrives and fails only its
+request (:class:`~zkwire.errors.ReplyTooLargeError`).  A request made while
+:attr:`ConnectionDriver.max_in_flight` requests are in flight waits in the
+:class:`~zkwire.client.calls.Backlog` and is sent by whoever frees room (the reader, as replies come);
 a burst waiting for room is woken only as room frees.
 
 :class:`~zkwire.client.fastpath.FastPathDriver`, the driver a :class:`~zkwire.client.api.Client` runs
@@ -314,7 +316,12 @@ class ConnectionDriver(RequestPath):
         core = self.core
         while True:
             view = core.receive_buffer()
-            data = await stream.receive_some(READ_SIZE if view is None else max(READ_SIZE, len(view)))
+            if view is None:
+                size = READ_SIZE
+            else:
+                size = max(READ_SIZE, len(view))
+                view.release()  # only its size is used: the stream reads into a buffer of its own
+            data = await stream.receive_some(size)
             if not data:
                 return True
             self.dispatch(core.receive_data(data, self._now()))

@@ -4,8 +4,9 @@ request cheap.  Every :class:`~zkwire.client.api.Client` runs it unless it is sw
 
 The plain design is :class:`~zkwire.client.connection.ConnectionDriver`'s: a caller writes its request
 and waits on its call's :class:`trio.Event`; the reader task reads every reply and wakes the caller.
-For a sequential request that is two scheduler passes (the reply wakes the reader in one, the caller
-runs in the next) and an Event, with its parking lot, per request.  The fast path keeps the design's
+For a sequential request that is three scheduler passes (the write through the stream is a schedule
+point, the reply wakes the reader in one pass and the caller runs in the next) and an Event, with its
+parking lot, per request.  The fast path keeps the design's
 rules (one writer at a time, frames whole, every byte the server sends handed to the core in order) and
 takes three shortcuts, each measured with ``bench/instructions.py`` and ``bench/run.py``:
 
@@ -27,8 +28,8 @@ takes three shortcuts, each measured with ``bench/instructions.py`` and ``bench/
   one.  A sequential request then costs one scheduler pass.
 
 Over TLS or any stream that is not a plain socket there is no duplicate to use: the fast driver then
-reads as the plain one does and keeps only the first shortcut and the timer's bursts.  Large replies are
-read with ``recv_into`` straight into one buffer sized from their length prefix.
+reads as the plain one does and keeps only the first shortcut and the timer's bursts.  On the duplicate,
+a large reply is read with ``recv_into`` straight into one buffer sized from its length prefix.
 
 ``tests/unit/test_client_driver.py`` and ``tests/server/test_reader_handback.py`` run their behaviour
 tests against both drivers; the hand-back's own tests run against this one.
