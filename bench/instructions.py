@@ -1,9 +1,12 @@
 """User-space instructions per sequential getData, counted by valgrind's callgrind: zkwire beside the trio
 floor, the blocking raw socket, and ``least``: one trio task doing only what any session client must per
 getData (build, encode and remember the request; split, match and decode the reply into a reply event),
-so that zkwire's count reads as floor + least work + its layers.
+so that zkwire's count reads as floor + least work + its layers.  ``zkwire-plain`` (on request) is
+zkwire without its fast path (``zkwire.client.fastpath.FAST_PATH`` off: the reader task reads every
+reply and wakes the caller).
 
-    .venv/bin/python bench/instructions.py [--ops 1000] [--peers zkwire,least,trio,raw] [--hosts H:P]
+    .venv/bin/python bench/instructions.py [--ops 1000] [--peers zkwire,least,trio,raw,zkwire-plain]
+                                           [--hosts H:P]
                                            [--json out.json]
 
 Client CPU time per request (``bench/run.py``'s seq row) moves by ±20 % between rounds on a shared
@@ -77,8 +80,12 @@ def child(peer: str, hosts: str, n: int) -> None:
             for _ in range(n):
                 await _call(conn, encode_request(conn.next_xid(), GET_DATA, record))
             return
+        from zkwire.client import fastpath
+
+        fastpath.FAST_PATH = peer != "zkwire-plain"  # off: the reader task reads every reply
         async with zkwire.open_client(hosts) as zk:
-            zk._driver.reader_handback = 3600.0  # see the module docstring
+            if isinstance(zk._driver, fastpath.FastPathDriver):
+                zk._driver.reader_handback = 3600.0  # see the module docstring
             for _ in range(n):
                 await zk.get_data(PATH)
 
@@ -163,7 +170,7 @@ def main() -> int:
                 short = count(peer, hosts, args.base, Path(tmp))
                 long = count(peer, hosts, args.base + args.ops, Path(tmp))
                 results[peer] = (long - short) / args.ops
-                print(f"{peer:8} {results[peer]:>10,.0f} instructions per getData", flush=True)
+                print(f"{peer:12} {results[peer]:>10,.0f} instructions per getData", flush=True)
     finally:
         if server is not None:
             server.stop()

@@ -5,6 +5,10 @@ autojump clock (timeouts, pings and back-off take no real time).
 The real-server suites (test_session_real, test_ops_real_server...) cover the same paths against
 ZooKeeper itself; these pin the driver's own logic: handshake, request/reply, pipelining, watch events,
 reconnect with the same session, expiry, close, and the caller/reader socket hand-off.
+
+Every behaviour test runs twice: against the fast path (zkwire.client.fastpath.FastPathDriver, the
+default) and against the plain driver (ConnectionDriver: the reader task reads every reply and wakes the
+caller).  The tests of the fast path's own mechanics (the socket hand-off) run against the fast path only.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ import trio.testing
 from helpers.fakeserver import DEFAULT_PASSWD, STAT, ClientRequest, FakeServer
 
 import zkwire
+from zkwire.client import fastpath
+from zkwire.client.connection import ConnectionDriver
 from zkwire.constants import EventType, OpCode
 from zkwire.errors import ClientClosedError, ConnectionLossError, NoNodeError, SessionExpiredError
 from zkwire.protocol.multi import MultiRequest, MultiResponse, MultiResult
@@ -205,16 +211,28 @@ async def wait_until(predicate: Callable[[], bool]) -> None:
     raise AssertionError("condition not reached")
 
 
+@pytest.fixture(params=["fast", "plain"], autouse=True)
+def driver(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which driver the clients of the test run: the fast path or the plain driver."""
+    monkeypatch.setattr(fastpath, "FAST_PATH", request.param == "fast")
+    return str(request.param)
+
+
+#: For the tests of the fast path's own mechanics.
+fast_path_only = pytest.mark.parametrize("driver", ["fast"], indirect=True)
+
+
 @pytest.fixture(params=["socket", "memory"])
 def kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-async def test_handshake_and_requests(kind: str, autojump_clock: trio.testing.MockClock) -> None:
+async def test_handshake_and_requests(kind: str, driver: str, autojump_clock: trio.testing.MockClock) -> None:
     with trio.fail_after(LIMIT):
         async with trio.open_nursery() as nursery:
             ens = FakeEnsemble(nursery, kind)
             async with zkwire.open_client(HOSTS, session_timeout=6, connect=ens.connect) as zk:
+                assert isinstance(zk._driver, fastpath.FastPathDriver) is (driver == "fast")
                 assert zk.state is SessionState.CONNECTED
                 assert zk.session_id == SESSION
                 assert zk.session_timeout == 6
@@ -447,6 +465,7 @@ async def test_auth_is_sent_before_connected(autojump_clock: trio.testing.MockCl
             nursery.cancel_scope.cancel()
 
 
+@fast_path_only
 async def test_the_caller_reads_its_own_reply_and_hands_the_socket_back(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -459,6 +478,7 @@ async def test_the_caller_reads_its_own_reply_and_hands_the_socket_back(
             ens.tree["/h"] = b"v"
             async with zkwire.open_client(HOSTS, connect=ens.connect) as zk:
                 driver = zk._driver
+                assert isinstance(driver, fastpath.FastPathDriver)
                 for i in range(30):
                     _, _, watch = await zk.get_data("/h", watch=True)
                     # The event reaches the socket at a different point of the caller's next request
@@ -608,3 +628,18 @@ async def test_more_ops_watches_and_background_tasks(autojump_clock: trio.testin
 def test_connect_must_be_callable() -> None:
     with pytest.raises(zkwire.InvalidArgumentError, match="connect"):
         zkwire.Client(HOSTS, connect="tcp")  # type: ignore[arg-type]
+
+
+def test_the_fast_path_is_the_default_and_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    core = zkwire.Client(HOSTS)._core
+
+    async def connect(host: HostPort) -> trio.abc.Stream:
+        raise OSError("never connected here")
+
+    def made(fast_path: bool | None = None) -> type[ConnectionDriver]:
+        return type(fastpath.connection_driver(core, connect, fast_path=fast_path))
+
+    monkeypatch.setattr(fastpath, "FAST_PATH", True)
+    assert (made(), made(False), made(True)) == (fastpath.FastPathDriver, ConnectionDriver, fastpath.FastPathDriver)
+    monkeypatch.setattr(fastpath, "FAST_PATH", False)
+    assert (made(), made(False), made(True)) == (ConnectionDriver, ConnectionDriver, fastpath.FastPathDriver)

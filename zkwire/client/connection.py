@@ -5,29 +5,27 @@ cancel scopes until the client closes):
 
 * the *connection manager* (:meth:`ConnectionDriver.run_connections`) walks the host list, opens a
   stream with the driver's ``connect`` function (TCP, or TLS; any :class:`trio.abc.Stream` for tests)
-  and reads each connection in turn: it feeds received bytes to the core, wakes the callers whose
-  replies came, and reports the connection's end to the core;
+  and is the *reader* of each connection in turn: it feeds received bytes to the core, wakes the callers
+  whose replies came, and reports the connection's end to the core;
 * a *timer* (:meth:`ConnectionDriver.run_timer`) sleeps until the core's next deadline (ping, read
-  timeout, client-side expiry); it is also the *writer* that sends, in one send, what several tasks
-  queued in the same scheduling round;
+  timeout, client-side expiry) and sends what the core queued for it;
 * in read-only mode, a *prober* looks for a read-write server.
 
-The request path avoids task switches where it can.  A lone request (nothing else in flight) is written
-by its caller with a non-blocking send; on a plain socket connection that caller then also reads the
-socket itself until its reply has come (the reader steps aside meanwhile), so a sequential request
-costs one scheduler pass.  The reader takes over again at once when the caller leaves something behind
-for it (requests in flight, watches that may fire, a cancelled read); when nothing can arrive but the
-connection's end, it comes back by itself within :attr:`ConnectionDriver.reader_handback` instead, so
-a run of sequential requests does not wake it for every one.  Frames are written whole
-or not at all: a send that would block continues in a shielded loop, for as long as the server keeps
-answering (a busy server reads slowly; only one that answers nothing for the read timeout is dropped).
+The design, as :class:`ConnectionDriver` implements it: a caller hands its request to the core with
+a :class:`~zkwire.client.calls.PendingCall` as the token, writes what the core queued, and waits on the
+call's :class:`trio.Event`; the reader task reads every reply and wakes the caller by resolving its
+call.  Frames are written whole or not at all, by one task at a time: a write in progress takes along
+whatever other tasks queued meanwhile, and a write that would block continues in a shielded loop for as
+long as the server keeps answering (a busy server reads slowly; only one that answers nothing for the
+read timeout is dropped).  A reply over ``max_frame`` is skipped as it arrives and fails only its
+request (:class:`~zkwire.errors.ReplyTooLargeError`).  A request made while
+:attr:`ConnectionDriver.max_in_flight` requests are in flight waits in the
+:class:`~zkwire.client.calls.Backlog` and is sent by whoever frees room (the reader, as replies come);
+a burst waiting for room is woken only as room frees.
 
-A large reply is read on a plain socket with ``recv_into`` straight into one buffer sized from its
-length prefix; a reply over ``max_frame`` is skipped as it arrives and fails only its request
-(:class:`~zkwire.errors.ReplyTooLargeError`).  A request made while :attr:`ConnectionDriver.max_in_flight`
-requests are in flight waits in the driver's backlog and is sent by whoever frees room (the reader, as
-replies come), its caller parked only once, for its reply; a burst waiting for room is woken only as room
-frees; a caller waiting for its reply is parked directly on trio's scheduler (no Event per request).
+:class:`~zkwire.client.fastpath.FastPathDriver`, the driver a :class:`~zkwire.client.api.Client` runs
+by default, is this design with its measured shortcuts (a lone request's caller writes and reads the
+socket itself; waiters parked on trio's scheduler without an Event); see :mod:`zkwire.client.fastpath`.
 
 Transport failures (:data:`TRANSPORT_ERRORS`) all go to one handler,
 :meth:`ConnectionDriver._transport_failed`: the connection is dropped and the core told; callers see
@@ -39,43 +37,35 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
-from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 
 import trio
 
 from ..constants import EventType, KeeperState
-from ..errors import ClientClosedError, ConnectionLossError, ZKError, copy_error
+from ..errors import ZKError, copy_error
 from ..protocol.framing import READ_SIZE
-from ..protocol.records import Record
 from ..sansio.session import (
     AuthResult,
     DropConnection,
     Event,
     HostPort,
     Reply,
-    SessionCore,
     SessionState,
     StateChanged,
     WatchNotification,
-    WatchRequest,
 )
+from .calls import Backlog, ClientCore, PendingCall, RequestPath
 from .connectlog import ConnectFailureLog
 from .watchers import StateStream, WatchedEvent, Watcher
 
 __all__ = [
     "Connect",
     "ConnectionDriver",
-    "PendingCall",
     "TRANSPORT_ERRORS",
-    "ClientCore",
     "tcp_connector",
 ]
 
 log = logging.getLogger("zkwire.client")
-
-#: Reads at most per wake-up of a socket reader (each one a full buffer's worth).
-_READS_PER_WAKEUP = 8
 
 #: What a broken, reset or closed transport raises (ssl.SSLError is an OSError; trio's SSLStream wraps
 #: TLS failures in BrokenResourceError).
@@ -86,76 +76,6 @@ TRANSPORT_ERRORS: tuple[type[Exception], ...] = (OSError, trio.BrokenResourceErr
 #: the driver bounds the call with the core's connect timeout.
 Connect = Callable[[HostPort], Awaitable[trio.abc.Stream]]
 
-
-class _Wakeup:
-    """A reusable wake-up for one waiting task, parked directly on trio's scheduler: what a fresh
-    trio.Event per round would do (``clear`` starts a round), without allocating one (with its parking
-    lot) for every request or burst."""
-
-    __slots__ = ("_set", "_task")
-
-    def __init__(self) -> None:
-        self._task: trio.lowlevel.Task | None = None
-        self._set = False
-
-    def clear(self) -> None:
-        self._set = False
-
-    def set(self) -> None:
-        task = self._task
-        if task is not None:
-            self._task = None
-            trio.lowlevel.reschedule(task)
-        else:
-            self._set = True
-
-    async def wait(self) -> None:
-        """Wait, in the caller's cancel scope, until :meth:`set` (a checkpoint even if it was)."""
-        if self._set:
-            await trio.lowlevel.checkpoint()
-            return
-        self._task = trio.lowlevel.current_task()
-        await trio.lowlevel.wait_task_rescheduled(self._abort)
-
-    def _abort(self, _: object) -> trio.lowlevel.Abort:
-        self._task = None
-        return trio.lowlevel.Abort.SUCCEEDED
-
-
-class PendingCall(_Wakeup):
-    """Where the reader leaves a reply for the task waiting on it (the token the core hands back); one
-    task waits on it (:meth:`wait`) until :meth:`resolve`."""
-
-    __slots__ = ("queued", "reply")
-
-    def __init__(self) -> None:
-        self._task = None  # _Wakeup's state, set here: one call less per request
-        self._set = False
-        self.reply: Reply[PendingCall] | AuthResult[PendingCall] | None = None
-        #: Waiting in the driver's backlog (not sent yet); cleared when sent or given up.
-        self.queued = False
-
-    def resolve(self, reply: Reply[PendingCall] | AuthResult[PendingCall]) -> None:
-        self.reply = reply
-        self.set()
-
-    def take_reply(self) -> Reply[PendingCall]:
-        """The reply, handed over once: the call forgets it.  A reply refers back to its call (its
-        token); kept both ways, the two would be a reference cycle, garbage that only the cyclic
-        collector finds -- with the reply's data in it (a megabyte getData's heap then grows by a
-        megabyte per call until a collection)."""
-        reply, self.reply = self.reply, None
-        assert isinstance(reply, Reply)
-        return reply
-
-    def take_auth_result(self) -> AuthResult[PendingCall]:
-        """The answer to an auth request, handed over once (as :meth:`take_reply`)."""
-        result, self.reply = self.reply, None
-        assert isinstance(result, AuthResult)
-        return result
-
-
-ClientCore = SessionCore[PendingCall, Watcher]
 
 #: The events that answer a caller (a tuple: ``isinstance`` with a union builds the union each time).
 _ANSWERS = (Reply, AuthResult)
@@ -180,20 +100,15 @@ def tcp_connector(ssl_context: ssl.SSLContext | None) -> Connect:
     return connect
 
 
-class ConnectionDriver:
+class ConnectionDriver(RequestPath):
     """Runs one session's connections: opening streams, reading, writing, the timer, reconnecting, and
-    handing the core's events to the waiting callers, watches and state listeners."""
+    handing the core's events to the waiting callers, watches and state listeners.
 
-    #: Requests in flight on one connection at most; more wait (in their caller's cancel scope) until
-    #: replies make room.
-    max_in_flight = 1000
-
-    #: How long at most the reader stays away from the socket after a caller that read its own reply
-    #: left nothing behind that anyone waits for (no request in flight, no watch): then only the
-    #: connection's end (or an unasked-for reply) can arrive, and it is noticed this much later at most.
-    #: The reader rests in slices this long while callers read, so a run of sequential requests wakes it
-    #: once per slice instead of once per request.
-    reader_handback = 0.02
+    This is the plain design (see the module docstring): the reader task reads every reply and wakes
+    its caller.  :class:`~zkwire.client.fastpath.FastPathDriver` overrides the request path (:meth:`call`,
+    :meth:`call_burst`, :meth:`flush`), the reading (:meth:`_read`) and the two hooks around a
+    connection's stream (:meth:`_stream_opened`, :meth:`_stream_closed`).
+    """
 
     def __init__(self, core: ClientCore, connect: Connect) -> None:
         self.core = core
@@ -201,28 +116,16 @@ class ConnectionDriver:
         self._stream: trio.abc.Stream | None = None
         #: The stream to close when the connection ends (under TLS, the transport beneath it).
         self._transport: trio.abc.Stream | None = None
-        #: A duplicate of a plain socket connection's socket, for writes that complete without blocking
-        #: and for callers reading their own reply.
-        self._raw: socket.socket | None = None
         self._conn_scope: trio.CancelScope | None = None
         self._connection_ended = trio.Event()
         self._writing = False
         #: The scope of a blocked write (its deadline follows the core's liveness deadline).
         self._write_scope: trio.CancelScope | None = None
-        #: The raw socket a caller is reading its own reply from (the reader task steps aside meanwhile).
-        self._socket_reader: socket.socket | None = None
-        self._reader_scope: trio.CancelScope | None = None
-        self._reader_resume = _Wakeup()
         self._state_changed = trio.Event()
-        self._timer_wakeup = _Wakeup()
-        #: Callers waiting for room below ``max_in_flight``, oldest first; replies wake only as many as
-        #: there is room for (10,000 waiters are not all woken by every reply).
-        self._room = trio.lowlevel.ParkingLot()
-        #: How many callers are parked in ``_room`` (read on every dispatch: cheaper than asking the lot).
-        self._room_waiters = 0
-        #: Requests waiting for room (op, record, path, watch, call), oldest first; an entry whose call
-        #: is no longer ``queued`` was given up by its cancelled caller and is skipped.
-        self._backlog: deque[tuple[int, Record | None, str | None, WatchRequest[Watcher] | None, PendingCall]] = deque()
+        #: Set to wake the timer before its deadline (a fresh Event each round).
+        self._timer_wakeup = trio.Event()
+        #: Requests waiting for room under ``max_in_flight``, and callers waiting for room for a burst.
+        self._backlog = Backlog(core, self.wake_timer)
         self.state_streams: list[StateStream] = []
         self.state_listeners: list[Callable[[SessionState], None]] = []
         self.nursery: trio.Nursery | None = None
@@ -310,7 +213,7 @@ class ConnectionDriver:
                 self._connect_log.failed(host, e, len(self.core.hosts))
                 return None
             try:
-                self._raw = _nonblocking_duplicate(stream)
+                self._stream_opened(stream)
             except OSError as e:
                 await trio.aclose_forcefully(stream)
                 self._connect_log.failed(host, e, len(self.core.hosts))
@@ -329,7 +232,7 @@ class ConnectionDriver:
             # Counted like any failed attempt: the next one waits (back-off), never a tight loop.
             log.warning("cannot start a handshake with %s: %s", host, e)
             core.connection_failed()
-            self._close_raw()
+            self._stream_closed()
             await trio.aclose_forcefully(stream)
             return
         self._stream = stream
@@ -342,7 +245,7 @@ class ConnectionDriver:
             self._stream = None
             self._conn_scope = None
             with trio.CancelScope(shield=True):
-                self._close_raw()
+                self._stream_closed()
                 transport, self._transport = self._transport, None
                 if transport is not None:
                     await trio.aclose_forcefully(transport)
@@ -365,89 +268,48 @@ class ConnectionDriver:
         )
         self.drop_connection()
 
+    def _stream_opened(self, stream: trio.abc.Stream) -> None:
+        """A connection's stream is open, before its handshake (nothing to do in the plain driver; raising
+        OSError fails the attempt)."""
+
+    def _stream_closed(self) -> None:
+        """The connection's stream is closing (nothing to do in the plain driver)."""
+
     async def _read_loop(self, stream: trio.abc.Stream) -> None:
-        core = self.core
-        raw = self._raw  # plain socket: read it directly (fewer frames and passes than the stream)
+        """The reader of one connection (:meth:`_read`), until the server closes it, the transport
+        fails or the connection is dropped."""
         try:
-            while True:
-                if self._socket_reader is not None:
-                    # A caller reads its own reply.  It wakes us when it leaves something for us; when it
-                    # leaves nothing, we come back at the end of this slice (see reader_handback).
-                    self._reader_resume.clear()
-                    with trio.move_on_after(self.reader_handback):
-                        await self._reader_resume.wait()
-                    continue
-                if raw is not None and self._raw is not raw:
-                    return  # the connection was dropped (and the socket closed) meanwhile
-                with trio.CancelScope() as scope:
-                    self._reader_scope = scope
-                    if raw is None:
-                        view = core.receive_buffer()
-                        data = await stream.receive_some(READ_SIZE if view is None else max(READ_SIZE, len(view)))
-                    else:
-                        await trio.lowlevel.wait_readable(raw)
-                self._reader_scope = None
-                if scope.cancelled_caught or self._socket_reader is not None:
-                    # A caller took the socket (no data is lost: recv had not run).  Also when our
-                    # wait had already ended: what is there is left to the caller, which waits for
-                    # the socket and would not be woken if we took its reply.
-                    continue
-                if raw is not None:
-                    if not self._receive(raw):
-                        break
-                else:
-                    if not data:
-                        break
-                    self.dispatch(core.receive_data(data, trio.current_time()))
-                if core.has_data_to_send:
-                    await self.flush()
+            closed = await self._read(stream)
         except TRANSPORT_ERRORS as e:
             self._transport_failed("reading from", e)
             return
-        self._server_closed()
+        if closed:
+            self._server_closed()
 
-    def _receive(self, raw: socket.socket) -> bool:
-        """Read what the (readable) socket holds and hand it to the core; False at the end of the stream.
-
-        A large reply is read straight into one buffer sized from its length prefix (``recv_into``),
-        as much of it per call as has arrived; reading goes on while reads come back full (a few
-        times at most: the caller's wait for the socket is the scheduling point).
-        """
+    async def _read(self, stream: trio.abc.Stream) -> bool:
+        """Read every byte the server sends and hand it to the core, whose events wake the callers
+        (:meth:`dispatch`); True when the server has closed the stream.  A reply announced larger than a
+        read is asked for whole."""
         core = self.core
-        for _ in range(_READS_PER_WAKEUP):
+        while True:
             view = core.receive_buffer()
-            try:
-                if view is None:
-                    data = raw.recv(READ_SIZE)
-                    if not data:
-                        return False
-                    self.dispatch(core.receive_data(data, self._now()))
-                    full = len(data) == READ_SIZE
-                else:
-                    want = len(view)
-                    n = raw.recv_into(view)
-                    view.release()
-                    if not n:
-                        return False
-                    self.dispatch(core.received_into(n, self._now()))
-                    full = n == want
-            except BlockingIOError:
+            if view is None:
+                size = READ_SIZE
+            else:
+                size = max(READ_SIZE, len(view))
+                view.release()  # only its size is used: the stream reads into a buffer of its own
+            data = await stream.receive_some(size)
+            if not data:
                 return True
-            if not full or self._raw is not raw:
-                return True
-        return True
-
-    def _close_raw(self) -> None:
-        raw, self._raw = self._raw, None
-        if raw is not None:
-            trio.lowlevel.notify_closing(raw)  # wakes a task waiting on it
-            raw.close()
+            self.dispatch(core.receive_data(data, self._now()))
+            if core.has_data_to_send:
+                await self.flush()
 
     def drop_connection(self) -> None:
         """End the current connection now: the core learns at once (so no request is sent into a dying
         socket and waiters fail fast), then the connection's tasks are cancelled."""
         self._stream = None
-        self._close_raw()
+        self._stream_closed()
         if self._conn_scope is not None:
             self._conn_scope.cancel()
         self.dispatch(self.core.connection_lost(trio.current_time()))
@@ -455,57 +317,17 @@ class ConnectionDriver:
     # ------------------------------------------------------------------ writing and the timer
 
     async def flush(self, *, whole_burst: bool = False) -> None:
-        """Write everything the core has queued.
+        """Write everything the core has queued, now, in the calling task (see :meth:`_write_queued`).
 
-        A lone request (nothing else in flight) is written at once by its caller: on a plain socket
-        connection with a non-blocking send, so the sequential path has no task switch.  When other
-        requests are already in flight, the timer task (which is also the writer) is woken instead: it
-        runs after every task made runnable in the same scheduling round, so a burst leaves in one send.
-        ``whole_burst``: the caller has queued its whole burst (a pipeline); write it now.
-
-        What this sends is answered to the reader (unless a caller reads the socket): a reader resting
-        after a caller's read (see :attr:`reader_handback`) is called back at once.
+        ``whole_burst``: the caller has queued all it is about to (a timer round, a pipeline's burst).
+        The plain driver writes at once either way; a driver that leaves bursts to the timer
+        (:class:`~zkwire.client.fastpath.FastPathDriver`) writes at once only then.
         """
-        self._recall_reader()
-        if self._write_without_blocking(whole_burst) and self._stream is not None:
-            await self._write_rest(self._stream)
+        await self._write_queued()
 
-    def _recall_reader(self) -> None:
-        """Someone waits for what the server sends next: a reader resting while no caller reads the
-        socket goes back to it now rather than at the end of its slice."""
-        if self._socket_reader is None:
-            self._reader_resume.set()
-
-    def _write_without_blocking(self, whole_burst: bool = False) -> bool:
-        """:meth:`flush` as far as it goes without waiting; True if the rest must be written by awaiting
-        :meth:`_write_rest` (a stream connection, or a send that would block).  ``whole_burst``: write
-        now, even with other requests in flight (a lone request's caller passes it too)."""
-        if self._writing or self._stream is None:
-            return False
-        core = self.core
-        if not whole_burst and core.outstanding > 1:
-            self._timer_wakeup.set()  # the timer task writes the burst
-            return False
-        raw = self._raw
-        if raw is None:
-            return True
-        data = core.data_to_send()
-        if not data:
-            return False
-        try:
-            sent = raw.send(data)
-        except BlockingIOError:
-            sent = 0
-        except TRANSPORT_ERRORS as e:
-            self._transport_failed("write to", e)
-            return False
-        if sent == len(data):
-            return False
-        core.push_front(data[sent:])
-        return True
-
-    async def _write_rest(self, stream: trio.abc.Stream) -> None:
-        """Write what is queued in a shielded loop (after :meth:`_write_without_blocking`).
+    async def _write_queued(self) -> None:
+        """Write what is queued, whole frames, in a shielded loop; one task writes at a time (a task that
+        finds a write in progress returns: that write's loop takes along what was queued meanwhile).
 
         The loop is shielded from the caller's cancellation (a frame is written whole or not at all),
         but not unbounded.  A write blocked while the server keeps answering is not stalled (the server
@@ -514,6 +336,9 @@ class ConnectionDriver:
         arrives meanwhile (:meth:`dispatch`).  Only when nothing sent has been answered for the read
         timeout is the connection dropped.
         """
+        stream = self._stream
+        if self._writing or stream is None:
+            return
         core = self.core
         self._writing = True
         started = trio.current_time()
@@ -542,13 +367,14 @@ class ConnectionDriver:
         self._timer_wakeup.set()
 
     async def run_timer(self) -> None:
-        """The timer (and writer of bursts): sleeps until the core's next deadline or a wake-up."""
+        """The timer: sleeps until the core's next deadline or a wake-up, then writes what the core
+        queued (pings; in the fast path, bursts)."""
         core = self.core
         with self.task_scope():
             while not core.state.is_terminal:
-                self._timer_wakeup.clear()
+                wakeup = self._timer_wakeup = trio.Event()
                 with trio.move_on_at(core.next_deadline()):
-                    await self._timer_wakeup.wait()
+                    await wakeup.wait()
                 self.dispatch(core.handle_timer(trio.current_time()))
                 if core.has_data_to_send:
                     await self.flush(whole_burst=True)
@@ -560,24 +386,16 @@ class ConnectionDriver:
         to streams and listeners; a DropConnection drops the connection."""
         if self._write_scope is not None:
             self._write_scope.deadline = self.core.liveness_deadline
-        if self._backlog:
-            self._send_backlog()
-        if self._room_waiters:
-            free = self.max_in_flight - self.core.outstanding
-            if free > 0:
-                self._room.unpark(count=free)
+        backlog = self._backlog
+        if backlog:
+            backlog.send(self.max_in_flight)
+        if backlog.room_waiters:
+            backlog.make_room(self.max_in_flight)
         for ev in events:
             if isinstance(ev, _ANSWERS):
                 if ev.error is None:
                     self._answered += 1
-                call = ev.token  # PendingCall.resolve, inlined (once per reply)
-                call.reply = ev
-                task = call._task
-                if task is not None:
-                    call._task = None
-                    trio.lowlevel.reschedule(task)
-                else:
-                    call._set = True
+                ev.token.resolve(ev)
             elif isinstance(ev, WatchNotification):
                 if ev.watchers:
                     watched = WatchedEvent(EventType(ev.type), ev.path, KeeperState(ev.state))
@@ -588,40 +406,6 @@ class ConnectionDriver:
             elif isinstance(ev, DropConnection):
                 log.info("dropping connection to %s: %s", self.core.current_host, ev.reason)
                 self.drop_connection()
-
-    def _send_backlog(self) -> None:
-        """Move waiting requests into the core as far as there is room (the writer sends them)."""
-        core = self.core
-        backlog = self._backlog
-        free = self.max_in_flight - core.outstanding
-        if free <= 0:
-            return
-        now = trio.current_time()
-        moved = False
-        while backlog and free > 0:
-            op, record, path, watch, call = backlog[0]
-            if call.queued:
-                try:
-                    core.send_request(op, record, call, now, path=path, watch=watch)
-                except ConnectionLossError:
-                    break  # no open connection: they wait for the next one
-                except ZKError as e:  # the session ended, or the request cannot be encoded
-                    call.resolve(Reply(call, 0, None, e))
-                else:
-                    free -= 1
-                    moved = True
-                call.queued = False
-            backlog.popleft()
-        if moved:
-            self.wake_timer()
-
-    def _fail_backlog(self) -> None:
-        """The session has ended: every waiting request fails with a fresh copy of why."""
-        while self._backlog:
-            call = self._backlog.popleft()[4]
-            if call.queued:
-                call.queued = False
-                call.resolve(Reply(call, 0, None, self.core.terminal_error()))
 
     def _on_state_changed(self, ev: StateChanged) -> None:
         for s in self.state_streams:
@@ -634,7 +418,7 @@ class ConnectionDriver:
         if ev.new.is_terminal:
             self.state_streams.clear()
             error = self.core.terminal_error()
-            self._fail_backlog()
+            self._backlog.fail()
             for w in self.core.watches.all_watchers():
                 w._fail(copy_error(error))
             self.core.watches.clear()
@@ -671,152 +455,6 @@ class ConnectionDriver:
             await trio.sleep(delay)
             delay = min(delay * 2, 5.0)
 
-    # ------------------------------------------------------------------ requests
-
-    async def call(
-        self,
-        op: int,
-        record: Record | None,
-        path: str | None = None,
-        watch: WatchRequest[Watcher] | None = None,
-    ) -> Reply[PendingCall]:
-        """Send one request (waiting, in the caller's cancel scope, for room and for a connection) and
-        return its reply.  A lone request's caller reads the socket itself (see the module docstring).
-
-        Raises:
-            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
-        """
-        core = self.core
-        call = PendingCall()
-        ahead = core.outstanding
-        if self._backlog or ahead >= self.max_in_flight:
-            if core.state.is_terminal:
-                raise core.terminal_error()
-            call.queued = True
-            self._backlog.append((op, record, path, watch, call))
-            if core.outstanding < self.max_in_flight:
-                self._send_backlog()  # room after all (entries given up at the head)
-            try:
-                await call.wait()
-            except BaseException:
-                call.queued = False  # given up: if still in the backlog, it is never sent
-                raise
-            return call.take_reply()
-        while True:
-            try:
-                core.send_request(op, record, call, self._now(), path=path, watch=watch)
-                break
-            except ConnectionLossError:
-                if self.closing:
-                    raise ClientClosedError("client closed") from None
-                await self._state_changed.wait()
-                ahead = core.outstanding
-        # A lone request (none ahead of it) is written and read by its caller.  Until something awaits,
-        # no other request can be sent, and a failed write answers this one: ``ahead`` still holds.
-        if self._write_without_blocking(not ahead) and self._stream is not None:
-            await self._write_rest(self._stream)
-            ahead = core.outstanding - 1  # others may have sent meanwhile (this one may be answered)
-        if not ahead and call.reply is None and self._raw is not None and self._socket_reader is None:
-            await self._read_replies(self._raw, (call,))
-        else:
-            await call.wait()
-        return call.take_reply()
-
-    async def call_burst(self, requests: Sequence[tuple[int, Record | None, str | None]]) -> list[Reply[PendingCall]]:
-        """Send ``requests`` back to back (in bursts of at most ``max_in_flight``), then wait for every
-        reply; a request that could not be sent has a ConnectionLossError reply.
-
-        Raises:
-            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
-        """
-        core = self.core
-        calls: list[PendingCall] = []
-        limit = self.max_in_flight
-        for start in range(0, len(requests), limit):
-            burst = requests[start : start + limit]
-            while True:
-                if core.state.is_terminal:
-                    raise core.terminal_error()
-                if not core.state.is_connected:
-                    await self._state_changed.wait()
-                elif core.outstanding and core.outstanding + len(burst) > limit:
-                    await self.wait_for_room(len(burst))
-                else:
-                    break
-            now = trio.current_time()
-            for op, record, path in burst:
-                call = PendingCall()
-                try:
-                    core.send_request(op, record, call, now, path=path)
-                except ConnectionLossError as e:
-                    call.resolve(Reply(call, 0, None, e))
-                calls.append(call)
-            await self.flush(whole_burst=True)
-        raw = self._raw
-        if raw is not None and self._socket_reader is None and core.outstanding == len(calls):
-            await self._read_replies(raw, calls)
-        else:
-            for call in calls:
-                if call.reply is None:
-                    await call.wait()
-            await trio.lowlevel.checkpoint_if_cancelled()
-        return [call.take_reply() for call in calls]
-
-    async def wait_for_room(self, count: int) -> None:
-        """Wait until ``count`` more requests fit under :attr:`max_in_flight` (always once nothing is in
-        flight: a larger burst then goes out whole)."""
-        core = self.core
-        while core.outstanding and core.outstanding + count > self.max_in_flight:
-            self._room_waiters += 1
-            try:
-                await self._room.park()
-            finally:
-                self._room_waiters -= 1
-
-    async def _read_replies(self, raw: socket.socket, calls: Sequence[PendingCall]) -> None:
-        """Read the socket in the caller's own task until every one of ``calls`` has its reply.
-
-        Everything received is handled as the reader task would (other replies, watch events, pings).
-        The reader task is moved off the socket first (cancelling its wait unregisters it at once).  It is
-        woken again when this returns with something left for it to read: requests still in flight,
-        watches registered (a notification may come at any time), or a read given up (cancelled, or
-        failed: a reply that comes later is read and dropped by the reader, as for any cancelled
-        caller).  Otherwise it comes back by itself within :attr:`reader_handback`, and a caller that
-        takes the socket again before then has not woken it at all.
-        """
-        core = self.core
-        self._socket_reader = raw
-        scope = self._reader_scope
-        if scope is not None:
-            scope.cancel()
-        done = False
-        try:
-            for call in calls:
-                while call.reply is None:
-                    if self._raw is not raw:
-                        await call.wait()  # the connection has ended
-                        break
-                    try:
-                        await trio.lowlevel.wait_readable(raw)
-                    except trio.ClosedResourceError:
-                        continue  # closed by drop_connection: the call has failed by now
-                    try:
-                        open_ = self._receive(raw)
-                    except TRANSPORT_ERRORS as e:
-                        self._transport_failed("reading from", e)
-                        continue
-                    if not open_:
-                        self._server_closed()
-                        continue
-                    if core.has_data_to_send:
-                        await self.flush()
-            done = True
-        finally:
-            if self._socket_reader is raw:
-                self._socket_reader = None
-                if not done or core.outstanding or core.watches:
-                    self._recall_reader()
-
     # ------------------------------------------------------------------ closing
 
     async def close(self) -> None:
@@ -832,16 +470,6 @@ class ConnectionDriver:
         self.dispatch(core.mark_closed())
         self.drop_connection()
         self.cancel_tasks()
-
-
-def _nonblocking_duplicate(stream: trio.abc.Stream) -> socket.socket | None:
-    """A non-blocking duplicate of a plain socket stream's socket (None for TLS or in-memory streams)."""
-    if not isinstance(stream, trio.SocketStream):
-        return None
-    sock = stream.socket
-    raw = socket.fromfd(sock.fileno(), sock.family, sock.type)
-    raw.setblocking(False)
-    return raw
 
 
 async def is_read_write(host: HostPort, limit: float) -> bool:

@@ -31,7 +31,9 @@ from ..sansio.options import check_max_frame, check_session_timeout
 from ..sansio.paths import strip_chroot, with_chroot_hint
 from ..sansio.requests import Request, RequestBuilder, encodable
 from ..sansio.session import HostPort, SessionCore, SessionState
-from .connection import ClientCore, Connect, ConnectionDriver, PendingCall, tcp_connector
+from .calls import ClientCore, PendingCall
+from .connection import Connect, tcp_connector
+from .fastpath import connection_driver
 from .watchers import StateStream, Watcher
 
 __all__ = ["SessionHandle"]
@@ -73,7 +75,7 @@ class SessionHandle:
         )
         self._chroot = chroot
         self._requests: RequestBuilder[Watcher] = RequestBuilder(chroot, self._core.watches, self._core.max_frame)
-        self._driver = ConnectionDriver(self._core, connect or tcp_connector(ssl_context))
+        self._driver = connection_driver(self._core, connect or tcp_connector(ssl_context))
 
     # ------------------------------------------------------------------ public attributes
 
