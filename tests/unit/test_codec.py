@@ -1,4 +1,4 @@
-"""Unit tests of the fast codec: byte vectors, framing, malformed input, errors, paths.
+"""Unit tests of the fast codec: byte vectors, framing, malformed input, null and empty, fuzzing.
 
 Everything here is pure: no server, no I/O.
 """
@@ -20,11 +20,8 @@ from zkwire.acl import OPEN_ACL_UNSAFE
 from zkwire.constants import DEFAULT_MAX_FRAME, EventType, KeeperState, OpCode
 from zkwire.errors import (
     DataTooLargeError,
-    InvalidPathError,
     ProtocolError,
-    UnknownServerError,
     error_for_code,
-    error_name,
 )
 from zkwire.protocol import optable, subops
 from zkwire.protocol.codec import (
@@ -66,8 +63,6 @@ from zkwire.protocol.records import (
     Stat,
     WatcherEvent,
 )
-from zkwire.sansio import paths
-from zkwire.sansio.paths import validate_path
 
 
 def h(text: str) -> bytes:
@@ -592,218 +587,6 @@ def test_null_and_empty_survive_records() -> None:
     for path, data in ((None, None), ("", b""), ("/a", None), (None, b"")):
         request = CreateRequest(path, data, None, 0)
         assert decode_request(encode_request(1, OpCode.CREATE, request)[4:])[1] == request
-
-
-# ---------------------------------------------------------------------------------------- errors
-
-EXPECTED_CODES = {
-    -1: "SystemZKError",
-    -2: "RuntimeInconsistencyError",
-    -3: "DataInconsistencyError",
-    -4: "ConnectionLossError",
-    -5: "MarshallingError",
-    -6: "UnimplementedError",
-    -7: "OperationTimeoutError",
-    -8: "BadArgumentsError",
-    -12: "UnknownSessionError",
-    -13: "NewConfigNoQuorumError",
-    -14: "ReconfigInProgressError",
-    -100: "APIError",
-    -101: "NoNodeError",
-    -102: "NoAuthError",
-    -103: "BadVersionError",
-    -108: "NoChildrenForEphemeralsError",
-    -110: "NodeExistsError",
-    -111: "NotEmptyError",
-    -112: "SessionExpiredError",
-    -113: "InvalidCallbackError",
-    -114: "InvalidACLError",
-    -115: "AuthFailedError",
-    -118: "SessionMovedError",
-    -119: "NotReadOnlyError",
-    -120: "EphemeralOnLocalSessionError",
-    -121: "NoWatcherError",
-    -122: "RequestTimeoutError",
-    -123: "ReconfigDisabledError",
-    -124: "SessionClosedRequireSaslAuthError",
-    -125: "QuotaExceededError",
-    -127: "ThrottledOpError",
-}
-
-
-@pytest.mark.parametrize(("code", "class_name"), sorted(EXPECTED_CODES.items()))
-def test_error_code_maps_to_its_class(code: int, class_name: str) -> None:
-    cls = getattr(errors, class_name)
-    exc = error_for_code(code, "/x")
-    assert type(exc) is cls
-    assert isinstance(exc, errors.ServerError)
-    assert exc.code == code
-    assert exc.path == "/x"
-    assert "/x" in str(exc)
-    assert error_name(code) == cls.name
-    assert errors.ERROR_CLASSES[code] is cls
-
-
-def test_error_table_is_complete() -> None:
-    assert set(errors.ERROR_CLASSES) == set(EXPECTED_CODES)
-    assert error_name(0) == "OK"
-    assert error_name(-101) == "NONODE"
-
-
-@pytest.mark.parametrize("code", [-9, -15, -116, -117, -126, -1000, 1, 12345])
-def test_unknown_code_keeps_its_number(code: int) -> None:
-    exc = error_for_code(code, "/p")
-    assert type(exc) is UnknownServerError
-    assert exc.code == code
-    assert exc.path == "/p"
-    assert str(code) in str(exc)
-    assert error_name(code) == f"UNKNOWN({code})"
-
-
-@pytest.mark.parametrize("code", sorted(EXPECTED_CODES))
-def test_error_classes_pickle(code: int) -> None:
-    exc = error_for_code(code, "/a/b")
-    back = pickle.loads(pickle.dumps(exc))
-    assert type(back) is type(exc)
-    assert back.code == exc.code
-    assert back.path == "/a/b"
-    assert str(back) == str(exc)
-
-
-def test_unknown_error_and_other_errors_pickle() -> None:
-    exc = UnknownServerError(-999, "/q", "extra")
-    back = pickle.loads(pickle.dumps(exc))
-    assert (type(back), back.code, back.path, str(back)) == (UnknownServerError, -999, "/q", str(exc))
-    for other in (
-        ProtocolError("bad frame"),
-        DataTooLargeError("big"),
-        errors.InvalidArgumentError("bad flags"),
-        errors.ClientClosedError("closed"),
-    ):
-        again = pickle.loads(pickle.dumps(other))
-        assert type(again) is type(other)
-        assert str(again) == str(other)
-
-
-def test_invalid_path_error_pickles() -> None:
-    exc = InvalidPathError("a/b", 'must start with "/"')
-    back = pickle.loads(pickle.dumps(exc))
-    assert type(back) is InvalidPathError
-    assert (back.path, back.reason, str(back)) == ("a/b", exc.reason, str(exc))
-
-
-def test_error_hierarchy() -> None:
-    assert issubclass(ProtocolError, errors.ZKError)
-    assert issubclass(errors.ServerError, errors.ZKError)
-    assert issubclass(InvalidPathError, ValueError)
-    assert not issubclass(ProtocolError, errors.ServerError)
-
-
-# ----------------------------------------------------------------------------------------- paths
-
-VALID_PATHS = [
-    "/",
-    "/a",
-    "/a/b/c",
-    "/a.b",
-    "/...",
-    "/a/.b",
-    "/a/b..",
-    "/zookeeper",
-    "/日本",
-    "/a b",
-    "/\u00a0",
-    "/\uf900",
-    "/\uffef",
-]
-INVALID_PATHS = [
-    "",
-    "a",
-    "a/b",
-    "/a/",
-    "//",
-    "/a//b",
-    "/.",
-    "/..",
-    "/a/./b",
-    "/a/../b",
-    "/a/.",
-    "/a/..",
-    "/a\x00b",
-    "/\x01",
-    "/\x1f",
-    "/\x7f",
-    "/\x9f",
-    "/\ud800",
-    "/\ue000",
-    "/\uf8ff",
-    "/\ufff0",
-    "/\uffff",
-    "/\U0001f600",  # sent as a surrogate pair, which the server rejects
-]
-
-
-@pytest.mark.parametrize("path", VALID_PATHS)
-def test_valid_paths(path: str) -> None:
-    assert validate_path(path) == path
-    assert validate_path(path, sequential=True) == path
-
-
-@pytest.mark.parametrize("path", INVALID_PATHS)
-def test_invalid_paths(path: str) -> None:
-    with pytest.raises(InvalidPathError):
-        validate_path(path)
-
-
-@pytest.mark.parametrize("path", [None, b"/a", 1])
-def test_paths_must_be_str(path: object) -> None:
-    with pytest.raises(InvalidPathError):
-        validate_path(path)
-
-
-def test_sequential_paths() -> None:
-    # The server appends the counter before validating, so a trailing "/" (or "." / "..") is fine.
-    for path in ("/a/", "/", "/a/b/", "/a/.", "/a/.."):
-        assert validate_path(path, sequential=True) == path
-    for path in ("/a//", "//", "/a/./", "a/", "/\x00/", "/a/../"):
-        with pytest.raises(InvalidPathError):
-            validate_path(path, sequential=True)
-
-
-def test_paths_valid_only_as_a_sequential_prefix_stay_invalid_after_use() -> None:
-    # validate_path remembers paths it found valid: one accepted as a sequential prefix ("/a/", which
-    # the server completes) must not be remembered as valid on its own.
-    for path in ("/a/", "/a/.", "/b/.."):
-        assert validate_path(path, sequential=True) == path
-        with pytest.raises(InvalidPathError):
-            validate_path(path)
-        assert validate_path(path, sequential=True) == path
-
-
-def test_remembered_valid_paths_are_bounded() -> None:
-    for i in range(paths._KNOWN_VALID_MAX * 2 + 10):
-        validate_path(f"/bounded/{i}")
-        assert len(paths._known_valid) <= paths._KNOWN_VALID_MAX
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.text(alphabet="/a.\x00\x1f\ud800\ufff0b", max_size=6), min_size=1, max_size=8), st.booleans())
-def test_remembering_valid_paths_never_changes_a_verdict(candidates: list[str], sequential: bool) -> None:
-    def verdict(path: str, seq: bool) -> str | None:
-        try:
-            return validate_path(path, sequential=seq)
-        except InvalidPathError:
-            return None
-
-    def fresh(path: str, seq: bool) -> str | None:
-        try:
-            return paths._check_path(path, seq)
-        except InvalidPathError:
-            return None
-
-    for path in candidates * 2:  # each path twice: the second answer may come from memory
-        for seq in (sequential, not sequential):
-            assert verdict(path, seq) == fresh(path, seq)
 
 
 # ------------------------------------------------------------------------------------------- fuzz

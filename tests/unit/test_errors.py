@@ -1,18 +1,26 @@
-"""zkwire.errors: every error class exported and registered once, and copied with every detail kept."""
+"""zkwire.errors: every error class exported and registered once, each code mapped to its class, the classes
+pickled, and copied with every detail kept."""
 
 from __future__ import annotations
+
+import pickle
 
 import pytest
 
 from zkwire import errors
 from zkwire.errors import (
     AuthFailedError,
+    DataTooLargeError,
+    InvalidPathError,
     NoNodeError,
+    ProtocolError,
     ReplyTooLargeError,
     ServerError,
     UnknownServerError,
     ZKError,
     copy_error,
+    error_for_code,
+    error_name,
 )
 
 #: Every exception class zkwire.errors defines.
@@ -104,3 +112,108 @@ def test_an_unknown_code_and_an_auth_failure_keep_their_detail() -> None:
     auth = copy_error(AuthFailedError(detail="the server rejected a credential"))
     assert auth.detail == "the server rejected a credential"
     assert str(auth) == "Authentication failed (the server rejected a credential)"
+
+
+# ---------------------------------------------------------------------------------------- errors
+
+EXPECTED_CODES = {
+    -1: "SystemZKError",
+    -2: "RuntimeInconsistencyError",
+    -3: "DataInconsistencyError",
+    -4: "ConnectionLossError",
+    -5: "MarshallingError",
+    -6: "UnimplementedError",
+    -7: "OperationTimeoutError",
+    -8: "BadArgumentsError",
+    -12: "UnknownSessionError",
+    -13: "NewConfigNoQuorumError",
+    -14: "ReconfigInProgressError",
+    -100: "APIError",
+    -101: "NoNodeError",
+    -102: "NoAuthError",
+    -103: "BadVersionError",
+    -108: "NoChildrenForEphemeralsError",
+    -110: "NodeExistsError",
+    -111: "NotEmptyError",
+    -112: "SessionExpiredError",
+    -113: "InvalidCallbackError",
+    -114: "InvalidACLError",
+    -115: "AuthFailedError",
+    -118: "SessionMovedError",
+    -119: "NotReadOnlyError",
+    -120: "EphemeralOnLocalSessionError",
+    -121: "NoWatcherError",
+    -122: "RequestTimeoutError",
+    -123: "ReconfigDisabledError",
+    -124: "SessionClosedRequireSaslAuthError",
+    -125: "QuotaExceededError",
+    -127: "ThrottledOpError",
+}
+
+
+@pytest.mark.parametrize(("code", "class_name"), sorted(EXPECTED_CODES.items()))
+def test_error_code_maps_to_its_class(code: int, class_name: str) -> None:
+    cls = getattr(errors, class_name)
+    exc = error_for_code(code, "/x")
+    assert type(exc) is cls
+    assert isinstance(exc, errors.ServerError)
+    assert exc.code == code
+    assert exc.path == "/x"
+    assert "/x" in str(exc)
+    assert error_name(code) == cls.name
+    assert errors.ERROR_CLASSES[code] is cls
+
+
+def test_error_table_is_complete() -> None:
+    assert set(errors.ERROR_CLASSES) == set(EXPECTED_CODES)
+    assert error_name(0) == "OK"
+    assert error_name(-101) == "NONODE"
+
+
+@pytest.mark.parametrize("code", [-9, -15, -116, -117, -126, -1000, 1, 12345])
+def test_unknown_code_keeps_its_number(code: int) -> None:
+    exc = error_for_code(code, "/p")
+    assert type(exc) is UnknownServerError
+    assert exc.code == code
+    assert exc.path == "/p"
+    assert str(code) in str(exc)
+    assert error_name(code) == f"UNKNOWN({code})"
+
+
+@pytest.mark.parametrize("code", sorted(EXPECTED_CODES))
+def test_error_classes_pickle(code: int) -> None:
+    exc = error_for_code(code, "/a/b")
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is type(exc)
+    assert back.code == exc.code
+    assert back.path == "/a/b"
+    assert str(back) == str(exc)
+
+
+def test_unknown_error_and_other_errors_pickle() -> None:
+    exc = UnknownServerError(-999, "/q", "extra")
+    back = pickle.loads(pickle.dumps(exc))
+    assert (type(back), back.code, back.path, str(back)) == (UnknownServerError, -999, "/q", str(exc))
+    for other in (
+        ProtocolError("bad frame"),
+        DataTooLargeError("big"),
+        errors.InvalidArgumentError("bad flags"),
+        errors.ClientClosedError("closed"),
+    ):
+        again = pickle.loads(pickle.dumps(other))
+        assert type(again) is type(other)
+        assert str(again) == str(other)
+
+
+def test_invalid_path_error_pickles() -> None:
+    exc = InvalidPathError("a/b", 'must start with "/"')
+    back = pickle.loads(pickle.dumps(exc))
+    assert type(back) is InvalidPathError
+    assert (back.path, back.reason, str(back)) == ("a/b", exc.reason, str(exc))
+
+
+def test_error_hierarchy() -> None:
+    assert issubclass(ProtocolError, errors.ZKError)
+    assert issubclass(errors.ServerError, errors.ZKError)
+    assert issubclass(InvalidPathError, ValueError)
+    assert not issubclass(ProtocolError, errors.ServerError)

@@ -18,8 +18,6 @@ from zkwire.acl import ANYONE_ID
 from zkwire.client.fourletter import FourLetterWordError, four_letter_word
 from zkwire.constants import OpCode
 from zkwire.errors import InvalidArgumentError, ZKError
-from zkwire.sansio.hosts import parse_connect_string
-from zkwire.sansio.session import HostPort
 
 LIMIT = 10
 
@@ -81,61 +79,6 @@ async def test_bad_open_client_options_raise_before_connecting(case: str) -> Non
 def test_session_timeouts_in_range_are_accepted(timeout: float) -> None:
     client = zkwire.Client("127.0.0.1:1", session_timeout=timeout)
     assert client._core.requested_timeout == timeout
-
-
-def test_session_core_checks_its_options_too() -> None:
-    from zkwire.sansio.session import SessionCore
-
-    for kwargs in ({"session_timeout": -1}, {"session_timeout": math.nan}, {"max_frame": 0}):
-        with pytest.raises(InvalidArgumentError):
-            SessionCore([HostPort("h", 1)], **kwargs)
-    with pytest.raises(InvalidArgumentError):
-        SessionCore([])
-    # Backwards compatible: the old checks raised ValueError.
-    with pytest.raises(ValueError):
-        SessionCore([HostPort("h", 1)], session_timeout=0)
-
-
-# ------------------------------------------------------------------------------------------- connect strings
-
-BAD_HOSTS = [
-    "h:+2181",
-    "h:2_181",
-    "h: 2181",
-    "h:\uff12\uff11\uff18\uff11",  # fullwidth digits
-    "h:\u0662\u0661\u0668\u0661",  # Arabic-Indic digits
-    "h:",
-    "[::1]:",
-    "h:0",
-    "h:65536",
-    "h:-1",
-    "a..b:2181",
-    "h\x00:2181",
-    "h h:2181",
-    "[not-an-address]:2181",
-]
-
-
-@pytest.mark.parametrize("text", BAD_HOSTS)
-def test_lenient_connect_strings_are_refused(text: str) -> None:
-    with pytest.raises(InvalidArgumentError):
-        parse_connect_string(text)
-
-
-def test_connect_strings_still_accepted() -> None:
-    assert parse_connect_string("h") == ([HostPort("h", 2181)], "")
-    assert parse_connect_string("h:2181") == ([HostPort("h", 2181)], "")
-    assert parse_connect_string(" h1:1, h2:02 /app") == ([HostPort("h1", 1), HostPort("h2", 2)], "/app")
-    assert parse_connect_string("[::1]:2182,[fe80::1%eth0]") == (
-        [HostPort("::1", 2182), HostPort("fe80::1%eth0", 2181)],
-        "",
-    )
-    assert parse_connect_string("zk-1.example.com:65535") == ([HostPort("zk-1.example.com", 65535)], "")
-
-
-def test_connect_string_of_another_type() -> None:
-    with pytest.raises(InvalidArgumentError, match="str"):
-        parse_connect_string(2181)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------------------------ requests with bad input
