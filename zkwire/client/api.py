@@ -445,8 +445,7 @@ class Client(SessionHandle):
             yield pw
         finally:
             core = self._core
-            core.watches.discard(kind, server_path, pw)
-            if not core.watches.has_any(server_path) and core.state.is_connected and not self._driver.closing:
+            if core.forget_watch(kind, server_path, pw) and core.state.is_connected and not self._driver.closing:
                 with trio.CancelScope(shield=True), trio.move_on_after(core.read_timeout):
                     try:
                         await self._send(self._requests.remove_watches(path, WatcherType.ANY))

@@ -14,6 +14,27 @@ A connection goes through these :class:`Phase` s:
 
    The session reports CONNECTED (or READ_ONLY) once all of them are answered (:attr:`Handshake.done`).
 3. **OPEN**: user requests flow; **CLOSING**: closeSession sent.  **IDLE** between connections.
+
+Server values
+-------------
+What a server says in its ConnectResponse is checked before the session uses it
+(:func:`check_connect_response`, :func:`granted_timeout`).  A refused answer is a
+:class:`~zkwire.errors.ProtocolError`: the connection is dropped, the attempt counts toward
+back-off, and the next server is tried (the session, if there is one, is kept).
+
+* **Session password**: null, empty, or longer than :data:`MAX_PASSWORD` bytes -- refused.
+* **Read-only grant** the client did not ask for (``allow_read_only`` false) -- refused.
+* **Session id**: 0, or, on a re-attach, another id than the one presented -- refused (taking it
+  would start a new session silently).  An "expired" answer to a request for a new session --
+  refused (only a presented session can expire).
+* **Negotiated timeout** above both the requested timeout and :data:`TIMEOUT_CEILING` -- clamped to
+  the larger of the two.  The ping interval, the read timeout and client-side expiry run on the
+  clamped value, so a dead server is still noticed; the client may declare the session lost
+  earlier than the server would, never later.  A server raising a short request to its
+  ``minSessionTimeout`` is unaffected.
+* **Reply zxids** -- accepted: the client has nothing to check them against.  One that no honest
+  server has reached (2**63-1) makes them refuse the re-attach; the session then expires
+  client-side after the negotiated timeout (:class:`~zkwire.errors.SessionExpiredError`).
 """
 
 from __future__ import annotations
@@ -52,7 +73,7 @@ SET_WATCHES_BATCH_BYTES = 128 * 1024
 #: with room to spare): a watch on a longer path could not be re-registered after a reconnect.
 WATCH_FRAME_OVERHEAD = 64
 #: A negotiated session timeout above both this (seconds) and the requested one is clamped to the
-#: larger of the two for the client's own clocks (see "Server values" in SessionCore's docstring).
+#: larger of the two for the client's own clocks (see "Server values" above).
 TIMEOUT_CEILING = 60.0
 #: Longest session password accepted from a server (every ZooKeeper release sends 16 bytes).
 MAX_PASSWORD = 64
@@ -82,7 +103,7 @@ def connect_request(
 
 
 def check_connect_response(resp: ConnectResponse, presented: int, allow_read_only: bool) -> bytes:
-    """The refusals listed under "Server values" in SessionCore's docstring; returns the password.
+    """The refusals listed under "Server values" (see the module); returns the password.
 
     Raises:
         ProtocolError: the answer cannot be taken (the connection is dropped, the next server tried).

@@ -59,7 +59,7 @@ class HostRotation:
       request: a pause doubling from 50 ms to 1 s (:attr:`shorts`), reset by any other connection.
     """
 
-    __slots__ = ("_failed", "_hosts", "_index", "_preferred", "_rng", "_short", "laps", "shorts")
+    __slots__ = ("_failed", "_hosts", "_index", "_opened_at", "_preferred", "_rng", "_short", "laps", "shorts")
 
     def __init__(self, hosts: Sequence[HostPort], rng: random.Random) -> None:
         if not hosts:
@@ -71,6 +71,8 @@ class HostRotation:
         self._preferred: HostPort | None = None
         self._failed = 0
         self._short = 0
+        #: When the current connection reached the I/O layer (None between connections).
+        self._opened_at: float | None = None
         #: The pause after ``n`` full laps of failed attempts: ``laps.delay(n)``.
         self.laps = Backoff(0.05, 1.0, rng=rng)
         #: The pause after ``n + 1`` short connections in a row: ``shorts.delay(n)``.
@@ -103,6 +105,16 @@ class HostRotation:
     def reached(self) -> None:
         """A server answered the handshake: the next failure starts a new count."""
         self._failed = 0
+
+    def opened(self, now: float) -> None:
+        """A connection reached the I/O layer at ``now`` (timed for :meth:`closed`)."""
+        self._opened_at = now
+
+    def closed(self, now: float, answered: bool) -> None:
+        """The connection of :meth:`opened` is over at ``now`` (:meth:`ended`; once per connection)."""
+        opened, self._opened_at = self._opened_at, None
+        if opened is not None:
+            self.ended(now - opened, answered)
 
     def ended(self, lasted: float, answered: bool) -> None:
         """A connection that reached the I/O layer ended after ``lasted`` seconds; ``answered``: some

@@ -14,12 +14,32 @@ whatever else the server keeps sending.
 from __future__ import annotations
 
 from collections import deque
+from typing import NamedTuple
 
 from .handshake import Phase
 
-__all__ = ["Liveness"]
+__all__ = ["Due", "Liveness"]
 
 _INF = float("inf")
+
+
+class Due(NamedTuple):
+    """What the clocks ask of the session at a moment (:meth:`Liveness.due`), each with why; the session
+    acts on it."""
+
+    #: The client is to give the session up by itself (no server reached for the session timeout).
+    expire: str | None = None
+    #: The connection is to be dropped now.
+    drop: str | None = None
+    #: Answers still come, but none to anything recent: the session is to be SUSPENDED.
+    suspend: str | None = None
+    #: The oldest request in flight is lost: the connection is to be dropped, naming it.
+    lost: bool = False
+    #: A ping is to be sent.
+    ping: bool = False
+
+
+_NOTHING = Due()
 
 
 class Liveness:
@@ -42,7 +62,7 @@ class Liveness:
 
     def __init__(self, requested: float) -> None:
         self.requested = requested
-        #: The timeout the server granted (clamped: see SessionCore's "Server values"); None before.
+        #: The timeout the server granted (clamped: see "Server values" in handshake.py); None before.
         self.negotiated: float | None = None
         #: When anything was last sent on this connection (pings are due a ping interval later).
         self.last_send = 0.0
@@ -129,8 +149,13 @@ class Liveness:
         return self.answered_at + self.read_timeout
 
     def next_deadline(self, phase: Phase, connected: bool, oldest_sent: float | None) -> float:
-        """The next moment one of :meth:`dead`, :meth:`unconfirmed`, :meth:`lost` or :meth:`ping_due`
-        can change its answer (inf if none); ``oldest_sent``: when the oldest request in flight was."""
+        """The next moment :meth:`due` can change its answer (inf if none); ``connected``: the session is
+        CONNECTED or READ_ONLY; ``oldest_sent``: when the oldest request in flight was sent."""
+        deadline = self._connection_deadline(phase, connected, oldest_sent)
+        expiry = self.expiry(connected or phase is Phase.OPEN)
+        return deadline if expiry is None else min(deadline, expiry)
+
+    def _connection_deadline(self, phase: Phase, connected: bool, oldest_sent: float | None) -> float:
         if phase is Phase.HANDSHAKE:
             return self.connect_deadline
         if phase is Phase.SYNCING:
@@ -143,6 +168,26 @@ class Liveness:
         if oldest_sent is not None and self.last_confirmed > oldest_sent:
             deadline = min(deadline, oldest_sent + self.timeout)
         return deadline
+
+    def due(self, now: float, phase: Phase, connected: bool, oldest_sent: float | None, connect_timeout: float) -> Due:
+        """What is due at ``now`` (arguments as for :meth:`next_deadline`): the session given up
+        (:meth:`expiry`), else the connection dropped (:meth:`dead`), else, on a connection past its
+        handshake, the session suspended (:meth:`unconfirmed`, when open and connected) and either the
+        connection dropped for a lost request (:meth:`lost`) or a ping (:meth:`ping_due`)."""
+        expiry = self.expiry(connected or phase is Phase.OPEN)
+        if expiry is not None and now >= expiry:
+            return Due(expire=f"no server reached for {now - expiry + self.timeout:.1f}s")
+        reason = self.dead(now, phase, connect_timeout)
+        if reason is not None:
+            return Due(drop=reason)
+        if phase is not Phase.SYNCING and phase is not Phase.OPEN:
+            return _NOTHING
+        suspend = None
+        if phase is Phase.OPEN and connected and self.unconfirmed(now):
+            suspend = f"answers arrive, but none to anything sent in the last {now - self.last_confirmed:.2f}s"
+        if oldest_sent is not None and self.lost(now, oldest_sent):
+            return Due(suspend=suspend, lost=True)
+        return Due(suspend=suspend, ping=self.ping_due(now))
 
     def dead(self, now: float, phase: Phase, connect_timeout: float) -> str | None:
         """Why the connection is to be dropped now (None: it is not): no handshake answer in time;

@@ -5,14 +5,17 @@ broken TCP connection -- session id and password, the last zxid seen, auth crede
 registry -- and, for the connection currently in use, the handshake, the requests awaiting replies,
 and the liveness clocks.  It composes one part per job, each a module of its own:
 
+* :mod:`~zkwire.sansio.routing`: the incoming side, each frame the server sends routed to the part it
+  answers (the core's ``receive_*`` methods hand the bytes to it);
 * :mod:`~zkwire.sansio.hosts`: the servers, their order, and the back-off between attempts;
-* :mod:`~zkwire.sansio.liveness`: ping, read timeout, suspension and client-side expiry;
+* :mod:`~zkwire.sansio.liveness`: ping, read timeout, suspension and client-side expiry, and what the
+  timer is to do at a moment (the core carries it out);
 * :mod:`~zkwire.sansio.handshake`: the connection's phases (ConnectRequest and its answer, auth,
   SetWatches) and the session's credentials;
 * :mod:`~zkwire.sansio.matching`: the requests in flight, their xids, each reply checked against its
   request;
 * :mod:`~zkwire.sansio.watches`: the watch registry (watches are registered and removed here, as the
-  requests carrying them are answered);
+  requests carrying them are answered or the application drops them: :meth:`SessionCore.forget_watch`);
 * :mod:`~zkwire.sansio.events`: the state and the events handed to the I/O layer.
 
 The I/O layer drives it like this::
@@ -43,24 +46,18 @@ import random
 from collections.abc import Sequence
 from typing import Generic
 
-from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, EventType, KeeperState, OpCode, WatcherType
+from ..constants import DEFAULT_MAX_FRAME, PING_XID, EventType, OpCode, WatcherType
 from ..errors import (
     AuthFailedError,
     ClientClosedError,
     ConnectionLossError,
     InvalidArgumentError,
-    ProtocolError,
-    ReplyTooLargeError,
     SessionExpiredError,
     ZKError,
     copy_error,
-    error_for_code,
 )
-from ..protocol.codec import decode_connect_response, encode_request, op_name
-from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
-from ..protocol.framing import FrameDecoder, OversizeFrame
-from ..protocol.jute import Reader
-from ..protocol.records import Record, WatcherEvent
+from ..protocol.codec import encode_request, op_name
+from ..protocol.records import Record
 from .backoff import SHARED_RNG
 from .events import (
     AuthResult,
@@ -81,16 +78,14 @@ from .handshake import (
     WATCH_FRAME_OVERHEAD,
     Handshake,
     Phase,
-    check_connect_response,
     connect_request,
-    granted_timeout,
 )
 from .hosts import HostPort, HostRotation
 from .liveness import Liveness
 from .matching import RequestQueue
 from .options import check_max_frame, check_session_timeout
-from .paths import strip_chroot
-from .watches import WatchRegistry
+from .routing import FrameRouter
+from .watches import WatchKind, WatchRegistry
 
 __all__ = [
     "TokenT",
@@ -115,41 +110,22 @@ log = logging.getLogger("zkwire.session")
 
 
 class SessionCore(Generic[TokenT, WatcherT]):
-    """ZooKeeper session logic for one session across any number of connections.
-
-    Server values
-    -------------
-    What a server says in its ConnectResponse is checked before the session uses it
-    (:func:`~zkwire.sansio.handshake.check_connect_response`).  A refused answer is a
-    :class:`~zkwire.errors.ProtocolError`: the connection is dropped, the attempt counts toward
-    back-off, and the next server is tried (the session, if there is one, is kept).
-
-    * **Session password**: null, empty, or longer than :data:`MAX_PASSWORD` bytes -- refused.
-    * **Read-only grant** the client did not ask for (``allow_read_only`` false) -- refused.
-    * **Session id**: 0, or, on a re-attach, another id than the one presented -- refused (taking it
-      would start a new session silently).  An "expired" answer to a request for a new session --
-      refused (only a presented session can expire).
-    * **Negotiated timeout** above both the requested timeout and :data:`TIMEOUT_CEILING` -- clamped to
-      the larger of the two.  The ping interval, the read timeout and client-side expiry run on the
-      clamped value, so a dead server is still noticed; the client may declare the session lost
-      earlier than the server would, never later.  A server raising a short request to its
-      ``minSessionTimeout`` is unaffected.
-    * **Reply zxids** -- accepted: the client has nothing to check them against.  One that no honest
-      server has reached (2**63-1) makes them refuse the re-attach; the session then expires
-      client-side after the negotiated timeout (:class:`~zkwire.errors.SessionExpiredError`).
+    """ZooKeeper session logic for one session across any number of connections: the session's identity
+    and state, and the I/O layer's calls (connections, requests, timers) carried out on its parts (see the
+    module); the frames a server sends go to its :class:`~zkwire.sansio.routing.FrameRouter`.  What a
+    server says in its ConnectResponse is checked before the session uses it ("Server values" in
+    :mod:`~zkwire.sansio.handshake`).
     """
 
     __slots__ = (
         "_clock",
-        "_decoder",
         "_handshake",
         "_hosts",
-        "_opened_at",
         "_out",
         "_passwd",
         "_pending",
         "_phase",
-        "_read_only_connection",
+        "_router",
         "abandoned",
         "allow_read_only",
         "chroot",
@@ -176,8 +152,6 @@ class SessionCore(Generic[TokenT, WatcherT]):
         max_frame = check_max_frame(max_frame)
         #: The servers, their order and the back-off between attempts.
         self._hosts = HostRotation(hosts, rng or SHARED_RNG)
-        #: When the current connection was made (None between connections).
-        self._opened_at: float | None = None
         self._clock = Liveness(session_timeout)
         self.chroot = chroot
         self.allow_read_only = allow_read_only
@@ -192,12 +166,14 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self.watches: WatchRegistry[WatcherT] = WatchRegistry()
 
         self._phase = Phase.IDLE
-        self._decoder = FrameDecoder(max_frame, skip_oversize=True)
         self._out = bytearray()
         #: The requests in flight on this connection (a deque: ``len`` is on every request's path).
         self._pending: RequestQueue[TokenT, WatcherT] = RequestQueue()
         self._handshake: Handshake[TokenT, WatcherT] = Handshake(self._out, self._pending, max_frame)
-        self._read_only_connection = False
+        #: The incoming side: each frame the server sends, routed to the part it answers.
+        self._router: FrameRouter[TokenT, WatcherT] = FrameRouter(
+            self, self._pending, self._clock, self._handshake, self._hosts
+        )
         #: The id and password of the session once the client has declared it expired by itself (no
         #: server reached for the session timeout): the server may still hold it, and its ephemeral
         #: nodes, until it expires it there.  :func:`zkwire.sessions` closes such a session before it
@@ -213,7 +189,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     @property
     def negotiated_timeout(self) -> float | None:
-        """The session timeout the server granted (clamped: see "Server values"); None before."""
+        """The session timeout the server granted (clamped: see "Server values" in
+        :mod:`~zkwire.sansio.handshake`); None before."""
         return self._clock.negotiated
 
     @property
@@ -268,53 +245,35 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if self.state.is_terminal:
             return math.inf
         oldest = self._pending[0].sent if self._pending else None
-        deadline = self._clock.next_deadline(self._phase, self.state.is_connected, oldest)
-        expiry = self._client_side_expiry()
-        return deadline if expiry is None else min(deadline, expiry)
-
-    def _client_side_expiry(self) -> float | None:
-        # A server that still answers on an open connection would close it if the session expired.
-        return self._clock.expiry(self.state.is_connected or self._phase is Phase.OPEN)
+        return self._clock.next_deadline(self._phase, self.state.is_connected, oldest)
 
     def handle_timer(self, now: float) -> list[Event[TokenT, WatcherT]]:
+        """The clocks' decisions at ``now`` (:meth:`~zkwire.sansio.liveness.Liveness.due`), carried out:
+        the session expired, the connection dropped, the session suspended, a ping queued."""
         events: list[Event[TokenT, WatcherT]] = []
         if self.state.is_terminal:
             return events
         clock = self._clock
-        expiry = self._client_side_expiry()
-        if expiry is not None and now >= expiry:
-            log.warning(
-                "session 0x%x: no server reached for %.1fs, treating it as expired",
-                self.session_id,
-                now - expiry + self.session_timeout,
-            )
+        oldest = self._pending[0] if self._pending else None
+        sent = None if oldest is None else oldest.sent
+        due = clock.due(now, self._phase, self.state.is_connected, sent, self.connect_timeout)
+        if due.expire is not None:
+            log.warning("session 0x%x: %s, treating it as expired", self.session_id, due.expire)
             self.abandoned = (self.session_id, self._passwd)
             return self._expire(events, SessionExpiredError(detail="no server reachable for the session timeout"))
-        phase = self._phase
-        reason = clock.dead(now, phase, self.connect_timeout)
-        if reason is not None:
-            events.append(DropConnection(reason))
+        if due.drop is not None:
+            events.append(DropConnection(due.drop))
             return events
-        if phase is not Phase.SYNCING and phase is not Phase.OPEN:
-            return events
-        if phase is Phase.OPEN and self.state.is_connected and clock.unconfirmed(now):
+        if due.suspend is not None:
             # Answers keep coming, but to requests sent before the read timeout (a deep pipeline
             # draining; our pings wait behind it).  The application is told now, as it would be by a
             # dropped connection; the connection stays, and the next newer answer confirms the session.
-            log.info(
-                "session 0x%x: answers arrive, but none to anything sent in the last %.2fs: suspended",
-                self.session_id,
-                now - clock.last_confirmed,
-            )
+            log.info("session 0x%x: %s: suspended", self.session_id, due.suspend)
             self._set_state(events, SessionState.SUSPENDED)
-        if self._pending and clock.lost(now, self._pending[0].sent):
-            oldest = self._pending[0]
-            events.append(
-                DropConnection(
-                    f"{op_name(oldest.op)} request (xid {oldest.xid}) unanswered for {now - oldest.sent:.2f}s"
-                )
-            )
-        elif clock.ping_due(now):
+        if due.lost and oldest is not None:
+            reason = f"{op_name(oldest.op)} request (xid {oldest.xid}) unanswered for {now - oldest.sent:.2f}s"
+            events.append(DropConnection(reason))
+        elif due.ping:
             self._out += encode_request(PING_XID, OpCode.PING)
             clock.pinged(now)
         return events
@@ -344,9 +303,9 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if self.state.is_terminal:
             raise self.terminal_error()
         self.current_host = host
-        self._opened_at = now
+        self._hosts.opened(now)
         self._phase = Phase.HANDSHAKE
-        self._decoder = FrameDecoder(self.max_frame, skip_oversize=True)
+        self._router.connection_made()
         self._out.clear()
         self._clock.connection_made(now, self.connect_timeout)
         # A session only ever served by read-only servers is local to that server: a read-write server
@@ -365,9 +324,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         ``answered``: the server answered some request on it.  One that ended within
         :data:`~zkwire.sansio.hosts.SHORT_CONNECTION` unanswered lengthens :meth:`reconnect_delay`, even
         if its handshake succeeded."""
-        opened, self._opened_at = self._opened_at, None
-        if opened is not None:
-            self._hosts.ended(now - opened, answered)
+        self._hosts.closed(now, answered)
 
     def connection_lost(self, now: float, error: ZKError | None = None) -> list[Event[TokenT, WatcherT]]:
         """The socket is gone.  Pending requests fail; the session is suspended, not ended."""
@@ -485,6 +442,13 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     # ------------------------------------------------------------------ watches
 
+    def forget_watch(self, kind: WatchKind, path: str, watcher: WatcherT) -> bool:
+        """The application dropped ``watcher``'s watch of ``kind`` on server path ``path`` (leaving a
+        persistent watch's block): it is forgotten here.  True when the session holds no other watch on
+        the path, so the server's may go too (a removeWatches request, then :meth:`remove_watches`)."""
+        self.watches.discard(kind, path, watcher)
+        return not self.watches.has_any(path)
+
     def remove_watches(self, path: str, watcher_type: WatcherType) -> list[tuple[EventType, WatcherT]]:
         """The server removed this session's watches of ``watcher_type`` on server path ``path`` (a
         removeWatches request answered without error): the local watchers of the removed tables are
@@ -493,218 +457,27 @@ class SessionCore(Generic[TokenT, WatcherT]):
         PERSISTENT_WATCH_REMOVED)."""
         return self.watches.removed(path, watcher_type)
 
-    # ------------------------------------------------------------------ incoming bytes
+    # ------------------------------------------------------------------ incoming bytes (the router's)
 
     def receive_data(self, data: bytes | bytearray | memoryview, now: float) -> list[Event[TokenT, WatcherT]]:
-        """Bytes from the server: the events they complete.
+        """Bytes from the server: the events they complete (:class:`~zkwire.sansio.routing.FrameRouter`).
 
         A frame over ``max_frame`` is skipped as its bytes come (the connection is kept): the request it
         answers fails with :class:`~zkwire.errors.ReplyTooLargeError`; a watch notification that long
         is dropped with a warning (its watchers cannot be told apart without its path).
         """
-        events: list[Event[TokenT, WatcherT]] = []
-        if self._phase is Phase.IDLE:
-            return events
-        try:
-            frames = self._decoder.feed(data)
-        except ProtocolError as e:
-            events.append(DropConnection(f"bad framing from server: {e}"))
-            return events
-        return self._handle_frames(frames, now, events)
+        return self._router.receive_data(data, now)
 
     def receive_buffer(self) -> memoryview | None:
         """Where the I/O layer may read the next bytes directly (``recv_into``), then report them with
         :meth:`received_into`: the rest of a large reply's buffer, sized from its length prefix; None
         when no large reply is in progress (read up to :data:`~zkwire.protocol.framing.READ_SIZE`
         bytes and hand them to :meth:`receive_data`)."""
-        if self._phase is Phase.IDLE:
-            return None
-        return self._decoder.receive_buffer()
+        return self._router.receive_buffer()
 
     def received_into(self, n: int, now: float) -> list[Event[TokenT, WatcherT]]:
         """``n`` bytes were read into the view :meth:`receive_buffer` returned."""
-        events: list[Event[TokenT, WatcherT]] = []
-        if self._phase is Phase.IDLE:
-            return events
-        return self._handle_frames(self._decoder.received(n), now, events)
-
-    def _handle_frames(
-        self, frames: list[bytes | memoryview | OversizeFrame], now: float, events: list[Event[TokenT, WatcherT]]
-    ) -> list[Event[TokenT, WatcherT]]:
-        for payload in frames:
-            try:
-                if isinstance(payload, OversizeFrame):
-                    self._handle_oversize(payload, now, events)
-                elif self._phase is Phase.HANDSHAKE:
-                    self._handle_connect_response(payload, now, events)
-                else:
-                    self._handle_frame(payload, now, events)
-            except ProtocolError as e:
-                events.append(DropConnection(f"malformed frame from server: {e}"))
-                return events
-            if events and isinstance(events[-1], DropConnection):
-                return events
-        if self._decoder.error is not None:
-            # A bad length came after complete frames: those were handled above, now the stream ends.
-            events.append(DropConnection(f"bad framing from server: {self._decoder.error}"))
-        return events
-
-    def _handle_oversize(self, frame: OversizeFrame, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
-        """A frame over ``max_frame`` (its bytes are being skipped): the request it answers fails with
-        :class:`~zkwire.errors.ReplyTooLargeError`, the connection carries on.
-
-        A watch notification that large (possible only for a persistent recursive watch on a path nearly
-        ``max_frame`` long, or a ``max_frame`` below the server's) cannot be read: which watchers it
-        wakes depends on its path.  It is dropped with a warning, the connection kept (a reconnect would
-        not bring it back).  Anything else that large -- a connect response, a ping or auth reply, a
-        reply to no outstanding request -- is a broken stream.
-        """
-        if self._phase is Phase.HANDSHAKE:
-            raise ProtocolError(f"connect response of {frame.length} bytes exceeds max_frame ({self.max_frame})")
-        xid, zxid, err = _REPLY_HEADER.unpack(frame.head)
-        if xid == WATCH_XID:
-            log.warning(
-                "session 0x%x: skipped a watch notification of %d bytes (over max_frame, %d bytes)",
-                self.session_id,
-                frame.length,
-                self.max_frame,
-            )
-            return
-        if not self._pending or self._pending[0].xid != xid:
-            raise ProtocolError(f"frame of {frame.length} bytes (xid {xid}) answers no outstanding request")
-        if err:
-            raise ProtocolError(f"error reply of {frame.length} bytes")
-        p = self._pending.popleft()
-        self._confirm(p.sent, now, events)
-        if zxid > self.last_zxid:
-            self.last_zxid = zxid
-        if p.token is None:
-            raise ProtocolError(f"{op_name(p.op)} reply of {frame.length} bytes")
-        log.warning(
-            "session 0x%x: %s reply of %d bytes skipped (over max_frame, %d bytes)",
-            self.session_id,
-            op_name(p.op),
-            frame.length,
-            self.max_frame,
-        )
-        events.append(Reply(p.token, zxid, None, ReplyTooLargeError(frame.length, self.max_frame, p.path)))
-
-    def _handle_connect_response(
-        self, payload: bytes | memoryview, now: float, events: list[Event[TokenT, WatcherT]]
-    ) -> None:
-        if len(payload) == 16:
-            # Observed on 3.8.0: a read-only server refuses to create a session (without local sessions
-            # enabled) by answering the ConnectRequest with a bare ReplyHeader carrying the error.
-            _, _, err = _REPLY_HEADER.unpack_from(payload, 0)
-            events.append(DropConnection(f"server refused the session: {error_for_code(err)}"))
-            return
-        resp = decode_connect_response(bytes(payload))
-        presented = self.session_id if self.seen_read_write else 0  # as in connection_made
-        if resp.expired:
-            if not presented:
-                raise ProtocolError("a request for a new session was answered 'expired'")
-            log.warning("session 0x%x expired (server %s)", self.session_id, self.current_host)
-            self._expire(events, SessionExpiredError())
-            events.append(DropConnection("session expired"))
-            return
-        self._passwd = check_connect_response(resp, presented, self.allow_read_only)
-        self.session_id = resp.session_id
-        self._clock.attached(granted_timeout(resp, self.requested_timeout, self.current_host), now)
-        self._hosts.reached()
-        read_only = bool(resp.read_only)
-        if not read_only:
-            self.seen_read_write = True
-        log.info(
-            "session 0x%x attached via %s (timeout %d ms%s)",
-            self.session_id,
-            self.current_host,
-            resp.timeout,
-            ", read-only" if read_only else "",
-        )
-        self._phase = Phase.SYNCING
-        self._read_only_connection = read_only
-        self._handshake.attach(self.watches, self.last_zxid, now)
-        self._clock.last_send = now
-        self._maybe_open(events)
-
-    def _maybe_open(self, events: list[Event[TokenT, WatcherT]]) -> None:
-        if self._phase is Phase.SYNCING and self._handshake.done:
-            self._phase = Phase.OPEN
-            self._set_state(events, SessionState.READ_ONLY if self._read_only_connection else SessionState.CONNECTED)
-
-    def _handle_frame(self, payload: bytes | memoryview, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
-        if len(payload) < 16:
-            raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
-        xid, zxid, err = _REPLY_HEADER.unpack_from(payload, 0)
-        if xid == PING_XID:
-            sent = self._clock.ping_answered()
-            if sent is not None:
-                self._confirm(sent, now, events)
-            return
-        if xid == WATCH_XID:
-            self._handle_notification(payload, events)
-            return
-        if xid == AUTH_XID:
-            self._handle_auth_reply(err, events)
-            return
-        p, body = self._pending.answer(xid, err, payload)
-        # _confirm, inlined (once per reply)
-        if self._clock.confirm(p.sent, now) and self.state is SessionState.SUSPENDED:
-            self._confirmed_again(p.sent, now, events)
-        if zxid > self.last_zxid:
-            self.last_zxid = zxid
-        if p.token is None:  # the core's own request
-            if p.op != OpCode.CLOSE_SESSION:  # SetWatches
-                self._handshake.step_answered(err)
-                self._maybe_open(events)
-            return
-        watch = p.watch
-        if watch is not None:
-            self.watches.answered(p.op, watch.kind, watch.path, watch.watcher, err)
-        events.append(Reply(p.token, zxid, body, error_for_code(err, p.path) if err else None))
-
-    def _confirm(self, sent: float, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
-        """The server answered, at ``now``, something we sent at ``sent``: it heard from us then or later."""
-        if self._clock.confirm(sent, now) and self.state is SessionState.SUSPENDED:
-            self._confirmed_again(sent, now, events)
-
-    def _confirmed_again(self, sent: float, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
-        """Something newer than anything before was answered while suspended on an open connection."""
-        if self._phase is Phase.OPEN and now < sent + self.read_timeout:
-            log.info("session 0x%x: confirmed again on the same connection", self.session_id)
-            self._set_state(events, SessionState.READ_ONLY if self._read_only_connection else SessionState.CONNECTED)
-
-    def _handle_auth_reply(self, err: int, events: list[Event[TokenT, WatcherT]]) -> None:
-        cred, token, error = self._handshake.auth_answered(err, syncing=self._phase is Phase.SYNCING)
-        if error is None:
-            if token is not None:
-                events.append(AuthResult(token, None))
-            self._maybe_open(events)
-            return
-        if token is not None:
-            events.append(AuthResult(token, error))
-        if token is None or cred.required:
-            # A credential the session was opened with, or one the server accepted before, is refused:
-            # the session cannot be what the application asked for.
-            self._fail_pending(events, AuthFailedError(detail="the server rejected a credential"))
-            self._set_state(events, SessionState.AUTH_FAILED, error)
-        events.append(DropConnection("authentication failed"))
-
-    def _handle_notification(self, payload: bytes | memoryview, events: list[Event[TokenT, WatcherT]]) -> None:
-        r = Reader(payload, 16)
-        ev = WatcherEvent.read(r)
-        r.expect_end("WatcherEvent")
-        server_path = ev.path or "/"
-        watchers = self.watches.fire(ev.type, server_path)
-        try:
-            etype: EventType | int = EventType(ev.type)
-        except ValueError:
-            etype = ev.type
-        try:
-            kstate: KeeperState | int = KeeperState(ev.state)
-        except ValueError:
-            kstate = ev.state
-        events.append(WatchNotification(etype, kstate, strip_chroot(self.chroot, server_path), watchers))
+        return self._router.received_into(n, now)
 
     # ------------------------------------------------------------------ state
 
