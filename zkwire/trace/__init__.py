@@ -3,6 +3,8 @@
 * :mod:`~zkwire.trace.schema` -- construct schemas of every record layout (also the differential tests'
   reference);
 * :mod:`~zkwire.trace.decoder` -- a conversation decoder: client and server byte streams -> decoded frames;
+* :mod:`~zkwire.trace.client_frames`, :mod:`~zkwire.trace.server_frames` -- its two sides' frames, over
+  :mod:`~zkwire.trace.streams` (one direction's bytes) and :mod:`~zkwire.trace.pairing` (replies to requests);
 * :mod:`~zkwire.trace.frames` -- the decoded frame, its kinds and directions;
 * :mod:`~zkwire.trace.bodies` -- how the decoder reads records (the construct schemas, behind an interface);
 * :mod:`~zkwire.trace.masking`, :mod:`~zkwire.trace.notes` -- where a frame's secrets are, what its note says;

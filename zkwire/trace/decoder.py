@@ -18,7 +18,11 @@ field that does not fit still has them masked (from where the secret starts to t
 shown, when its extent cannot be trusted).  A length prefix that is negative or over the maximum
 leaves the rest of that direction undecodable: it is reported once, and after that the bytes are only counted.
 
-The parts: :mod:`~zkwire.trace.frames` (what a frame is), :mod:`~zkwire.trace.bodies` (reading records),
+The parts: :class:`ConversationDecoder` frames both directions and composes
+:mod:`~zkwire.trace.client_frames` (the client's frames) and :mod:`~zkwire.trace.server_frames` (the
+server's), which share :mod:`~zkwire.trace.streams` (one direction's bytes and place) and
+:mod:`~zkwire.trace.pairing` (the requests a reply pairs with); :mod:`~zkwire.trace.frames` (what a frame
+is), :mod:`~zkwire.trace.bodies` (reading records),
 :mod:`~zkwire.trace.masking` (where secrets are), :mod:`~zkwire.trace.notes` (what a note says) and
 :mod:`~zkwire.trace.render` (a frame as a line or as JSON; its functions are importable from here too).
 """
@@ -26,24 +30,19 @@ The parts: :mod:`~zkwire.trace.frames` (what a frame is), :mod:`~zkwire.trace.bo
 from __future__ import annotations
 
 import dataclasses
-import re
 import struct
-from collections import deque
-from dataclasses import dataclass
-from typing import Any, Literal
 
-from ..constants import AUTH_XID, DEFAULT_MAX_FRAME, PING_XID, WATCH_XID, OpCode
-from ..errors import InvalidArgumentError, ProtocolError, error_name
-from ..protocol import fourletter
-from ..protocol.codec import op_name
+from ..constants import DEFAULT_MAX_FRAME, OpCode
+from ..errors import InvalidArgumentError
 from ..protocol.framing import LENGTH as _INT
-from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
-from ..protocol.framing import REQUEST_HEADER as _REQUEST_HEADER
 from .bodies import BodyDecoder, SchemaBodies
-from .frames import CLIENT, SERVER, DecodedFrame, Direction, FrameKind, format_zxid
+from .client_frames import ClientFrames
+from .frames import CLIENT, SERVER, DecodedFrame, format_zxid
 from .masking import SecretRole, request_role, secret_spans, shifted
-from .notes import event_note, multi_ops, path_of, reply_note, request_note
+from .pairing import RequestLedger
 from .render import capped, format_frame, frame_to_json
+from .server_frames import ServerFrames
+from .streams import FOUR_LETTER_WORDS, Side, is_four_letter, looks_like_text, starts_mid_conversation
 
 __all__ = [
     "DecodedFrame",
@@ -61,49 +60,7 @@ __all__ = [
     "SERVER",
 ]
 
-#: Commands the 3.8 server recognises as the first four bytes of a connection.
-FOUR_LETTER_WORDS = frozenset(word.encode("ascii") for word in fourletter.FOUR_LETTER_WORDS)
-_TELNET_CLOSE = b"\xff\xf4\xff\xfd"
-
 _MALFORMED_PREVIEW = 64
-# Ops the server answers at once, so their replies may overtake others still in the pipeline.
-_OUT_OF_BAND = frozenset({OpCode.AUTH, OpCode.SASL})
-
-#: How one side's bytes are read: ZooKeeper frames, a four-letter word, or the server's text answer to one.
-_Mode = Literal["zk", "4lw", "text"]
-#: Where one side is: before its connect record, in its frames, or past a length it cannot frame.
-_State = Literal["handshake", "frames", "broken"]
-
-
-@dataclass(slots=True)
-class _Pending:
-    op: int
-    path: str | None
-    time: float | None
-    ops: tuple[str, ...] = ()  # a multi's operations, as "create /a"
-
-
-class _Side:
-    __slots__ = ("buf", "direction", "eof", "index", "mode", "offset", "skipped", "started", "state")
-
-    def __init__(self, direction: Direction) -> None:
-        self.direction: Direction = direction
-        self.buf = bytearray()
-        self.offset = 0  # stream offset of buf[0]
-        self.index = 0
-        self.mode: _Mode | None = None
-        self.state: _State = "handshake"
-        self.skipped = 0
-        self.started = False
-        self.eof = False
-
-
-def _is_four_letter(head: bytes) -> bool:
-    return head in FOUR_LETTER_WORDS or head == _TELNET_CLOSE
-
-
-def _looks_like_text(head: bytes) -> bool:
-    return all(32 <= b < 127 or b in (9, 10, 13) for b in head)
 
 
 class ConversationDecoder:
@@ -129,22 +86,20 @@ class ConversationDecoder:
         self.handshake = handshake
         self.compiled = compiled
         self.bodies: BodyDecoder = bodies if bodies is not None else SchemaBodies(compiled=compiled)
-        self._client = _Side(CLIENT)
-        self._server = _Side(SERVER)
+        self._client = Side(CLIENT)
+        self._server = Side(SERVER)
         if not handshake:
             self._client.state = self._server.state = "frames"
-        self._pending: dict[int, _Pending] = {}
-        self._pings: deque[float | None] = deque()
-        #: Server bytes were skipped: requests answered in them are dropped at the next paired reply.
-        self._server_gap = False
-        self._four_letter_word: str | None = None
+        self._ledger = RequestLedger()
+        self._client_frames = ClientFrames(self.bodies, self._ledger)
+        self._server_frames = ServerFrames(self.bodies, self._ledger)
 
     # ------------------------------------------------------------------------------------ public
 
     @property
     def pending(self) -> dict[int, int]:
         """Requests not answered yet: xid to op code."""
-        return {xid: p.op for xid, p in self._pending.items()}
+        return {xid: p.op for xid, p in self._ledger.pending.items()}
 
     @property
     def undecodable_bytes(self) -> dict[str, int]:
@@ -175,9 +130,9 @@ class ConversationDecoder:
         if side.mode is None:
             if len(side.buf) < 4:
                 return []
-            side.mode = "4lw" if _is_four_letter(bytes(side.buf[:4])) else "zk"
+            side.mode = "4lw" if is_four_letter(bytes(side.buf[:4])) else "zk"
         if side.mode == "4lw":
-            return self._client_four_letter(side, now)
+            return self._client_frames.four_letter(side, now)
         return self._split(side, now)
 
     def feed_server(self, data: bytes | bytearray | memoryview, now: float | None = None) -> list[DecodedFrame]:
@@ -193,7 +148,7 @@ class ConversationDecoder:
             elif len(side.buf) >= 4:
                 # Only the server's side is known: a 4lw answer is text, whose first 4 bytes are no valid length.
                 n = _INT.unpack_from(side.buf)[0]
-                text = not 0 <= n <= self.max_frame and _looks_like_text(bytes(side.buf[:4]))
+                text = not 0 <= n <= self.max_frame and looks_like_text(bytes(side.buf[:4]))
                 side.mode = "text" if text else "zk"
             else:
                 return []
@@ -209,23 +164,7 @@ class ConversationDecoder:
         """The server closed its side; this completes a four-letter-word answer."""
         side = self._server
         if side.mode == "text" and not side.eof:
-            side.eof = True
-            raw = bytes(side.buf)
-            side.buf.clear()
-            frame = DecodedFrame(
-                direction=SERVER,
-                kind="four_letter",
-                index=side.index,
-                offset=side.offset,
-                size=len(raw),
-                payload=raw,
-                op_name=self._four_letter_word,
-                record={"text": raw.decode("utf-8", "replace")},
-                time=now,
-            )
-            side.index += 1
-            side.offset += len(raw)
-            return [frame]
+            return [self._server_frames.text_answer(side, self._client_frames.word, now)]
         return self._finish(side, now)
 
     def skip(
@@ -252,9 +191,8 @@ class ConversationDecoder:
         side.state = "frames"
         side.skipped += dropped
         if side.direction == SERVER:
-            self._server_gap = True
-            self._pings.clear()
-        frame = self._frame(side, "skipped", b"", side.offset, now, note=f"{dropped} bytes {reason}")
+            self._ledger.server_skipped()
+        frame = side.frame("skipped", b"", side.offset, now, note=f"{dropped} bytes {reason}")
         frame = dataclasses.replace(frame, size=dropped)
         side.offset += dropped
         return [frame]
@@ -265,7 +203,7 @@ class ConversationDecoder:
 
     # ----------------------------------------------------------------------------------- framing
 
-    def _accept(self, side: _Side, data: bytes | bytearray | memoryview) -> bool:
+    def _accept(self, side: Side, data: bytes | bytearray | memoryview) -> bool:
         if not data:
             return False
         if side.state == "broken" or side.eof:
@@ -274,7 +212,7 @@ class ConversationDecoder:
         side.buf += data
         return True
 
-    def _finish(self, side: _Side, now: float | None) -> list[DecodedFrame]:
+    def _finish(self, side: Side, now: float | None) -> list[DecodedFrame]:
         if side.eof:
             return []
         side.eof = True
@@ -296,11 +234,11 @@ class ConversationDecoder:
             message = f"connection closed inside a frame: {left - 4} of {n} payload bytes"
             spans = shifted(self._secret_spans_of(side, raw[4:], exact=False, full_length=n), 4)
         preview = raw if spans else raw[:_MALFORMED_PREVIEW]
-        frame = self._malformed(side, preview, side.offset, message, now, secret_spans=spans)
+        frame = side.malformed(preview, side.offset, message, now, secret_spans=spans)
         side.offset += left
         return [frame]
 
-    def _split(self, side: _Side, now: float | None) -> list[DecodedFrame]:
+    def _split(self, side: Side, now: float | None) -> list[DecodedFrame]:
         buf = side.buf
         frames: list[DecodedFrame] = []
         pos = 0
@@ -309,11 +247,11 @@ class ConversationDecoder:
             n = _INT.unpack_from(buf, pos)[0]
             if n < 0 or n > self.max_frame:
                 head = bytes(buf[pos : pos + 4])
-                hint = " (looks like text: not a ZooKeeper stream?)" if _looks_like_text(head) else ""
+                hint = " (looks like text: not a ZooKeeper stream?)" if looks_like_text(head) else ""
                 message = f"frame length {n} outside 0..{self.max_frame}{hint}; rest of the stream skipped"
                 preview = bytes(buf[pos : pos + _MALFORMED_PREVIEW])
                 spans = shifted(self._secret_spans_of(side, preview[4:], exact=False), 4)
-                frames.append(self._malformed(side, preview, side.offset + pos, message, now, secret_spans=spans))
+                frames.append(side.malformed(preview, side.offset + pos, message, now, secret_spans=spans))
                 side.state = "broken"
                 side.skipped += end - pos
                 pos = end
@@ -324,39 +262,16 @@ class ConversationDecoder:
             payload = bytes(buf[pos + 4 : stop])
             offset = side.offset + pos
             if side.direction == CLIENT:
-                frames.append(self._client_frame(side, payload, offset, now))
+                frames.append(self._client_frames.frame(side, payload, offset, now))
             else:
-                frames.append(self._server_frame(side, payload, offset, now))
+                frames.append(self._server_frames.frame(side, payload, offset, now))
             pos = stop
         del buf[:pos]
         side.offset += pos
         return frames
 
-    def _frame(
-        self, side: _Side, kind: FrameKind, payload: bytes, offset: int, now: float | None, **fields: Any
-    ) -> DecodedFrame:
-        frame = DecodedFrame(
-            direction=side.direction,
-            kind=kind,
-            index=side.index,
-            offset=offset,
-            size=len(payload),
-            payload=payload,
-            time=now,
-            **fields,
-        )
-        side.index += 1
-        return frame
-
-    def _malformed(
-        self, side: _Side, payload: bytes, offset: int, error: str, now: float | None, **fields: Any
-    ) -> DecodedFrame:
-        if fields.get("secret_spans"):
-            error = _BYTE_VALUE.sub("a byte", error)  # a decoding error may quote a byte of the secret
-        return self._frame(side, "malformed", payload, offset, now, error=error, **fields)
-
     def _secret_spans_of(
-        self, side: _Side, payload: bytes, *, exact: bool, full_length: int | None = None
+        self, side: Side, payload: bytes, *, exact: bool, full_length: int | None = None
     ) -> tuple[tuple[int, int], ...]:
         """Secret spans of a (possibly partial) payload that is the next frame of ``side``."""
         first = side.state == "handshake"
@@ -364,253 +279,26 @@ class ConversationDecoder:
         # a handshake even where none was expected.
         zero = payload[:4] == b"\x00\x00\x00\x00"
         if side.direction == CLIENT:
-            if (first and not _starts_mid_conversation(payload, 8)) or zero:
+            if (first and not starts_mid_conversation(payload, 8)) or zero:
                 role: SecretRole | None = "connect_request"
             else:
                 role = request_role(payload)
-        elif (first and not _starts_mid_conversation(payload, 16)) or zero:
+        elif (first and not starts_mid_conversation(payload, 16)) or zero:
             role = "connect_response"
         else:
             role = None
             if len(payload) >= 4:
-                pending = self._pending.get(_INT.unpack_from(payload)[0])
+                pending = self._ledger.pending.get(_INT.unpack_from(payload)[0])
                 if pending is not None and pending.op == OpCode.SASL:
                     role = "sasl_reply"
         return secret_spans(role, payload, exact=exact, full_length=full_length)
-
-    # ------------------------------------------------------------------------------ client side
-
-    def _client_four_letter(self, side: _Side, now: float | None) -> list[DecodedFrame]:
-        if side.started:
-            side.skipped += len(side.buf)
-            side.buf.clear()
-            return []
-        word = bytes(side.buf[:4])
-        record: dict[str, Any] = {"command": word.decode("latin-1") if word != _TELNET_CLOSE else "telnet-close"}
-        take = 4
-        if word == b"stmk":  # set trace mask: an 8-byte mask follows
-            if len(side.buf) < 12:
-                return []
-            record["mask"] = struct.unpack_from(">q", side.buf, 4)[0]
-            take = 12
-        side.started = True
-        self._four_letter_word = record["command"]
-        raw = bytes(side.buf[:take])
-        del side.buf[:take]
-        frame = self._frame(side, "four_letter", raw, 0, now, op_name=record["command"], record=record)
-        side.offset = take
-        side.skipped += len(side.buf)
-        side.buf.clear()
-        return [frame]
-
-    def _client_frame(self, side: _Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
-        if side.state == "handshake":
-            side.state = "frames"
-            if not _starts_mid_conversation(payload, 8):
-                return self._connect_request(side, payload, offset, now)
-            return _with_note(self._client_frame(side, payload, offset, now), _MID_CONVERSATION)
-        if len(payload) < 8:
-            return self._malformed(side, payload, offset, f"{len(payload)} bytes: too short for a RequestHeader", now)
-        xid, op = _REQUEST_HEADER.unpack_from(payload)
-        fields: dict[str, Any] = {"xid": xid, "op": op, "op_name": op_name(op)}
-        record: Any = None
-        error: str | None = None
-        try:
-            record = self.bodies.request(payload)
-        except ProtocolError as e:
-            error = str(e)
-        path = path_of(record)
-        notes: list[str] = []
-        if op == OpCode.PING:
-            kind: FrameKind = "ping"
-            self._pings.append(now)
-        else:
-            kind = "auth" if op == OpCode.AUTH else "request"
-            if xid in self._pending:
-                notes.append(f"xid {xid} reused while a {op_name(self._pending[xid].op)} with it is pending")
-            self._pending[xid] = _Pending(op, path, now, multi_ops(op, record))
-        spans = secret_spans(request_role(payload), payload, exact=error is None)
-        if error is not None and xid == 0:
-            # xid 0 is a ConnectRequest's protocolVersion: a handshake where none was expected.
-            spans = secret_spans("connect_request", payload, exact=False)
-        detail = request_note(op, record)
-        if detail:
-            notes.append(detail)
-        note = "; ".join(notes) or None
-        if error is not None:
-            return self._malformed(side, payload, offset, error, now, note=note, secret_spans=spans, **fields)
-        return self._frame(
-            side, kind, payload, offset, now, path=path, record=record, note=note, secret_spans=spans, **fields
-        )
-
-    def _connect_request(self, side: _Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
-        try:
-            record = self.bodies.connect_request(payload)
-        except ProtocolError as e:
-            spans = secret_spans("connect_request", payload, exact=False)
-            return self._malformed(side, payload, offset, f"ConnectRequest: {e}", now, secret_spans=spans)
-        sid = record["session_id"]
-        note = "new session" if sid == 0 else f"reattach session 0x{sid & 0xFFFFFFFFFFFFFFFF:x}"
-        return self._frame(
-            side,
-            "connect",
-            payload,
-            offset,
-            now,
-            op_name="connect",
-            zxid=record["last_zxid_seen"],
-            record=record,
-            note=note,
-            secret_spans=secret_spans("connect_request", payload, exact=True),
-        )
-
-    # ------------------------------------------------------------------------------ server side
-
-    def _server_frame(self, side: _Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
-        if side.state == "handshake":
-            side.state = "frames"
-            if not _starts_mid_conversation(payload, 16):
-                return self._connect_response(side, payload, offset, now)
-            return _with_note(self._server_frame(side, payload, offset, now), _MID_CONVERSATION)
-        if len(payload) < 16:
-            return self._malformed(side, payload, offset, f"{len(payload)} bytes: too short for a ReplyHeader", now)
-        xid, zxid, err = _REPLY_HEADER.unpack_from(payload)
-        fields: dict[str, Any] = {"xid": xid, "zxid": zxid, "err": err, "err_name": error_name(err)}
-        # xid 0 is a ConnectResponse's protocolVersion: a handshake where none was expected, unless the
-        # frame decodes as the reply it would pair with.
-        zero_spans = secret_spans("connect_response", payload, exact=False) if xid == 0 else ()
-        notes: list[str] = []
-        latency: float | None = None
-        path: str | None = None
-        sub_ops: tuple[str, ...] = ()
-        if xid == WATCH_XID:
-            kind: FrameKind = "event"
-            op = int(OpCode.NOTIFICATION)
-        elif xid == PING_XID:
-            kind, op = "ping", int(OpCode.PING)
-            if self._pings:
-                sent = self._pings.popleft()
-                latency = _elapsed(sent, now)
-            else:
-                notes.append("no ping outstanding")
-        else:
-            kind = "auth" if xid == AUTH_XID else "reply"
-            oldest = self._oldest_in_band()
-            pending = self._pending.get(xid)
-            if pending is None:
-                if xid == AUTH_XID:
-                    op = int(OpCode.AUTH)
-                else:
-                    notes.append(f"no pending request with xid {xid}")
-                    if err == 0 and len(payload) > 16:
-                        notes.append(f"{len(payload) - 16} body bytes not decoded")
-                    note = "; ".join(notes)
-                    return self._frame(
-                        side,
-                        kind,
-                        payload,
-                        offset,
-                        now,
-                        op=None,
-                        op_name=None,
-                        note=note,
-                        secret_spans=zero_spans,
-                        **fields,
-                    )
-            else:
-                if self._server_gap and pending.op not in _OUT_OF_BAND:
-                    # Replies were skipped: the in-band requests sent before this one were answered there.
-                    self._server_gap = False
-                    self._forget_in_band(before=xid)
-                    oldest = xid
-                del self._pending[xid]
-                op, path, sub_ops = pending.op, pending.path, pending.ops
-                latency = _elapsed(pending.time, now)
-                if op not in _OUT_OF_BAND and oldest is not None and oldest != xid:
-                    notes.append(f"out of order: xid {oldest} was sent earlier and is still pending")
-        fields.update(op=op, op_name=op_name(op), path=path, latency=latency)
-        if op == OpCode.SASL and err == 0 and kind == "reply":
-            fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=False)
-        try:
-            record = self.bodies.reply(op, payload)
-        except ProtocolError as e:
-            if zero_spans and "secret_spans" not in fields:
-                fields["secret_spans"] = zero_spans
-            return self._malformed(side, payload, offset, str(e), now, note="; ".join(notes) or None, **fields)
-        if "secret_spans" in fields:
-            fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=True)
-        if kind == "event":
-            fields["path"] = path_of(record)
-            notes.insert(0, event_note(record))
-        else:
-            outcome = reply_note(op, record, sub_ops)
-            if outcome:
-                notes.append(outcome)
-        return self._frame(side, kind, payload, offset, now, record=record, note="; ".join(notes) or None, **fields)
-
-    def _connect_response(self, side: _Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
-        try:
-            record = self.bodies.connect_response(payload)
-        except ProtocolError as e:
-            spans = secret_spans("connect_response", payload, exact=False)
-            return self._malformed(side, payload, offset, f"ConnectResponse: {e}", now, secret_spans=spans)
-        if record["timeout"] <= 0:
-            note = "session expired or rejected"
-        else:
-            sid = record["session_id"] & 0xFFFFFFFFFFFFFFFF
-            note = f"session 0x{sid:x}, timeout {record['timeout']} ms" + (", read-only" if record["read_only"] else "")
-        return self._frame(
-            side,
-            "connect_response",
-            payload,
-            offset,
-            now,
-            op_name="connect",
-            record=record,
-            note=note,
-            secret_spans=secret_spans("connect_response", payload, exact=True),
-        )
-
-    def _forget_in_band(self, before: int) -> None:
-        """Drop the pending requests (auth and sasl aside) sent before the one with xid ``before``."""
-        for xid in list(self._pending):
-            if xid == before:
-                return
-            if self._pending[xid].op not in _OUT_OF_BAND:
-                del self._pending[xid]
-
-    def _oldest_in_band(self) -> int | None:
-        # dicts keep insertion order: the first pending request that is not auth/sasl is the oldest.
-        for xid, p in self._pending.items():
-            if p.op not in _OUT_OF_BAND:
-                return xid
-        return None
-
-
-_MID_CONVERSATION = "no connect handshake: the capture starts mid-conversation"
-
-
-def _starts_mid_conversation(payload: bytes, header_size: int) -> bool:
-    # The connect records open with protocolVersion 0; later frames open with an xid, which is never 0.
-    return len(payload) >= header_size and payload[:4] != b"\x00\x00\x00\x00"
-
-
-def _with_note(frame: DecodedFrame, note: str) -> DecodedFrame:
-    return dataclasses.replace(frame, note=note if frame.note is None else f"{note}; {frame.note}")
-
-
-def _elapsed(sent: float | None, now: float | None) -> float | None:
-    return None if sent is None or now is None else now - sent
-
-
-_BYTE_VALUE = re.compile(r"byte 0x[0-9a-fA-F]+")
 
 
 def detect_side(data: bytes | bytearray | memoryview) -> str:
     """Which side sent ``data``: the client if it opens with a ConnectRequest (length 44 or 45 and
     protocolVersion 0) or a four-letter word, else the server."""
     head = bytes(data[:8])
-    if len(head) >= 4 and _is_four_letter(head[:4]):
+    if len(head) >= 4 and is_four_letter(head[:4]):
         return CLIENT
     if len(head) == 8:
         n, proto = struct.unpack(">ii", head)

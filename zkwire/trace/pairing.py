@@ -1,0 +1,55 @@
+"""What pairs a server's replies with the client's requests: the requests still pending by xid, the
+pings in flight, and whether server bytes were skipped (then the requests answered in them are
+forgotten at the next paired reply)."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from ..constants import OpCode
+
+__all__ = ["OUT_OF_BAND", "Pending", "RequestLedger"]
+
+# Ops the server answers at once, so their replies may overtake others still in the pipeline.
+OUT_OF_BAND = frozenset({OpCode.AUTH, OpCode.SASL})
+
+
+@dataclass(slots=True)
+class Pending:
+    op: int
+    path: str | None
+    time: float | None
+    ops: tuple[str, ...] = ()  # a multi's operations, as "create /a"
+
+
+class RequestLedger:
+    """The requests and pings sent and not answered yet, in the order they were sent."""
+
+    __slots__ = ("gap", "pending", "pings")
+
+    def __init__(self) -> None:
+        self.pending: dict[int, Pending] = {}
+        self.pings: deque[float | None] = deque()
+        #: Server bytes were skipped: requests answered in them are dropped at the next paired reply.
+        self.gap = False
+
+    def server_skipped(self) -> None:
+        """Server bytes went by undecoded: the replies in them are lost."""
+        self.gap = True
+        self.pings.clear()
+
+    def forget_in_band(self, before: int) -> None:
+        """Drop the pending requests (auth and sasl aside) sent before the one with xid ``before``."""
+        for xid in list(self.pending):
+            if xid == before:
+                return
+            if self.pending[xid].op not in OUT_OF_BAND:
+                del self.pending[xid]
+
+    def oldest_in_band(self) -> int | None:
+        # dicts keep insertion order: the first pending request that is not auth/sasl is the oldest.
+        for xid, p in self.pending.items():
+            if p.op not in OUT_OF_BAND:
+                return xid
+        return None
