@@ -18,8 +18,9 @@ matplotlib is missing).  See bench/README.md for what each metric means.
 Read from :func:`main` down: :func:`parser` and :func:`plan` turn the command line into a :class:`Plan` (peers,
 metrics, sizes, the tasks of a round, the bounds); :func:`run_all` starts the server and runs
 :func:`run_rounds` (each child through :func:`run_child`), the once-metrics and the codec benchmark;
-:func:`report` prints :func:`tables` (each built by :func:`table`) and :func:`write_json` writes the JSON.
-The peers' measurement loops are in bench/peers/__init__.py.
+:func:`report` prints :func:`tables` (each built by ``table``) and :func:`write_json` writes the JSON.  What is
+measured (the metrics, the rows, the scale groups) is bench/benchlib/rows.py; the tables, their verdicts and
+the chart, bench/benchlib/tables.py; the peers' measurement loops, bench/peers/__init__.py.
 """
 
 from __future__ import annotations
@@ -27,11 +28,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,25 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(ROOT))
 
+from benchlib.rows import (  # noqa: E402
+    ALL_METRICS,
+    FULL,
+    ONCE_METRICS,
+    QUICK,
+    ROUND_METRICS,
+    SCALE,
+    SCALE_GROUPS,
+    Row,
+    ScaleGroup,
+)
+from benchlib.tables import (  # noqa: E402
+    chart,
+    codec_table,
+    fmt,
+    medians,
+    spreads,
+    table,
+)
 from peers import (  # noqa: E402
     PEERS,
     Params,
@@ -53,190 +71,6 @@ from peers import (  # noqa: E402
     java_peer,
     payload_path,
 )
-
-#: Metrics run in interleaved rounds, in this order.
-ROUND_METRICS = ["seq", "pipelined", "create_delete", "lock_cycle", "contended", "handoff"]
-#: Metrics run once per peer, after the rounds.
-ONCE_METRICS = ["herd", "mem_session", "mem_waiter"]
-ALL_METRICS = ROUND_METRICS + ONCE_METRICS
-
-FULL = Params(
-    warm=1.0,
-    jit_warm=2.0,
-    measure=2.0,
-    samples=3000,
-    handoffs=100,
-    waiters=100,
-    idle_sessions=50,
-    mem_waiters=200,
-)
-QUICK = Params(
-    warm=0.25,
-    jit_warm=0.5,
-    measure=0.5,
-    samples=1000,
-    handoffs=30,
-    waiters=100,
-    idle_sessions=10,
-    mem_waiters=50,
-)
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the table: a figure of a metric."""
-
-    metric: str
-    figure: str
-    label: str
-    unit: str
-    higher_is_better: bool
-    #: The target against the Java column: (comparison, factor), e.g. (">=", 0.9); None: no target.
-    java_target: tuple[str, float] | None = None
-    #: What the Java column is for this row.
-    java_is: str = "Java client"
-    #: Absolute slack when comparing with kazoo and aiozk (counts of watch events are small integers).
-    slack: float = 0.0
-
-
-ROWS = [
-    Row("seq", "p50_us", "sequential getData latency, p50", "µs", False, ("<=", 1.5)),
-    Row("seq", "p99_us", "sequential getData latency, p99", "µs", False, ("<=", 1.5)),
-    Row("seq", "cpu_us_per_op", "sequential getData, client CPU per op (process CPU / ops)", "µs", False),
-    Row("pipelined", "ops_per_s", "pipelined getData, one session, 128 in flight", "ops/s", True, (">=", 0.9)),
-    Row("create_delete", "ops_per_s", "create+delete, sequential (each request one op)", "ops/s", True),
-    Row("lock_cycle", "ms", "uncontended lock acquire+release", "ms/cycle", False, ("<=", 1.0), "Curator"),
-    Row(
-        "contended", "grants_per_s", "contended lock, 4 workers / 2 sessions", "grants/s", True, (">=", 1.0), "Curator"
-    ),
-    Row("handoff", "p50_ms", "lock handoff latency, p50", "ms", False, None, "Curator"),
-    Row("handoff", "p99_ms", "lock handoff latency, p99", "ms", False, None, "Curator"),
-    Row(
-        "herd",
-        "server_triggers_per_release",
-        "herd: watchers the server triggers per release",
-        "count",
-        False,
-        None,
-        "Curator",
-        0.05,
-    ),
-    Row(
-        "herd",
-        "wakeups_per_release",
-        "herd: waiters woken per release (client side)",
-        "count",
-        False,
-        None,
-        "Curator",
-        0.05,
-    ),
-    Row("mem_session", "rss_kib", "memory per idle session, RSS", "KiB", False),
-    Row("mem_session", "heap_kib", "memory per idle session, heap (tracemalloc / JVM heap)", "KiB", False),
-    Row("mem_waiter", "rss_kib", "memory per waiting lock contender, RSS", "KiB", False, None, "Curator"),
-    Row("mem_waiter", "heap_kib", "memory per waiting lock contender, heap", "KiB", False, None, "Curator"),
-]
-
-
-@dataclass(frozen=True)
-class ScaleGroup:
-    """A family of scale rows: one child run per (size, peer, round), with the size in ``Params``."""
-
-    name: str
-    #: The peer metric that runs it (the depth and payload groups reuse ``pipelined`` and ``seq``).
-    peer_metric: str
-    sizes: tuple[int, ...]
-    title: str
-    #: (figure, label, unit, higher is better)
-    figures: tuple[tuple[str, str, str, bool], ...]
-    java_is: str = "Java client"
-
-    def key(self, size: int) -> str:
-        return f"{self.name}@{size}"
-
-    def params(self, p: Params, size: int) -> Params:
-        if self.peer_metric == "pipelined":
-            return dataclasses.replace(p, window=size)
-        return dataclasses.replace(p, arg=size)
-
-    def path(self, path: str, size: int) -> str:
-        return payload_path(path, size) if self.name == "scale_payload" else path
-
-    def rows(self, size: int) -> list[Row]:
-        n = _size(size) if self.name == "scale_payload" else f"{size:,}"
-        return [
-            Row(self.key(size), fig, f"{self.title.format(n=n)}: {label}", unit, higher, None, self.java_is)
-            for fig, label, unit, higher in self.figures
-        ]
-
-
-def _size(n: int) -> str:
-    """A byte count as the tables write it: 1 MB, 64 KiB, 100."""
-    if n >= 1_000_000 and n % 1_000_000 == 0:
-        return f"{n // 1_000_000} MB"
-    if n >= 1024 and n % 1024 == 0:
-        return f"{n // 1024} KiB"
-    return f"{n:,}"
-
-
-SCALE_GROUPS = [
-    ScaleGroup(
-        "scale_waiters",
-        "waiters",
-        (100, 1000),
-        "{n} waiters on one lock",
-        (
-            ("queue_s", "time until all queued", "s", False),
-            ("drain_grants_per_s", "drain", "grants/s", True),
-            ("rss_kib", "RSS per waiter", "KiB", False),
-            ("heap_kib", "heap per waiter", "KiB", False),
-            ("cpu_us_per_grant", "client CPU per grant", "µs", False),
-            ("server_bytes_per_grant", "bytes the server sent per grant", "bytes", False),
-            ("server_packets_per_grant", "server packets per grant", "count", False),
-        ),
-        "Curator",
-    ),
-    ScaleGroup(
-        "scale_sessions",
-        "sessions",
-        (10, 100, 1000),
-        "{n} sessions in one process",
-        (
-            ("rss_kib", "RSS per session", "KiB", False),
-            ("ops_per_s", "getData round-robin", "ops/s", True),
-            ("cpu_us_per_op", "client CPU per getData", "µs", False),
-        ),
-    ),
-    ScaleGroup(
-        "scale_depth",
-        "pipelined",
-        (1, 8, 64, 512, 4096),
-        "pipelined getData, {n} in flight",
-        (("ops_per_s", "throughput", "ops/s", True),),
-    ),
-    ScaleGroup(
-        "scale_payload",
-        "seq",
-        (1024, 65536, 1_000_000),
-        "getData of {n}",
-        (
-            ("mean_us", "time per op", "µs", False),
-            ("cpu_us_per_op", "client CPU per op", "µs", False),
-        ),
-    ),
-    ScaleGroup(
-        "scale_children",
-        "children",
-        (10_000, 100_000),
-        "getChildren of {n} children",
-        (
-            ("ms_per_call", "time per call (p50)", "ms", False),
-            ("cpu_ms_per_call", "client CPU per call", "ms", False),
-        ),
-    ),
-]
-SCALE = {g.name: g for g in SCALE_GROUPS}
-
 
 # --------------------------------------------------------------------------------------------------------
 # the server
@@ -357,177 +191,6 @@ def run_child(peer: str, metric: str, hosts: str, path: str, p: Params, java_cp:
     return {"error": f"exit {proc.returncode}: {tail}"}
 
 
-# --------------------------------------------------------------------------------------------------------
-# report
-
-
-def fmt(v: float | None) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    if abs(v) >= 10:
-        return f"{v:.1f}"
-    return f"{v:.2f}"
-
-
-#: Keys of a child's figures that are bookkeeping, not figures.
-NOT_FIGURES = {"round"}
-
-
-def medians(results: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, dict[str, dict[str, float | None]]]:
-    return _summary(results, statistics.median)
-
-
-def spreads(results: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per (metric, peer, figure): [min, max] over the measured rounds."""
-    return _summary(results, lambda vals: [min(vals), max(vals)])
-
-
-def _summary(results: dict[str, dict[str, list[dict[str, Any]]]], f: Callable[[list[float]], Any]) -> Any:
-    out: dict[str, dict[str, dict[str, Any]]] = {}
-    for metric, by_peer in results.items():
-        out[metric] = {}
-        for peer, runs in by_peer.items():
-            good = [r for r in runs if "error" not in r]
-            if not good:
-                continue
-            keys = [k for k, v in good[0].items() if (isinstance(v, int | float) or v is None) and k not in NOT_FIGURES]
-            out[metric][peer] = {}
-            for k in keys:
-                vals = [r[k] for r in good if r.get(k) is not None]
-                out[metric][peer][k] = f(vals) if vals else None
-    return out
-
-
-def round_ratios(runs_z: list[dict[str, Any]], runs_j: list[dict[str, Any]], figure: str) -> list[float]:
-    """zkwire ÷ Java per measured round (runs paired by their round), where both have the figure."""
-    java = {r.get("round"): r.get(figure) for r in runs_j if "error" not in r}
-    out = []
-    for r in runs_z:
-        z, j = r.get(figure), java.get(r.get("round"))
-        if "error" not in r and z is not None and j:
-            out.append(z / j)
-    return out
-
-
-def _better_or_equal(a: float, b: float, higher: bool, slack: float = 0.0) -> bool:
-    """``a`` is at least as good as ``b`` (within 0.5 %, or ``slack`` absolute)."""
-    return a >= b * 0.995 - slack if higher else a <= b * 1.005 + slack
-
-
-#: Between the two ends of a range in the tables.
-DASH = "\u2013"
-
-
-def _cell(v: float | None, spread: list[float] | None) -> str:
-    """The median, with the range over the rounds when there was more than one value."""
-    if v is None or not spread or fmt(spread[0]) == fmt(spread[1]):
-        return fmt(v)
-    return f"{fmt(v)} ({fmt(spread[0])}{DASH}{fmt(spread[1])})"
-
-
-def table(
-    med: dict[str, dict[str, dict[str, float | None]]],
-    peers: list[str],
-    metrics: list[str],
-    rows: list[Row] | None = None,
-    results: dict[str, dict[str, list[dict[str, Any]]]] | None = None,
-) -> tuple[str, list[dict[str, Any]]]:
-    """Markdown table of ``rows`` (default: the main rows) for ``metrics``: medians, with the minimum and maximum
-    over the measured rounds in parentheses when ``results`` holds more than one round; the ratio to
-    Java/Curator likewise (the ratio of the medians, and the range of the per-round ratios)."""
-    rows = ROWS if rows is None else rows
-    spread = spreads(results) if results else {}
-    has_java = "java" in peers and "zkwire" in peers
-    has_targets = any(r.java_target is not None for r in rows if r.metric in metrics)
-    rivals: list[str] = [p for p in ("kazoo", "aiozk") if p in peers]
-    head = ["metric"] + [PEERS[p][1] for p in peers]
-    if has_java:
-        head += ["zkwire ÷ Java/Curator (range over rounds)"] + (["target vs Java/Curator"] if has_targets else [])
-    if "zkwire" in peers and rivals:
-        head.append("ahead of " + " & ".join(rivals))
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
-    verdicts: list[dict[str, Any]] = []
-    for row in rows:
-        if row.metric not in metrics:
-            continue
-        vals = {p: med.get(row.metric, {}).get(p, {}).get(row.figure) for p in peers}
-        if all(v is None for v in vals.values()):
-            continue
-        better = "higher" if row.higher_is_better else "lower"
-        ranges = {p: spread.get(row.metric, {}).get(p, {}).get(row.figure) for p in peers}
-        cells = [f"{row.label} ({row.unit}, {better} is better)"] + [_cell(vals[p], ranges[p]) for p in peers]
-        verdict: dict[str, Any] = {"metric": row.metric, "figure": row.figure, "label": row.label}
-        if has_java:
-            cells += _java_cells(row, vals, results, has_targets, verdict)
-        if "zkwire" in peers and rivals:
-            cells.append(_rivals_cell(row, vals, rivals, verdict))
-        verdicts.append(verdict)
-        lines.append("| " + " | ".join(cells) + " |")
-    return ("\n".join(lines) if verdicts else ""), verdicts
-
-
-def _java_cells(
-    row: Row,
-    vals: dict[str, float | None],
-    results: dict[str, dict[str, list[dict[str, Any]]]] | None,
-    has_targets: bool,
-    verdict: dict[str, Any],
-) -> list[str]:
-    """The ratio to Java/Curator (and the target's verdict, when the table has targets); notes both in
-    ``verdict``."""
-    z, j = vals.get("zkwire"), vals.get("java")
-    ratio = z / j if z is not None and j is not None and j else None
-    per_round = (
-        round_ratios(results[row.metric].get("zkwire", []), results[row.metric].get("java", []), row.figure)
-        if results and row.metric in results
-        else []
-    )
-    text = f"{ratio:.2f}x" if ratio is not None else "n/a"
-    if ratio is not None and len(per_round) > 1:
-        text += f" ({min(per_round):.2f}{DASH}{max(per_round):.2f})"
-    verdict["ratio_to_java"] = ratio
-    verdict["ratio_to_java_per_round"] = per_round
-    if not has_targets:
-        return [text]
-    if row.java_target is None:
-        return [text, "—"]
-    op, factor = row.java_target
-    if ratio is None:
-        return [text, f"{op} {factor}x: n/a"]
-    met = ratio >= factor if op == ">=" else ratio <= factor
-    verdict["java_target"] = f"{op} {factor}"
-    verdict["java_target_met"] = met
-    return [text, f"{op.replace('>=', '≥').replace('<=', '≤')} {factor}x: {'met' if met else 'MISSED'}"]
-
-
-def _rivals_cell(row: Row, vals: dict[str, float | None], rivals: list[str], verdict: dict[str, Any]) -> str:
-    """Whether zkwire is at least as good as kazoo and aiozk on this row; notes who is ahead in ``verdict``."""
-    z = vals.get("zkwire")
-    if z is None:
-        return "n/a"
-    behind = [
-        p
-        for p in rivals
-        if (v := vals.get(p)) is not None and not _better_or_equal(z, v, row.higher_is_better, row.slack)
-    ]
-    compared = [p for p in rivals if vals.get(p) is not None]
-    verdict["behind"] = behind
-    return "n/a" if not compared else "yes" if not behind else "NO (" + ", ".join(behind) + ")"
-
-
-def codec_table(codec: dict[str, Any] | None) -> str:
-    if not codec or "results" not in codec:
-        return ""
-    lines = ["| codec, per message | implementation | µs | x fast path |", "|---|---|---:|---:|"]
-    for r in codec["results"]:
-        lines.append(
-            f"| {r['operation']} | {r['implementation']} | {r['us_per_op']:.2f} | {r['relative_to_fast']:.1f} |"
-        )
-    return "\n".join(lines)
-
-
 def run_codec(quick: bool) -> dict[str, Any] | None:
     script = HERE / "codec_bench.py"
     if not script.exists():
@@ -544,51 +207,6 @@ def run_codec(quick: bool) -> dict[str, Any] | None:
         if proc.returncode != 0 or not out.exists():
             return {"error": proc.stderr[-1500:]}
         return dict(json.loads(out.read_text()))
-
-
-def chart(med: dict[str, dict[str, dict[str, float | None]]], peers: list[str], png: Path) -> str:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return "matplotlib is not installed: no chart (pip install matplotlib, or the project's bench extra)"
-    rows = [r for r in ROWS if any(med.get(r.metric, {}).get(p, {}).get(r.figure) is not None for p in peers)]
-    if not rows:
-        return "nothing to chart"
-    cols = 4
-    nrows = (len(rows) + cols - 1) // cols
-    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.2 * nrows), squeeze=False)
-    colors = {
-        "zkwire": "#d62728",
-        "raw": "#7f7f7f",
-        "trio": "#bcbd22",
-        "least": "#17becf",
-        "kazoo": "#1f77b4",
-        "aiozk": "#2ca02c",
-        "java": "#ff7f0e",
-    }
-    for ax, row in zip(axes.flat, rows, strict=False):
-        names, values, cs = [], [], []
-        for p in peers:
-            v = med.get(row.metric, {}).get(p, {}).get(row.figure)
-            if v is not None:
-                names.append(p)
-                values.append(v)
-                cs.append(colors.get(p, "#999999"))
-        ax.bar(names, values, color=cs)
-        ax.set_title(
-            f"{row.label}\n({row.unit}, {'higher' if row.higher_is_better else 'lower'} is better)", fontsize=8
-        )
-        ax.tick_params(axis="both", labelsize=7)
-    for ax in list(axes.flat)[len(rows) :]:
-        ax.axis("off")
-    fig.tight_layout()
-    png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(png, dpi=90)
-    plt.close(fig)
-    return f"chart written to {png}"
 
 
 def machine() -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run import DASH, fmt
+from benchlib.tables import DASH, fmt
 
 PEERS = [
     ("zkwire", "zkwire / zklock"),

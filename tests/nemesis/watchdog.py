@@ -1,7 +1,7 @@
 """Liveness while the run goes on, through an observer session of the parent's own (not proxied).
 
 - Stall: no grant for longer than the bound (3T by default) plus the fault time in the stall, while at
-  least one worker waits in acquire (the rule of ``checker.check_liveness``, applied live).  A stall is
+  least one worker waits in acquire (the rule of ``checker.liveness.check_liveness``, applied live).  A stall is
   logged once per episode as a ``stuck`` record naming the node at the head of the queue: its name,
   its ephemeralOwner session, and whether that session belongs to a live worker and what it does.
 - Ghosts: two nodes carrying the same protected uuid at the same time are two nodes for one acquire.

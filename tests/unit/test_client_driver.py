@@ -2,7 +2,7 @@
 the ``connect`` hook of open_client, against tests/helpers/fakeserver.py's sans-I/O FakeServer, on trio's
 autojump clock (timeouts, pings and back-off take no real time).
 
-The real-server suites (test_session_real, test_ops_real_server...) cover the same paths against
+The real-server suites (test_session_real, tests/server/ops...) cover the same paths against
 ZooKeeper itself; these pin the driver's own logic: handshake, request/reply, pipelining, watch events,
 reconnect with the same session, expiry, close, and the caller/reader socket hand-off.
 

@@ -7,7 +7,9 @@ and function docstrings, attribute docstrings and ``#:`` comments, read with ``a
 ``:data:``, ``:attr:``, ``:exc:``, ``:obj:``), an autodoc directive, or a dotted name starting with
 ``zkwire.`` or ``zklock.``.  It resolves when the longest importable module prefix imports and ``getattr``
 finds the rest; a name without a package prefix is looked up as Sphinx would (the enclosing class, the
-module, the packages above it), then among the public names of ``zkwire`` and ``zklock``.
+module, the packages above it), then among the public names of ``zkwire`` and ``zklock``.  A path under
+``zkwire/``, ``zklock/``, ``tests/``, ``bench/`` or ``examples/`` to a module file (``tests/helpers/ops.py``) or
+to a folder, written with its trailing slash (``tests/server/ops/``), resolves when it exists.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ _ROLE = re.compile(r":(?:py:)?(mod|class|func|meth|data|attr|exc|obj|const):`([^
 _AUTODOC = re.compile(r"^\s*\.\. auto(?:module|class|function|exception|data|attribute|method)::\s*(\S+)", re.M)
 _DOTTED = re.compile(r"(?<![\w./~-])((?:zkwire|zklock)(?:\.[A-Za-z_]\w*)+)")
 _PATH = re.compile(r"(?<![\w./-])((?:zkwire|zklock|tests|bench|examples)/(?:[\w-]+/)*[\w-]+\.py)\b")
+#: A folder, written with its trailing slash (``tests/server/ops/``).
+_FOLDER = re.compile(r"(?<![\w./-])((?:zkwire|zklock|tests|bench|examples)/(?:[\w-]+/)+)(?![\w.-])")
 _LOGGER_ROW = re.compile(r"^\s*\* - ``([\w.]+)``", re.M)
 
 #: Module paths the changelog records as moved or removed (``zkwire.codec`` -> ``zkwire.protocol.codec``).
@@ -46,13 +50,13 @@ _KNOWN_STALE: set[tuple[str, str]] = set()
 @dataclass(frozen=True)
 class Reference:
     where: str  # "path:line"
-    target: str  # the dotted name, as written (``~`` and ``()`` removed), or a path to a module file
+    target: str  # the dotted name, as written (``~`` and ``()`` removed), a path to a module file or a folder
     scopes: tuple[str, ...]  # where a name without a package prefix is looked up, innermost first
     line: str  # the text around it, for the exemptions
 
     @property
     def is_path(self) -> bool:
-        return self.target.endswith(".py")
+        return self.target.endswith((".py", "/"))
 
     @property
     def file(self) -> str:
@@ -96,7 +100,7 @@ def _references_in_text(text: str, where: str, first_line: int, scopes: tuple[st
             continue
         loc, line = at(match.start())
         yield Reference(loc, match[1], (), line)
-    for match in _PATH.finditer(text):
+    for match in (*_PATH.finditer(text), *_FOLDER.finditer(text)):
         loc, line = at(match.start())
         yield Reference(loc, match[1], (), line)
 
@@ -237,7 +241,7 @@ def resolves(name: str) -> bool:
 def _resolve(reference: Reference) -> bool:
     target = reference.target
     if reference.is_path:
-        return (ROOT / target).is_file()
+        return (ROOT / target).is_dir() if target.endswith("/") else (ROOT / target).is_file()
     if target.startswith("."):  # relative: a sibling of the enclosing module, or anything ending so
         return any(resolves(scope + target) for scope in reference.scopes)
     if target.split(".")[0] in PACKAGES:
@@ -266,6 +270,7 @@ def test_references_are_found() -> None:
     assert {"README.md", "docs/logging.rst", "CHANGELOG.md", "zkwire/__init__.py", "zklock/__init__.py"} <= files
     targets = {r.target for r in references}
     assert {"zkwire.protocol", "zkwire.client.aio", "zklock.Mutex"} <= targets
+    assert {"tests/server/ops/", "tests/server/quirks/", "tests/nemesis/checker/"} <= targets  # folders too
 
 
 @pytest.mark.parametrize(
