@@ -94,6 +94,31 @@ async def open_client(
         NotInTrioError: called outside trio (from asyncio, say): see :mod:`zkwire.client.aio`.
     """
     require_trio("zkwire.open_client")  # a clear error from asyncio, with the way in
+    client = make_client(
+        hosts,
+        session_timeout=session_timeout,
+        allow_read_only=allow_read_only,
+        ssl_context=ssl_context,
+        auth=auth,
+        max_frame=max_frame,
+        connect=connect,
+    )
+    async with running(client, wait_connected=wait_connected):
+        yield client
+
+
+def make_client(
+    hosts: str,
+    *,
+    session_timeout: float = 10.0,
+    allow_read_only: bool = False,
+    ssl_context: ssl.SSLContext | None = None,
+    auth: Sequence[tuple[str, bytes | str]] = (),
+    max_frame: int | None = None,
+    connect: Connect | None = None,
+) -> Client:
+    """A :class:`Client` with its options checked and ``auth`` queued, not yet running: what
+    :func:`open_client` opens (also used to close a session abandoned by an earlier client)."""
     client = Client(
         hosts,
         session_timeout=session_timeout,
@@ -109,8 +134,7 @@ async def open_client(
             raise InvalidArgumentError("auth entries must be (scheme, credential) pairs")
         scheme, credential = entry
         client._queue_auth(scheme, credential, required=True)
-    async with running(client, wait_connected=wait_connected):
-        yield client
+    return client
 
 
 @asynccontextmanager

@@ -31,7 +31,7 @@ from ..errors import AuthFailedError, ClientClosedError, InvalidInputError, Sess
 from ..sansio.backoff import Backoff
 from ..sansio.session import SessionState
 from .aio import require_trio
-from .api import Client, open_client, running
+from .api import Client, make_client, open_client, running
 from .groups import task_nursery
 
 __all__ = ["Sessions", "sessions", "SessionSource", "current_client"]
@@ -154,15 +154,9 @@ async def close_abandoned(hosts: str, session: tuple[int, bytes], options: dict[
     session does, as long as no server answers; a refusal of any other kind is logged and the next
     session opened anyway.
     """
-    client = Client(
-        hosts,
-        session_timeout=options.get("session_timeout", 10.0),
-        ssl_context=options.get("ssl_context"),
-        max_frame=options.get("max_frame"),
-        connect=options.get("connect"),
-    )
-    for scheme, credential in options.get("auth", ()):
-        client._queue_auth(scheme, credential, required=True)
+    # A read-only server cannot close it: only read-write servers are asked.
+    given = {k: v for k, v in options.items() if k != "wait_connected"}
+    client = make_client(hosts, **{**given, "allow_read_only": False})
     client._core.resume(*session)
     try:
         async with running(client, wait_connected=True):
