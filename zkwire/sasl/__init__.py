@@ -1,0 +1,15 @@
+"""SASL mechanisms for ZooKeeper sessions (``open_client(sasl=...)``).
+
+* :class:`~zkwire.sasl.digest.DigestMD5` -- DIGEST-MD5 (RFC 2831), what ZooKeeper's
+  ``DigestLoginModule`` serves; standard library only.
+
+A mechanism is a :class:`~zkwire.sasl.mechanism.SaslMechanism`: the session core runs the exchange on
+every connection and asks it only for tokens.  This package imports nothing of the session or the trio
+layer.
+"""
+
+from __future__ import annotations
+
+from .mechanism import MAX_SASL_ROUNDS, SaslExchange, SaslMechanism
+
+__all__ = ["SaslExchange", "SaslMechanism", "MAX_SASL_ROUNDS"]
