@@ -63,9 +63,12 @@ async def test_open_client_refuses_a_credential_that_cannot_be_sent_before_conne
 @pytest.mark.parametrize("scheme", ["Digest", "nosuchscheme"])
 async def test_open_client_with_a_refused_credential_raises_auth_failed(zk_hosts: str, scheme: str) -> None:
     with trio.fail_after(LIMIT):
-        with pytest.raises(zkwire.AuthFailedError):
+        with pytest.raises(zkwire.AuthFailedError) as caught:
             async with zkwire.open_client(zk_hosts, auth=[("digest", "ok:pw"), (scheme, "u:p")]):
                 raise AssertionError("the session must not report connected")
+    # The reason names the refused credential's scheme, never its value.
+    assert caught.value.detail == f"the server rejected the {scheme!r} credential"
+    assert "u:p" not in str(caught.value)
 
 
 async def test_refused_credential_without_waiting_for_the_connection(zk_hosts: str) -> None:
@@ -75,8 +78,10 @@ async def test_refused_credential_without_waiting_for_the_connection(zk_hosts: s
                 with pytest.raises(zkwire.AuthFailedError):
                     await zk.wait_connected()
                 assert zk.state is SessionState.AUTH_FAILED
-                with pytest.raises(zkwire.AuthFailedError):
+                with pytest.raises(zkwire.AuthFailedError) as caught:
                     await zk.get_data("/")
+                assert caught.value.detail == "the server rejected the 'Digest' credential"
+                assert zk.ended is not None and zk.ended.detail == caught.value.detail
                 raise zkwire.AuthFailedError(detail="as the body saw it")
 
 

@@ -45,7 +45,7 @@ from enum import Enum
 from typing import Generic
 
 from ..constants import AUTH_XID, OpCode
-from ..errors import ProtocolError, ServerError, error_for_code
+from ..errors import AuthFailedError, ProtocolError, ServerError, error_for_code
 from ..protocol.codec import encode_connect_request, encode_request
 from ..protocol.records import AuthPacket, ConnectRequest, ConnectResponse, Record, SetWatches, SetWatches2
 from .events import TokenT, WatcherT
@@ -207,8 +207,11 @@ class Handshake(Generic[TokenT, WatcherT]):
         token, cred.token = cred.token, None
         if syncing:
             self.outstanding -= 1
-        error = error_for_code(err) if err else None
-        if error is not None:
+        error = None
+        if err:
+            error = error_for_code(err)
+            if isinstance(error, AuthFailedError):
+                error = AuthFailedError(detail=f"the server rejected the {cred.scheme!r} credential")
             self.credentials.remove(cred)
         return cred, token, error
 

@@ -17,7 +17,7 @@ import logging
 from typing import Generic, Protocol
 
 from ..constants import AUTH_XID, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
-from ..errors import AuthFailedError, ProtocolError, ReplyTooLargeError, SessionExpiredError, ZKError, error_for_code
+from ..errors import ProtocolError, ReplyTooLargeError, SessionExpiredError, ZKError, error_for_code
 from ..protocol.codec import decode_connect_response, op_name
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
 from ..protocol.framing import FrameDecoder, OversizeFrame
@@ -288,7 +288,7 @@ class FrameRouter(Generic[TokenT, WatcherT]):
         if token is None or cred.required:
             # A credential the session was opened with, or one the server accepted before, is refused:
             # the session cannot be what the application asked for.
-            session._fail_pending(events, AuthFailedError(detail="the server rejected a credential"))
+            session._fail_pending(events, error)
             session._set_state(events, SessionState.AUTH_FAILED, error)
         events.append(DropConnection("authentication failed"))
 

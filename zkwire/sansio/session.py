@@ -119,6 +119,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     __slots__ = (
         "_clock",
+        "_ended_by",
         "_handshake",
         "_hosts",
         "_out",
@@ -179,6 +180,9 @@ class SessionCore(Generic[TokenT, WatcherT]):
         #: nodes, until it expires it there.  :func:`zkwire.sessions` closes such a session before it
         #: opens the next one.  None otherwise.
         self.abandoned: tuple[int, bytes] | None = None
+        #: Why the session ended, when a server's answer or the client's own check ended it (a refused
+        #: credential, a session that needs SASL): :meth:`terminal_error` raises copies of it.
+        self._ended_by: ZKError | None = None
 
     # ------------------------------------------------------------------ timeouts and deadlines
 
@@ -437,6 +441,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if self.state is SessionState.EXPIRED:
             return SessionExpiredError()
         if self.state is SessionState.AUTH_FAILED:
+            if self._ended_by is not None:
+                return copy_error(self._ended_by)
             return AuthFailedError(detail="the server rejected a credential")
         return ClientClosedError("client closed")
 
@@ -496,6 +502,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
             new.value,
         )
         if new.is_terminal:
+            if error is not None and new is SessionState.AUTH_FAILED:
+                self._ended_by = error
             # Nobody waiting for a credential's verdict will ever get one from a server.
             ended = self.terminal_error()
             for token in self._handshake.waiting_tokens():
