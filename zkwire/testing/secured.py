@@ -1,0 +1,84 @@
+"""Secured test servers: the server settings SASL needs, and the JAAS file they point at.
+
+``EmbeddedZooKeeper(options=sasl_server_options(...))`` starts a server that authenticates clients
+with SASL and (``required``, the default) refuses every request from a connection that has not::
+
+    jaas = write_jaas(directory / "jaas.conf", {"Server": digest_login_section({"alice": "secret"})})
+    options = sasl_server_options(jaas)
+
+The JAAS file holds the users' passwords: it is written readable by its owner only.  What the server
+does with these settings is in protocol-notes/sasl.md.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from .base import ServerOptions
+
+__all__ = [
+    "DIGEST_LOGIN_MODULE",
+    "SASL_PROVIDER",
+    "digest_login_section",
+    "jaas_value",
+    "sasl_server_options",
+    "write_jaas",
+]
+
+#: The server's JAAS login module for DIGEST-MD5 (users and passwords listed in the section).
+DIGEST_LOGIN_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
+#: The authentication provider that registers the ``sasl`` scheme (``sasl:`` ACLs, enforcement).
+SASL_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+
+
+def jaas_value(text: str) -> str:
+    """``text`` as a quoted JAAS option value."""
+    if any(ord(c) < 0x20 for c in text):
+        raise ValueError("a JAAS option value cannot hold control characters")
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def digest_login_section(users: Mapping[str, str]) -> str:
+    """The body of a JAAS section that lets ``users`` (name -> password) authenticate with DIGEST-MD5."""
+    if not users:
+        raise ValueError("a DIGEST-MD5 section needs at least one user")
+    options = []
+    for name, password in users.items():
+        if not name or not all(c.isalnum() or c in "_-." for c in name):
+            raise ValueError(f"user name {name!r}: letters, digits, '_', '-' and '.' only")
+        options.append(f"    user_{name}={jaas_value(password)}")
+    return f"{DIGEST_LOGIN_MODULE} required\n" + "\n".join(options) + ";"
+
+
+def write_jaas(path: Path, sections: Mapping[str, str]) -> Path:
+    """Write a JAAS configuration file (section name -> body, e.g. :func:`digest_login_section`),
+    readable by its owner only; returns ``path``."""
+    text = "".join(f"{name} {{\n    {body}\n}};\n" for name, body in sections.items())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def sasl_server_options(
+    jaas: Path,
+    *,
+    required: bool = True,
+    base: ServerOptions | None = None,
+    system_properties: Mapping[str, str] | None = None,
+) -> ServerOptions:
+    """``base`` (default options) with the server's side of SASL: the JAAS file, the ``sasl``
+    provider, and (``required``) enforcement -- a connection that has not authenticated with SASL
+    gets error -124 (SESSIONCLOSEDREQUIRESASLAUTH) for any request and is closed.
+    ``system_properties``: more ``-D`` flags (Kerberos needs ``java.security.krb5.conf``)."""
+    options = base or ServerOptions()
+    config = dict(options.extra_config)
+    config["authProvider.sasl"] = SASL_PROVIDER
+    if required:
+        config["enforce.auth.enabled"] = "true"
+        config["enforce.auth.schemes"] = "sasl"
+    flags = [f"-Djava.security.auth.login.config={jaas}"]
+    flags += [f"-D{key}={value}" for key, value in (system_properties or {}).items()]
+    return options.replace(extra_config=config, jvm_flags=[*options.jvm_flags, *flags])
