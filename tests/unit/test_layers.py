@@ -1,5 +1,6 @@
 """The import graph points down: protocol <- sansio <- client, and the tools (trace, shell, testing)
-import the layers, never the reverse.  Imports are read with ``ast`` from every module file (also those
+import the layers, never the reverse.  The SASL mechanisms (``zkwire.sasl``) sit beside the protocol:
+the session core drives them, and they import neither the core nor the trio layer.  Imports are read with ``ast`` from every module file (also those
 under ``if TYPE_CHECKING:``), so a module nobody imports yet is checked too."""
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ("zkwire.trace", "zkwire.shell", "zkwire.testing")
 #: Each layer and the packages it must not import.
 FORBIDDEN = {
-    "zkwire.protocol": ("zkwire.sansio", "zkwire.client", *TOOLS),
+    "zkwire.protocol": ("zkwire.sansio", "zkwire.sasl", "zkwire.client", *TOOLS),
+    "zkwire.sasl": ("zkwire.protocol", "zkwire.sansio", "zkwire.client", *TOOLS),
     "zkwire.sansio": ("zkwire.client", *TOOLS),
     "zkwire.client": TOOLS,
 }

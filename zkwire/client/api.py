@@ -37,6 +37,7 @@ from ..errors import (
 from ..protocol.records import ACL, Stat
 from ..sansio.ops import Check, Create, Delete, GetChildren, GetData, ReadOp, SetData, WriteOp
 from ..sansio.requests import check_watcher_type
+from ..sasl.mechanism import SaslMechanism
 from . import nodes
 from .aio import require_trio
 from .connection import Connect
@@ -58,6 +59,7 @@ async def open_client(
     allow_read_only: bool = False,
     ssl_context: ssl.SSLContext | None = None,
     auth: Sequence[tuple[str, bytes | str]] = (),
+    sasl: SaslMechanism | None = None,
     max_frame: int | None = None,
     wait_connected: bool = True,
     connect: Connect | None = None,
@@ -71,6 +73,13 @@ async def open_client(
     in ``AUTH_FAILED`` and :class:`~zkwire.errors.AuthFailedError` is raised (from ``open_client``, or
     from :meth:`Client.wait_connected` with ``wait_connected=False``).  The session the server had
     created for it then holds nothing and expires on the server by itself.
+
+    ``sasl``: a SASL mechanism (:mod:`zkwire.sasl`: :class:`~zkwire.sasl.DigestMD5`, Kerberos) the
+    session authenticates with on every connection, before anything else is sent on it and before the
+    session reports connected.  A server that refuses it ends the session in ``AUTH_FAILED``
+    (:class:`~zkwire.errors.AuthFailedError` naming the mechanism, the identity and the server's code).
+    A server that requires SASL (``enforce.auth.enabled``) of a session without it answers its first
+    request with :class:`~zkwire.errors.SessionClosedRequireSaslAuthError`, which ends the session.
 
     ``connect`` replaces how a connection to one server is opened: an async function taking a
     :class:`~zkwire.sansio.session.HostPort` and returning a connected :class:`trio.abc.Stream`
@@ -90,7 +99,8 @@ async def open_client(
 
     Raises:
         InvalidArgumentError: a malformed connect string or an option out of range (nothing is sent).
-        AuthFailedError: the server rejected a credential given with ``auth``.
+        AuthFailedError: the server rejected a credential given with ``auth``, or the ``sasl``
+            authentication.
         NotInTrioError: called outside trio (from asyncio, say): see :mod:`zkwire.client.aio`.
     """
     require_trio("zkwire.open_client")  # a clear error from asyncio, with the way in
@@ -100,6 +110,7 @@ async def open_client(
         allow_read_only=allow_read_only,
         ssl_context=ssl_context,
         auth=auth,
+        sasl=sasl,
         max_frame=max_frame,
         connect=connect,
     )
@@ -114,6 +125,7 @@ def make_client(
     allow_read_only: bool = False,
     ssl_context: ssl.SSLContext | None = None,
     auth: Sequence[tuple[str, bytes | str]] = (),
+    sasl: SaslMechanism | None = None,
     max_frame: int | None = None,
     connect: Connect | None = None,
 ) -> Client:
@@ -124,6 +136,7 @@ def make_client(
         session_timeout=session_timeout,
         allow_read_only=allow_read_only,
         ssl_context=ssl_context,
+        sasl=sasl,
         max_frame=max_frame,
         connect=connect,
     )

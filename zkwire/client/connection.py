@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from ..constants import EventType, KeeperState
-from ..errors import ZKError, copy_error
+from ..errors import AuthFailedError, ZKError, copy_error
 from ..protocol.framing import READ_SIZE
 from ..sansio.session import (
     AuthResult,
@@ -50,6 +50,7 @@ from ..sansio.session import (
     Event,
     HostPort,
     Reply,
+    SaslStep,
     SessionState,
     StateChanged,
     WatchNotification,
@@ -406,6 +407,32 @@ class ConnectionDriver(RequestPath):
             elif isinstance(ev, DropConnection):
                 log.info("dropping connection to %s: %s", self.core.current_host, ev.reason)
                 self.drop_connection()
+            elif isinstance(ev, SaslStep) and self.nursery is not None:
+                self.nursery.start_soon(self._sasl_step, ev)
+
+    async def _sasl_step(self, step: SaslStep) -> None:
+        """Compute a SASL token (in a worker thread for a mechanism that may block) and hand it to the
+        core; a mechanism's failure other than AuthFailedError is reported by its type only (its message
+        might quote what it was given)."""
+        scope = self.task_scope()
+        try:
+            with scope:
+                result: bytes | AuthFailedError | None
+                try:
+                    if step.blocking:
+                        result = await trio.to_thread.run_sync(step.compute, abandon_on_cancel=True)
+                    else:
+                        result = step.compute()
+                except AuthFailedError as e:
+                    result = e
+                except Exception as e:
+                    result = AuthFailedError(detail=f"the SASL mechanism failed ({type(e).__name__})")
+                    log.debug("the SASL mechanism failed", exc_info=True)
+                self.dispatch(self.core.sasl_step_done(step, result, trio.current_time()))
+                if self.core.has_data_to_send:
+                    await self.flush(whole_burst=True)
+        finally:
+            self.forget_task_scope(scope)
 
     def _on_state_changed(self, ev: StateChanged) -> None:
         for s in self.state_streams:

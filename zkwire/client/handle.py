@@ -31,6 +31,7 @@ from ..sansio.options import check_max_frame, check_session_timeout
 from ..sansio.paths import strip_chroot, with_chroot_hint
 from ..sansio.requests import Request, RequestBuilder, encodable
 from ..sansio.session import HostPort, SessionCore, SessionState
+from ..sasl.mechanism import SaslMechanism
 from .calls import ClientCore, PendingCall
 from .connection import Connect, tcp_connector
 from .fastpath import connection_driver
@@ -54,6 +55,7 @@ class SessionHandle:
         session_timeout: float = 10.0,
         allow_read_only: bool = False,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslMechanism | None = None,
         max_frame: int | None = None,
         connect: Connect | None = None,
     ) -> None:
@@ -64,6 +66,10 @@ class SessionHandle:
             kwargs["max_frame"] = check_max_frame(max_frame)
         if ssl_context is not None and not isinstance(ssl_context, ssl.SSLContext):
             raise InvalidArgumentError(f"ssl_context must be an ssl.SSLContext, not {type(ssl_context).__name__}")
+        if sasl is not None and not (
+            callable(getattr(sasl, "exchange", None)) and isinstance(getattr(sasl, "name", None), str)
+        ):
+            raise InvalidArgumentError(f"sasl must be a SASL mechanism (zkwire.sasl), not {type(sasl).__name__}")
         if connect is not None and not callable(connect):
             raise InvalidArgumentError(f"connect must be an async function, not {type(connect).__name__}")
         self._core: ClientCore = SessionCore(
@@ -71,6 +77,7 @@ class SessionHandle:
             session_timeout=session_timeout,
             chroot=chroot,
             allow_read_only=allow_read_only,
+            sasl=sasl,
             **kwargs,
         )
         self._chroot = chroot

@@ -7,6 +7,7 @@ the core never looks inside either.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Generic, TypeAlias, TypeVar
@@ -26,6 +27,7 @@ __all__ = [
     "StateChanged",
     "DropConnection",
     "AuthResult",
+    "SaslStep",
     "Event",
 ]
 
@@ -115,4 +117,18 @@ class AuthResult(Generic[TokenT]):
     error: ZKError | None
 
 
-Event: TypeAlias = Reply[TokenT] | WatchNotification[WatcherT] | StateChanged | DropConnection | AuthResult[TokenT]
+@dataclass(frozen=True, slots=True, eq=False)
+class SaslStep:
+    """The SASL exchange needs its next token: the I/O layer calls :attr:`compute` -- in a worker thread
+    when :attr:`blocking` (a mechanism that may wait on a KDC) -- and hands the result, or the
+    :class:`~zkwire.errors.AuthFailedError` it raised, to
+    :meth:`~zkwire.sansio.session.SessionCore.sasl_step_done` with this step.  A step of a connection
+    that has meanwhile ended is ignored there."""
+
+    compute: Callable[[], bytes | None]
+    blocking: bool
+
+
+Event: TypeAlias = (
+    Reply[TokenT] | WatchNotification[WatcherT] | StateChanged | DropConnection | AuthResult[TokenT] | SaslStep
+)

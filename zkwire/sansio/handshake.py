@@ -6,10 +6,10 @@ A connection goes through these :class:`Phase` s:
    (:func:`check_connect_response`, :func:`granted_timeout`) before the session uses anything in it.
 2. **SYNCING**: the session is attached; before user requests flow, :meth:`Handshake.attach` sends
 
-   a. every credential the session holds (AuthPacket), answered one by one;
-   b. *(issue 27: a SASL exchange plugs in here, after the connect response and before SetWatches: a
-      step that sends its first token, counts in :attr:`Handshake.outstanding` until the server's final
-      answer, and holds SetWatches back until then)*;
+   a. with a SASL mechanism, the SASL exchange (:mod:`~zkwire.sansio.sasl`), alone on the connection:
+      nothing else -- not even a ping -- is sent until it is over (a server requiring SASL closes a
+      connection that sends anything else first);
+   b. every credential the session holds (AuthPacket), answered one by one;
    c. SetWatches (or SetWatches2) frames re-registering every watch, batched under the frame limit.
 
    The session reports CONNECTED (or READ_ONLY) once all of them are answered (:attr:`Handshake.done`).
@@ -47,9 +47,19 @@ from typing import Generic
 from ..constants import AUTH_XID, OpCode
 from ..errors import AuthFailedError, ProtocolError, ServerError, error_for_code
 from ..protocol.codec import encode_connect_request, encode_request
-from ..protocol.records import AuthPacket, ConnectRequest, ConnectResponse, Record, SetWatches, SetWatches2
-from .events import TokenT, WatcherT
+from ..protocol.records import (
+    AuthPacket,
+    ConnectRequest,
+    ConnectResponse,
+    GetSASLRequest,
+    Record,
+    SetWatches,
+    SetWatches2,
+)
+from ..sasl.mechanism import SaslMechanism
+from .events import SaslStep, TokenT, WatcherT
 from .matching import RequestQueue
+from .sasl import SaslConversation
 from .watches import WatchKind, WatchRegistry
 
 __all__ = [
@@ -153,13 +163,35 @@ class Credential(Generic[TokenT]):
 class Handshake(Generic[TokenT, WatcherT]):
     """The session's credentials, and what the SYNCING phase of a connection still waits for."""
 
-    __slots__ = ("_max_frame", "_out", "_requests", "auth_pending", "credentials", "outstanding")
+    __slots__ = (
+        "_held",
+        "_max_frame",
+        "_out",
+        "_requests",
+        "auth_pending",
+        "conversation",
+        "credentials",
+        "outstanding",
+        "sasl",
+    )
 
-    def __init__(self, out: bytearray, requests: RequestQueue[TokenT, WatcherT], max_frame: int) -> None:
+    def __init__(
+        self,
+        out: bytearray,
+        requests: RequestQueue[TokenT, WatcherT],
+        max_frame: int,
+        sasl: SaslMechanism | None = None,
+    ) -> None:
         #: The session's outgoing buffer, its request queue and frame limit (the core's, shared).
         self._out = out
         self._requests = requests
         self._max_frame = max_frame
+        #: The SASL mechanism the session authenticates with on every connection (None: no SASL).
+        self.sasl = sasl
+        #: The SASL exchange of this connection while it runs (None before and after).
+        self.conversation: SaslConversation | None = None
+        #: What the SASL exchange holds back: the watch registry and zxid for SetWatches.
+        self._held: tuple[WatchRegistry[WatcherT], int] | None = None
         #: Every credential the session holds (sent again on each re-attach); a refused one is dropped.
         self.credentials: list[Credential[TokenT]] = []
         #: Credentials sent on this connection and not answered yet, oldest first (a list: rare).
@@ -186,11 +218,67 @@ class Handshake(Generic[TokenT, WatcherT]):
         if syncing:
             self.outstanding += 1
 
-    def attach(self, watches: WatchRegistry[WatcherT], last_zxid: int, now: float) -> None:
-        """The session is attached: queue the SYNCING steps (see the module docstring)."""
+    def attach(self, watches: WatchRegistry[WatcherT], last_zxid: int, now: float, host: str) -> SaslStep | None:
+        """The session is attached to ``host``: queue the SYNCING steps (see the module docstring).
+        With SASL, returns the step computing its first token; the rest waits for the exchange."""
+        if self.sasl is not None:
+            self.conversation = SaslConversation(self.sasl, host)
+            self._held = (watches, last_zxid)
+            self.outstanding += 1
+            return self.conversation.first_step()
+        self._send_rest(watches, last_zxid, now)
+        return None
+
+    @property
+    def sasl_running(self) -> bool:
+        """The SASL exchange is running: nothing but its tokens may be sent."""
+        return self.conversation is not None
+
+    def sasl_token(self, step: SaslStep, token: bytes | None, now: float) -> bool:
+        """``step`` computed ``token``: send it (None: the mechanism has nothing more to send, the
+        exchange is over).  False if the step is stale (its connection has ended).
+
+        Raises:
+            AuthFailedError: the exchange cannot go on (see :mod:`~zkwire.sansio.sasl`).
+        """
+        conversation = self.conversation
+        if conversation is None or not conversation.take(step):
+            return False
+        if token is None:
+            conversation.finished_sending()
+            self._sasl_done(now)
+            return True
+        conversation.sending()
+        self._requests.send(self._out, OpCode.SASL, GetSASLRequest(token), None, now, self._max_frame)
+        return True
+
+    def sasl_answered(self, err: int, token: bytes | None, now: float) -> SaslStep | None:
+        """The server answered the last SASL token: the next step, or None (the exchange is over, and
+        what it held back has been queued).
+
+        Raises:
+            AuthFailedError: the server refused the authentication.
+            ProtocolError: no exchange is running.
+        """
+        conversation = self.conversation
+        if conversation is None:
+            raise ProtocolError("SASL reply but no SASL exchange is running")
+        step = conversation.answered(err, token)
+        if step is None:
+            self._sasl_done(now)
+        return step
+
+    def _sasl_done(self, now: float) -> None:
+        log.debug("%s succeeded", self.conversation.describe() if self.conversation else "SASL")
+        self.conversation = None
+        self.outstanding -= 1
+        held, self._held = self._held, None
+        if held is not None:
+            self._send_rest(*held, now)
+
+    def _send_rest(self, watches: WatchRegistry[WatcherT], last_zxid: int, now: float) -> None:
         for cred in self.credentials:
             self.send_credential(cred, syncing=True)
-        # Issue 27: the SASL step goes here.
         self._send_set_watches(watches, last_zxid, now)
 
     def auth_answered(self, err: int, syncing: bool) -> tuple[Credential[TokenT], TokenT | None, ServerError | None]:
@@ -222,9 +310,12 @@ class Handshake(Generic[TokenT, WatcherT]):
         self.outstanding -= 1
 
     def connection_lost(self) -> None:
-        """Credentials not yet answered stay remembered and are sent again on the next connection."""
+        """Credentials not yet answered stay remembered and are sent again on the next connection; a
+        SASL exchange in progress is abandoned (the next connection runs a new one)."""
         self.auth_pending.clear()
         self.outstanding = 0
+        self.conversation = None
+        self._held = None
 
     def waiting_tokens(self) -> list[TokenT]:
         """Take every token still waiting for a verdict (the session ended: none will come)."""

@@ -14,15 +14,23 @@ it routes for); the events they complete are returned to the I/O layer.
 from __future__ import annotations
 
 import logging
-from typing import Generic, Protocol
+from typing import Generic, Protocol, cast
 
 from ..constants import AUTH_XID, PING_XID, WATCH_XID, EventType, KeeperState, OpCode
-from ..errors import ProtocolError, ReplyTooLargeError, SessionExpiredError, ZKError, error_for_code
-from ..protocol.codec import decode_connect_response, op_name
+from ..errors import (
+    AuthFailedError,
+    ProtocolError,
+    ReplyTooLargeError,
+    SessionClosedRequireSaslAuthError,
+    SessionExpiredError,
+    ZKError,
+    error_for_code,
+)
+from ..protocol.codec import decode_connect_response, decode_response_body, op_name
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
 from ..protocol.framing import FrameDecoder, OversizeFrame
 from ..protocol.jute import Reader
-from ..protocol.records import WatcherEvent
+from ..protocol.records import SetSASLResponse, WatcherEvent
 from .events import AuthResult, DropConnection, Event, Reply, SessionState, TokenT, WatcherT, WatchNotification
 from .handshake import Handshake, Phase, check_connect_response, granted_timeout
 from .hosts import HostPort, HostRotation
@@ -60,6 +68,8 @@ class RoutedSession(Protocol[TokenT, WatcherT]):
     def _expire(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> list[Event[TokenT, WatcherT]]: ...
 
     def _fail_pending(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> None: ...
+
+    def auth_failed(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> None: ...
 
 
 class FrameRouter(Generic[TokenT, WatcherT]):
@@ -219,11 +229,15 @@ class FrameRouter(Generic[TokenT, WatcherT]):
         )
         session._phase = Phase.SYNCING
         self.read_only = read_only
-        self._handshake.attach(session.watches, session.last_zxid, now)
+        host = session.current_host
+        step = self._handshake.attach(session.watches, session.last_zxid, now, host.host if host else "")
         self._clock.last_send = now
-        self._maybe_open(events)
+        if step is not None:
+            events.append(step)
+        self.maybe_open(events)
 
-    def _maybe_open(self, events: list[Event[TokenT, WatcherT]]) -> None:
+    def maybe_open(self, events: list[Event[TokenT, WatcherT]]) -> None:
+        """The SYNCING phase is over once every step is answered: the session opens."""
         session = self._session
         if session._phase is Phase.SYNCING and self._handshake.done:
             session._phase = Phase.OPEN
@@ -234,6 +248,9 @@ class FrameRouter(Generic[TokenT, WatcherT]):
         if len(payload) < 16:
             raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload, 0)
+        if err == SessionClosedRequireSaslAuthError.code and xid != AUTH_XID and not self._answers_sasl(xid):
+            self._requires_authentication(events)
+            return
         if xid == PING_XID:
             sent = self._clock.ping_answered()
             if sent is not None:
@@ -253,9 +270,11 @@ class FrameRouter(Generic[TokenT, WatcherT]):
         if zxid > session.last_zxid:
             session.last_zxid = zxid
         if p.token is None:  # the core's own request
-            if p.op != OpCode.CLOSE_SESSION:  # SetWatches
+            if p.op == OpCode.SASL:
+                self._sasl_answered(err, payload, now, events)
+            elif p.op != OpCode.CLOSE_SESSION:  # SetWatches
                 self._handshake.step_answered(err)
-                self._maybe_open(events)
+                self.maybe_open(events)
             return
         watch = p.watch
         if watch is not None:
@@ -281,16 +300,54 @@ class FrameRouter(Generic[TokenT, WatcherT]):
         if error is None:
             if token is not None:
                 events.append(AuthResult(token, None))
-            self._maybe_open(events)
+            self.maybe_open(events)
             return
         if token is not None:
             events.append(AuthResult(token, error))
         if token is None or cred.required:
             # A credential the session was opened with, or one the server accepted before, is refused:
             # the session cannot be what the application asked for.
-            session._fail_pending(events, error)
-            session._set_state(events, SessionState.AUTH_FAILED, error)
-        events.append(DropConnection("authentication failed"))
+            session.auth_failed(events, error)
+        else:
+            events.append(DropConnection("authentication failed"))
+
+    def _sasl_answered(
+        self, err: int, payload: bytes | memoryview, now: float, events: list[Event[TokenT, WatcherT]]
+    ) -> None:
+        token = None
+        if not err:
+            body = decode_response_body(OpCode.SASL, cast("bytes", payload))
+            assert isinstance(body, SetSASLResponse)
+            token = body.token
+        try:
+            step = self._handshake.sasl_answered(err, token, now)
+        except AuthFailedError as e:
+            log.warning("session 0x%x: %s", self._session.session_id, e.detail)
+            self._session.auth_failed(events, e)
+            return
+        if step is not None:
+            events.append(step)
+        else:
+            self.maybe_open(events)
+
+    def _answers_sasl(self, xid: int) -> bool:
+        pending = self._pending
+        return bool(pending) and pending[0].xid == xid and pending[0].op == OpCode.SASL
+
+    def _requires_authentication(self, events: list[Event[TokenT, WatcherT]]) -> None:
+        """The server answered -124: it requires authentication (SASL, or the schemes its
+        ``enforce.auth.schemes`` names) that this connection has not done, and closes the connection."""
+        if self._handshake.sasl is None:
+            detail = (
+                "the server requires authentication before any request (enforce.auth.enabled or "
+                "sessionRequireClientSASLAuth): give open_client(sasl=...) -- on the command line --sasl -- "
+                "or the credential its enforce.auth.schemes names with auth=[...]"
+            )
+        else:
+            detail = "the server requires authentication this session's credentials do not give"
+        session = self._session
+        log.warning("session 0x%x: %s", session.session_id, detail)
+        session.auth_failed(events, SessionClosedRequireSaslAuthError(detail=detail))
 
     def _handle_notification(self, payload: bytes | memoryview, events: list[Event[TokenT, WatcherT]]) -> None:
         r = Reader(payload, 16)

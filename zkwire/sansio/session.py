@@ -58,12 +58,14 @@ from ..errors import (
 )
 from ..protocol.codec import encode_request, op_name
 from ..protocol.records import Record
+from ..sasl.mechanism import SaslMechanism
 from .backoff import SHARED_RNG
 from .events import (
     AuthResult,
     DropConnection,
     Event,
     Reply,
+    SaslStep,
     SessionState,
     StateChanged,
     TokenT,
@@ -97,6 +99,7 @@ __all__ = [
     "StateChanged",
     "DropConnection",
     "AuthResult",
+    "SaslStep",
     "WatchRequest",
     "Event",
     "HostPort",
@@ -148,6 +151,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         allow_read_only: bool = False,
         max_frame: int = DEFAULT_MAX_FRAME,
         rng: random.Random | None = None,
+        sasl: SaslMechanism | None = None,
     ) -> None:
         session_timeout = check_session_timeout(session_timeout)
         max_frame = check_max_frame(max_frame)
@@ -170,7 +174,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self._out = bytearray()
         #: The requests in flight on this connection (a deque: ``len`` is on every request's path).
         self._pending: RequestQueue[TokenT, WatcherT] = RequestQueue()
-        self._handshake: Handshake[TokenT, WatcherT] = Handshake(self._out, self._pending, max_frame)
+        self._handshake: Handshake[TokenT, WatcherT] = Handshake(self._out, self._pending, max_frame, sasl)
         #: The incoming side: each frame the server sends, routed to the part it answers.
         self._router: FrameRouter[TokenT, WatcherT] = FrameRouter(
             self, self._pending, self._clock, self._handshake, self._hosts
@@ -277,7 +281,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if due.lost and oldest is not None:
             reason = f"{op_name(oldest.op)} request (xid {oldest.xid}) unanswered for {now - oldest.sent:.2f}s"
             events.append(DropConnection(reason))
-        elif due.ping:
+        elif due.ping and not self._handshake.sasl_running:  # nothing but SASL tokens until it is over
             self._out += encode_request(PING_XID, OpCode.PING)
             clock.pinged(now)
         return events
@@ -410,11 +414,48 @@ class SessionCore(Generic[TokenT, WatcherT]):
         ends the session in ``AUTH_FAILED`` instead of only reporting the refusal to ``token``.
         """
         cred = self._handshake.credential(scheme, auth, token, required)
-        if self._phase is Phase.OPEN or self._phase is Phase.SYNCING:
+        if self._handshake.sasl_running:
+            pass  # sent with the others once the SASL exchange is over
+        elif self._phase is Phase.OPEN or self._phase is Phase.SYNCING:
             # While re-attaching, the credentials known then were sent: this one is sent too, and holds
             # the session back from CONNECTED until it is answered, like the others.
             self._handshake.send_credential(cred, syncing=self._phase is Phase.SYNCING)
             self._clock.last_send = now
+
+    @property
+    def sasl(self) -> SaslMechanism | None:
+        """The SASL mechanism the session authenticates with on every connection (None: none)."""
+        return self._handshake.sasl
+
+    def sasl_step_done(
+        self, step: SaslStep, result: bytes | AuthFailedError | None, now: float
+    ) -> list[Event[TokenT, WatcherT]]:
+        """A :class:`SaslStep` event's computation finished: the token to send (None: the mechanism has
+        nothing more to send), or the error it raised.  A step of an ended connection is ignored.  An
+        error ends the session in ``AUTH_FAILED`` with it (the mechanism cannot authenticate: retrying on
+        another connection would not change that)."""
+        events: list[Event[TokenT, WatcherT]] = []
+        if self.state.is_terminal or self._phase is not Phase.SYNCING:
+            return events
+        try:
+            if isinstance(result, AuthFailedError):
+                if self._handshake.conversation is None or not self._handshake.conversation.take(step):
+                    return events
+                raise result
+            if self._handshake.sasl_token(step, result, now):
+                self._clock.last_send = now
+                self._router.maybe_open(events)
+        except AuthFailedError as e:
+            self.auth_failed(events, e)
+        return events
+
+    def auth_failed(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> None:
+        """The session cannot be what the application asked for (a refused credential or SASL
+        exchange, a server requiring authentication the session lacks): every request fails with
+        ``error``, the session ends in ``AUTH_FAILED`` with it, and the connection is dropped."""
+        self._fail_pending(events, error)
+        self._set_state(events, SessionState.AUTH_FAILED, error)
+        events.append(DropConnection("authentication failed"))
 
     def close(self, now: float) -> bool:
         """Send closeSession if connected; returns True if the caller should wait for the server to close."""

@@ -10,6 +10,7 @@ layer.
 
 from __future__ import annotations
 
+from .digest import DigestMD5
 from .mechanism import MAX_SASL_ROUNDS, SaslExchange, SaslMechanism
 
-__all__ = ["SaslExchange", "SaslMechanism", "MAX_SASL_ROUNDS"]
+__all__ = ["DigestMD5", "SaslExchange", "SaslMechanism", "MAX_SASL_ROUNDS"]
