@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import logging
 import re
-import signal
-import socket
 import subprocess
-import sys
-import time
 import traceback
 from typing import Any
 
 import pytest
 import trio
 from helpers.sasl import SASL_USERS, SaslServer
+from helpers.tracerproc import TracerProcess
 
 import zkwire
 from zkwire.sasl import DigestMD5
@@ -66,42 +63,6 @@ class RecordingExchange:
         return self.inner.complete
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Tracer:
-    def __init__(self, server: str, *args: str) -> None:
-        self.port = _free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "zkwire", "trace", "--listen", f"127.0.0.1:{self.port}", "--server", server, *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise
-                time.sleep(0.05)
-
-    def stop(self) -> str:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        try:
-            out, err = self.proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            out, err = self.proc.communicate()
-        return out + err
-
-
 async def _scenario(hosts: str, texts: list[str]) -> list[RecordingDigest]:
     alice = RecordingDigest("alice", SASL_USERS["alice"])
     wrong = RecordingDigest("bob", "bob-wrong-pw-" + "9c41e7")
@@ -132,12 +93,13 @@ async def test_no_secret_in_logs_errors_reprs_or_the_tracer(
     sasl_server: SaslServer, mode: list[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    tracer = Tracer(sasl_server.hosts, "--max-line", "0", *mode)
+    tracer = TracerProcess(sasl_server.hosts, "--max-line", "0", *mode, stdout=subprocess.PIPE)
     texts: list[str] = []
     try:
-        mechanisms = await _scenario(f"127.0.0.1:{tracer.port}", texts)
+        mechanisms = await _scenario(tracer.hosts, texts)
     finally:
-        traced = tracer.stop()
+        _, err = tracer.stop()
+    traced = (tracer.output + err).decode("utf-8", "replace")
     assert "SASL" in traced.upper() or "sasl" in traced  # the exchange was traced
     secrets = set().union(*(m.secrets for m in mechanisms))
     assert len(secrets) >= 8  # two passwords; nonce, cnonce and response of both exchanges, rspauth
@@ -146,11 +108,14 @@ async def test_no_secret_in_logs_errors_reprs_or_the_tracer(
 
 
 async def test_the_tracer_shows_tokens_only_when_asked(sasl_server: SaslServer) -> None:
-    tracer = Tracer(sasl_server.hosts, "--max-line", "0", "--verbose", "--reveal-secrets")
+    tracer = TracerProcess(
+        sasl_server.hosts, "--max-line", "0", "--verbose", "--reveal-secrets", stdout=subprocess.PIPE
+    )
     texts: list[str] = []
     try:
-        mechanisms: list[Any] = await _scenario(f"127.0.0.1:{tracer.port}", texts)
+        mechanisms: list[Any] = await _scenario(tracer.hosts, texts)
     finally:
-        traced = tracer.stop()
+        tracer.stop()
+    traced = tracer.output.decode("utf-8", "replace")
     tokens = set().union(*(m.secrets for m in mechanisms)) - {SASL_USERS["alice"], "bob-wrong-pw-9c41e7"}
     assert _found([traced], tokens) == tokens  # every token value, when the user asks for them
