@@ -59,6 +59,7 @@ from dataclasses import dataclass
 import trio
 
 from zkwire import Client, InvalidInputError, ZKError, open_client, validate_path
+from zkwire.shell.credentials import CredentialError, add_credential_arguments, credentials_from
 from zkwire.shell.runtime import (
     DEFAULT_SERVER,
     SERVER_VARIABLE,
@@ -153,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
             help="how long to wait for a ZooKeeper session (default: %(default)s)",
         )
         p.add_argument("--verbose", "-v", action="count", default=0, help="log the client's activity to stderr")
+        add_credential_arguments(p)
         p.add_argument(
             "--session-timeout",
             type=session_timeout,
@@ -259,6 +261,10 @@ def _main(argv: Sequence[str] | None) -> int:
     except InvalidInputError as e:
         parser.error(str(e))
     opts.server = choose_server(opts.server, deprecated=[DEPRECATED_SERVER_VARIABLE])
+    try:
+        opts.client_options = credentials_from(opts).client_options()
+    except CredentialError as e:
+        parser.error(str(e))
     # zklock reports what matters itself; the libraries' own warnings only with --verbose.
     logging.basicConfig(
         level=(logging.ERROR, logging.INFO, logging.DEBUG)[min(opts.verbose, 2)],
@@ -361,7 +367,7 @@ class _Runner:
         opts = self.opts
         try:
             async with open_client(
-                opts.server.hosts, session_timeout=opts.session_timeout, wait_connected=False
+                opts.server.hosts, session_timeout=opts.session_timeout, wait_connected=False, **opts.client_options
             ) as client:
                 await _connected(client, opts.server, opts.timeout)
                 mutex = _recipe(client, opts)
@@ -489,7 +495,9 @@ def _recipe(client: Client, opts: argparse.Namespace) -> LockRecipe:
 
 async def _status(opts: argparse.Namespace) -> int:
     try:
-        async with open_client(opts.server.hosts, session_timeout=opts.session_timeout, wait_connected=False) as client:
+        async with open_client(
+            opts.server.hosts, session_timeout=opts.session_timeout, wait_connected=False, **opts.client_options
+        ) as client:
             await _connected(client, opts.server, opts.timeout)
             status = await lock_status(client, opts.lockpath)
     except _Unavailable as e:

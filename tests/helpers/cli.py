@@ -20,19 +20,27 @@ class Result:
     err: str
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZKWIRE_SASL", "ZKWIRE_AUTH"))}
     env.pop("ZKWIRE_SERVER", None)
+    env.update(extra or {})
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
 
-async def zkw(hosts: str, *args: str, stdin: bytes = b"", limit: float = 20.0, options: tuple[str, ...] = ()) -> Result:
-    """Run ``python -m zkwire --server HOSTS [options] ARGS...`` to completion."""
+async def zkw(
+    hosts: str,
+    *args: str,
+    stdin: bytes = b"",
+    limit: float = 20.0,
+    options: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> Result:
+    """Run ``python -m zkwire --server HOSTS [options] ARGS...`` to completion (``env``: more variables)."""
     cmd = [sys.executable, "-m", "zkwire", "--server", hosts, *options, *args]
     with trio.fail_after(limit):
         done = await trio.run_process(
-            cmd, stdin=stdin, capture_stdout=True, capture_stderr=True, check=False, env=_env()
+            cmd, stdin=stdin, capture_stdout=True, capture_stderr=True, check=False, env=_env(env)
         )
     result = Result(done.returncode, done.stdout.decode(), done.stderr.decode())
     assert "Traceback" not in result.err, result.err

@@ -21,6 +21,7 @@ from ..constants import EventType
 from ..errors import AuthFailedError, NoWatcherError, ZKError
 from ..sansio.hosts import parse_connect_string
 from ..sansio.session import SessionState
+from ..sasl import SaslMechanism
 from ..terminal import escape_controls
 from . import format as fmt
 from .outcomes import ConnectError
@@ -38,6 +39,7 @@ class Context:
         session_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         auth: list[tuple[str, str]] | None = None,
+        sasl: SaslMechanism | None = None,
         hosts_note: str = "",
         interactive: bool = False,
         out: TextIO | None = None,
@@ -50,6 +52,8 @@ class Context:
         self.session_timeout = session_timeout
         self.connect_timeout = connect_timeout
         self.auth = list(auth or ())
+        #: The SASL mechanism every session of the shell authenticates with (``--sasl``).
+        self.sasl = sasl
         self.interactive = interactive
         self.out = out if out is not None else sys.stdout
         self.err = err if err is not None else sys.stderr
@@ -152,7 +156,7 @@ class Context:
         started = False
         try:
             async with open_client(
-                hosts, session_timeout=self.session_timeout, auth=self.auth, wait_connected=False
+                hosts, session_timeout=self.session_timeout, auth=self.auth, sasl=self.sasl, wait_connected=False
             ) as client:
                 task_status.started(client)
                 started = True

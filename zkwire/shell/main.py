@@ -50,15 +50,15 @@ import trio
 from ..terminal import escape_controls
 from .commands import COMMANDS
 from .context import Context
+from .credentials import CredentialError, add_credential_arguments, credentials_from
 from .interactive import run_shell
 from .one_shot import run_one_shot
-from .outcomes import EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, UsageError
+from .outcomes import EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from .runtime import (
     DEFAULT_SERVER,
     SERVER_VARIABLE,
     OneLineArgumentParser,
     choose_server,
-    is_utf8,
     run_cli,
     seconds,
     session_timeout,
@@ -120,29 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="session timeout to ask the server for, 0.001 to 2147483.647 (default: %(default)s)",
     )
-    parser.add_argument(
-        "--auth",
-        action="append",
-        default=[],
-        metavar="SCHEME:CREDENTIAL",
-        help="authenticate the session before the command, e.g. digest:user:password (repeatable)",
-    )
     parser.add_argument("--verbose", "-v", action="count", default=0, help="log the client's activity to stderr")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments (see below)")
+    add_credential_arguments(parser)
     return parser
-
-
-def _parse_auth(items: Sequence[str]) -> list[tuple[str, str]]:
-    """``SCHEME:CREDENTIAL`` pairs; the messages never repeat a credential."""
-    out = []
-    for n, item in enumerate(items, 1):
-        scheme, sep, credential = item.partition(":")
-        if not sep or not scheme:
-            raise UsageError(f"--auth (#{n}): expected SCHEME:CREDENTIAL, e.g. digest:user:password")
-        if not is_utf8(scheme) or not is_utf8(credential):
-            raise UsageError(f"--auth (#{n}): not valid UTF-8 text")
-        out.append((scheme, credential))
-    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -162,8 +143,8 @@ def _main(argv: Sequence[str] | None) -> int:
         stream=sys.stderr,
     )
     try:
-        auth = _parse_auth(opts.auth)
-    except UsageError as e:
+        credentials = credentials_from(opts)
+    except CredentialError as e:
         print(escape_controls(f"zkwire: {e}"), file=sys.stderr)
         return EXIT_USAGE
     server = choose_server(opts.server)
@@ -172,7 +153,8 @@ def _main(argv: Sequence[str] | None) -> int:
         "hosts_note": server.note,
         "session_timeout": opts.session_timeout,
         "connect_timeout": opts.timeout,
-        "auth": auth,
+        "auth": credentials.auth,
+        "sasl": credentials.sasl,
     }
     try:
         if opts.command:
