@@ -18,6 +18,7 @@ exists, create, delete, multi, auth, pings, SetWatches, closeSession) that other
 from __future__ import annotations
 
 import math
+import tracemalloc
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -39,7 +40,7 @@ from zkwire.protocol.records import (
     SetDataResponse,
 )
 
-__all__ = ["HostileConnection", "HostileServer", "Script", "honest", "open_hostile_server", "reply_for"]
+__all__ = ["HostileConnection", "HostileServer", "Script", "bounded", "honest", "open_hostile_server", "reply_for"]
 
 Script = Callable[["HostileConnection"], Awaitable[None]]
 
@@ -224,3 +225,16 @@ async def open_hostile_server(*scripts: Script) -> AsyncIterator[HostileServer]:
     finally:
         await trio.aclose_forcefully(listener)
     assert not server.errors, server.errors
+
+
+@asynccontextmanager
+async def bounded(seconds: float, mib: float = 16.0) -> AsyncIterator[None]:
+    """Fail if the block takes longer than ``seconds`` or its allocations peak above ``mib`` MiB."""
+    tracemalloc.start()
+    try:
+        with trio.fail_after(seconds):
+            yield
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < mib * (1 << 20), f"allocations peaked at {peak / (1 << 20):.1f} MiB"

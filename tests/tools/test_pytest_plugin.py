@@ -241,3 +241,49 @@ def test_every_setting_is_documented() -> None:
     missing = [name for name in [*recorder.names, *sorted(variables)] if f"``{name}``" not in page]
     assert not missing, missing
     assert "to come" not in page.lower()
+
+
+@pytest.mark.usefixtures("local_zookeeper")
+def test_a_suite_with_a_sasl_server_gives_the_fixtures_its_credentials(pytester: pytest.Pytester) -> None:
+    """A users' suite secures its server (zkwire.testing.secured: DIGEST-MD5 required) and gives the
+    fixtures' sessions the credentials with ``zk_client_options``; a client without them is refused."""
+    pytester.makeini(
+        """
+        [pytest]
+        zk_enable = true
+        trio_mode = true
+        """
+    )
+    pytester.makeconftest(
+        """
+        import pytest
+        from zkwire.sasl import DigestMD5
+        from zkwire.testing.secured import digest_sasl_options
+
+        @pytest.fixture(scope="session")
+        def zk_server_options(tmp_path_factory):
+            return digest_sasl_options(tmp_path_factory.mktemp("jaas"), {"app": "app-secret"})
+
+        @pytest.fixture(scope="session")
+        def zk_client_options():
+            return {"sasl": DigestMD5("app", "app-secret")}
+        """
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+        import zkwire
+
+        async def test_the_fixture_client_is_authenticated(zk, zk_hosts):
+            assert ("sasl", "app") in await zk.who_am_i()
+            await zk.create("/node", b"x")
+            async with zkwire.open_client(zk_hosts) as anonymous:
+                with pytest.raises(zkwire.SessionClosedRequireSaslAuthError):
+                    await anonymous.exists("/")
+
+        async def test_a_second_test_gets_its_own_chroot(zk):
+            assert await zk.exists("/node") is None
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--zk-backend=local")
+    result.assert_outcomes(passed=2)

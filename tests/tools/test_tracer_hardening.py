@@ -6,20 +6,18 @@ from __future__ import annotations
 import io
 import json
 import re
-import signal
-import socket
 import struct
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
 from helpers.addresses import first_server
 from helpers.rawwire import RawConn
+from helpers.tracerproc import TracerProcess
 
 import zkwire
 from zkwire.constants import OpCode
@@ -339,48 +337,6 @@ async def test_trace_masks_secrets_of_connections_cut_mid_frame(zk_hosts: str) -
 # ------------------------------------------------------------------------------ decoding off the path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class _Tracer:
-    """``zkwire trace`` in a subprocess (its own interpreter: its decoding competes with nothing of ours)."""
-
-    def __init__(self, zk_hosts: str, *args: str, stdout: Any = subprocess.DEVNULL) -> None:
-        self.port = _free_port()
-        server = zk_hosts.split(",")[0]
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "zkwire", "trace", "--listen", f"127.0.0.1:{self.port}", "--server", server, *args],
-            stdout=stdout,
-            stderr=subprocess.PIPE,
-        )
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise
-                time.sleep(0.05)
-
-    @property
-    def hosts(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self) -> tuple[int, bytes]:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-        try:
-            _, err = self.proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate()
-        return self.proc.returncode, err
-
-
 async def _pings_during(hosts: str, work: Callable[[], Awaitable[object]], path: str) -> list[float]:
     """Latencies of exists(path) calls made every 10 ms on their own session while ``work`` runs (and 0.5 s
     more)."""
@@ -424,7 +380,7 @@ async def test_decoding_never_stalls_forwarding(zk_hosts: str, zk_path: str, tmp
     async with zkwire.open_client(zk_hosts) as zk:
         await zk.create(zk_path, b"d" * 20)
     output = (tmp_path / "trace.out").open("w")
-    tracer = _Tracer(zk_hosts, "--verbose", stdout=output)
+    tracer = TracerProcess(zk_hosts, "--verbose", stdout=output)
     try:
 
         async def big_multi_reads() -> None:
@@ -457,7 +413,7 @@ async def test_decoding_never_stalls_forwarding(zk_hosts: str, zk_path: str, tmp
 
 async def test_a_stalled_output_never_stalls_forwarding(zk_hosts: str, zk_path: str) -> None:
     # Nobody reads the tracer's output: once the pipe is full its writes block, and traffic must not.
-    tracer = _Tracer(zk_hosts, "--verbose", stdout=subprocess.PIPE)
+    tracer = TracerProcess(zk_hosts, "--verbose", stdout=subprocess.PIPE)
     try:
         with trio.fail_after(30):
             async with zkwire.open_client(tracer.hosts) as zk:
@@ -473,7 +429,7 @@ async def test_a_stalled_output_never_stalls_forwarding(zk_hosts: str, zk_path: 
 
 
 def test_a_closed_output_ends_the_tracer_quietly(zk_hosts: str, zk_path: str) -> None:
-    tracer = _Tracer(zk_hosts, stdout=subprocess.PIPE)
+    tracer = TracerProcess(zk_hosts, stdout=subprocess.PIPE)
     assert tracer.proc.stdout is not None
     try:
         with RawConn(tracer.hosts) as conn:

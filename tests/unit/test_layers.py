@@ -1,7 +1,8 @@
 """The import graph points down: protocol <- sansio <- client, and the tools (trace, shell, testing)
 import the layers, never the reverse.  The SASL mechanisms (``zkwire.sasl``) sit beside the protocol:
-the session core drives them, and they import neither the core nor the trio layer.  Imports are read with ``ast`` from every module file (also those
-under ``if TYPE_CHECKING:``), so a module nobody imports yet is checked too."""
+the session core drives them, and they import neither the core nor the trio layer.  Imports are read
+with ``ast`` from every module file (also those under ``if TYPE_CHECKING:``), so a module nobody
+imports yet is checked too."""
 
 from __future__ import annotations
 

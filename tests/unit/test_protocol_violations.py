@@ -7,14 +7,21 @@ The outcomes are listed in ``protocol-notes/hostile-servers.md``.
 
 from __future__ import annotations
 
-import tracemalloc
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import pytest
 import trio
 from helpers.fakeserver import STAT, FakeServer, frame
-from helpers.hostileserver import HONEST_DATA, HostileConnection, Script, honest, open_hostile_server, reply_for, serve
+from helpers.hostileserver import (
+    HONEST_DATA,
+    HostileConnection,
+    Script,
+    bounded,
+    honest,
+    open_hostile_server,
+    reply_for,
+    serve,
+)
 
 import zkwire
 from zkwire import SessionState
@@ -26,19 +33,6 @@ from zkwire.sansio.session import SessionCore
 
 SID = 0x1_0000_0001
 INT32_MAX = (1 << 31) - 1
-
-
-@asynccontextmanager
-async def bounded(seconds: float, mib: float = 16.0) -> AsyncIterator[None]:
-    """Fail if the block takes longer than ``seconds`` or its allocations peak above ``mib`` MiB."""
-    tracemalloc.start()
-    try:
-        with trio.fail_after(seconds):
-            yield
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < mib * (1 << 20), f"allocations peaked at {peak / (1 << 20):.1f} MiB"
 
 
 async def _until_reconnected(states: zkwire.StateStream) -> AsyncIterator[SessionState]:

@@ -148,18 +148,26 @@ class Liveness:
             return self.last_confirmed + self.read_timeout
         return self.answered_at + self.read_timeout
 
-    def next_deadline(self, phase: Phase, connected: bool, oldest_sent: float | None) -> float:
+    def next_deadline(self, phase: Phase, connected: bool, oldest_sent: float | None, may_ping: bool = True) -> float:
         """The next moment :meth:`due` can change its answer (inf if none); ``connected``: the session is
-        CONNECTED or READ_ONLY; ``oldest_sent``: when the oldest request in flight was sent."""
-        deadline = self._connection_deadline(phase, connected, oldest_sent)
+        CONNECTED or READ_ONLY; ``oldest_sent``: when the oldest request in flight was sent;
+        ``may_ping``: false while nothing but a SASL exchange may be sent (no ping is due then).
+
+        During the handshake the next moment is the connect deadline or, if earlier, when a ping would
+        be due: the handshake's answer starts the SYNCING phase, whose deadlines (a ping, the read
+        timeout) may come before the connect deadline, and a timer asleep until then would miss them."""
+        deadline = self._connection_deadline(phase, connected, oldest_sent, may_ping)
         expiry = self.expiry(connected or phase is Phase.OPEN)
         return deadline if expiry is None else min(deadline, expiry)
 
-    def _connection_deadline(self, phase: Phase, connected: bool, oldest_sent: float | None) -> float:
+    def _connection_deadline(
+        self, phase: Phase, connected: bool, oldest_sent: float | None, may_ping: bool = True
+    ) -> float:
         if phase is Phase.HANDSHAKE:
-            return self.connect_deadline
+            return min(self.connect_deadline, self.last_send + self.ping_interval)
         if phase is Phase.SYNCING:
-            return min(self.last_confirmed + self.read_timeout, self.last_send + self.ping_interval)
+            dead = self.last_confirmed + self.read_timeout
+            return min(dead, self.last_send + self.ping_interval) if may_ping else dead
         if phase is not Phase.OPEN:
             return _INF
         deadline = min(self.answered_at + self.read_timeout, self.last_send + self.ping_interval)
@@ -169,7 +177,15 @@ class Liveness:
             deadline = min(deadline, oldest_sent + self.timeout)
         return deadline
 
-    def due(self, now: float, phase: Phase, connected: bool, oldest_sent: float | None, connect_timeout: float) -> Due:
+    def due(
+        self,
+        now: float,
+        phase: Phase,
+        connected: bool,
+        oldest_sent: float | None,
+        connect_timeout: float,
+        may_ping: bool = True,
+    ) -> Due:
         """What is due at ``now`` (arguments as for :meth:`next_deadline`): the session given up
         (:meth:`expiry`), else the connection dropped (:meth:`dead`), else, on a connection past its
         handshake, the session suspended (:meth:`unconfirmed`, when open and connected) and either the
@@ -187,7 +203,7 @@ class Liveness:
             suspend = f"answers arrive, but none to anything sent in the last {now - self.last_confirmed:.2f}s"
         if oldest_sent is not None and self.lost(now, oldest_sent):
             return Due(suspend=suspend, lost=True)
-        return Due(suspend=suspend, ping=self.ping_due(now))
+        return Due(suspend=suspend, ping=may_ping and self.ping_due(now))
 
     def dead(self, now: float, phase: Phase, connect_timeout: float) -> str | None:
         """Why the connection is to be dropped now (None: it is not): no handshake answer in time;

@@ -253,7 +253,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if self.state.is_terminal:
             return math.inf
         oldest = self._pending[0].sent if self._pending else None
-        return self._clock.next_deadline(self._phase, self.state.is_connected, oldest)
+        return self._clock.next_deadline(self._phase, self.state.is_connected, oldest, not self._handshake.sasl_running)
 
     def handle_timer(self, now: float) -> list[Event[TokenT, WatcherT]]:
         """The clocks' decisions at ``now`` (:meth:`~zkwire.sansio.liveness.Liveness.due`), carried out:
@@ -264,7 +264,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
         clock = self._clock
         oldest = self._pending[0] if self._pending else None
         sent = None if oldest is None else oldest.sent
-        due = clock.due(now, self._phase, self.state.is_connected, sent, self.connect_timeout)
+        may_ping = not self._handshake.sasl_running  # nothing but SASL tokens until the exchange is over
+        due = clock.due(now, self._phase, self.state.is_connected, sent, self.connect_timeout, may_ping)
         if due.expire is not None:
             log.warning("session 0x%x: %s, treating it as expired", self.session_id, due.expire)
             self.abandoned = (self.session_id, self._passwd)
@@ -281,7 +282,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if due.lost and oldest is not None:
             reason = f"{op_name(oldest.op)} request (xid {oldest.xid}) unanswered for {now - oldest.sent:.2f}s"
             events.append(DropConnection(reason))
-        elif due.ping and not self._handshake.sasl_running:  # nothing but SASL tokens until it is over
+        elif due.ping:
             self._out += encode_request(PING_XID, OpCode.PING)
             clock.pinged(now)
         return events

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ..errors import AuthFailedError, InvalidArgumentError
 
-__all__ = ["DigestMD5", "DigestExchange", "ZOOKEEPER_SERVER_NAME", "parse_challenge"]
+__all__ = ["DigestMD5", "DigestExchange", "ZOOKEEPER_SERVER_NAME", "digest_values", "parse_challenge"]
 
 #: The host name every ZooKeeper client and server use in DIGEST-MD5 (digest-uri ``zookeeper/zk-sasl-md5``).
 ZOOKEEPER_SERVER_NAME = "zk-sasl-md5"
@@ -96,6 +96,31 @@ def parse_challenge(data: bytes) -> dict[str, list[str]]:
         if i < n and text[i] != ",":
             raise AuthFailedError(detail="malformed DIGEST-MD5 challenge (text after a value)")
     return directives
+
+
+def digest_values(
+    username: bytes,
+    realm: bytes,
+    password: bytes,
+    nonce: str,
+    cnonce: str,
+    nc: str,
+    digest_uri: str,
+    authzid: str = "",
+) -> tuple[str, bytes]:
+    """RFC 2831 2.1.2.1 for ``qop=auth``: the client's ``response`` value and the ``rspauth`` the
+    server must answer with (both 32 hex digits)."""
+    secret = _md5(username + b":" + realm + b":" + password)
+    a1 = secret + b":" + nonce.encode() + b":" + cnonce.encode()
+    if authzid:
+        a1 += b":" + authzid.encode("utf-8")
+    ha1 = _hex_md5(a1)
+    tail = b":".join([nonce.encode(), nc.encode(), cnonce.encode(), b"auth"])
+
+    def digest(a2: bytes) -> bytes:
+        return _hex_md5(ha1 + b":" + tail + b":" + _hex_md5(a2))
+
+    return digest(b"AUTHENTICATE:" + digest_uri.encode()).decode("ascii"), digest(b":" + digest_uri.encode())
 
 
 def _quote(value: str) -> str:
@@ -201,18 +226,9 @@ class DigestExchange:
             return value.encode("utf-8")
 
         password = mech.password if isinstance(mech.password, bytes) else text(mech.password)
-        secret = _md5(text(mech.username) + b":" + text(realm) + b":" + password)
-        a1 = secret + b":" + nonce.encode() + b":" + self._cnonce.encode()
-        if mech.authzid:
-            a1 += b":" + mech.authzid.encode("utf-8")
-        ha1 = _hex_md5(a1)
-        tail = b":".join([nonce.encode(), nc.encode(), self._cnonce.encode(), b"auth"])
-
-        def digest(a2: bytes) -> bytes:
-            return _hex_md5(ha1 + b":" + tail + b":" + _hex_md5(a2))
-
-        response = digest(b"AUTHENTICATE:" + digest_uri.encode())
-        self._expected_rspauth = digest(b":" + digest_uri.encode())
+        response, self._expected_rspauth = digest_values(
+            text(mech.username), text(realm), password, nonce, self._cnonce, nc, digest_uri, mech.authzid
+        )
         parts = [
             ("charset", "utf-8") if utf8 else None,
             ("username", _quote(mech.username)),
@@ -222,7 +238,7 @@ class DigestExchange:
             ("cnonce", _quote(self._cnonce)),
             ("digest-uri", _quote(digest_uri)),
             ("maxbuf", "65536"),
-            ("response", response.decode("ascii")),
+            ("response", response),
             ("qop", "auth"),
             ("authzid", _quote(mech.authzid)) if mech.authzid else None,
         ]

@@ -39,6 +39,10 @@ Fixtures:
 ``zk_server_options`` / ``zk_ensemble_options`` (session)
     The :class:`~zkwire.testing.base.ServerOptions` the servers start with: override them in a
     ``conftest.py`` to configure the servers.
+``zk_client_options`` (session)
+    The :func:`zkwire.open_client` keywords the fixtures' own sessions use (``zk``, creating and
+    deleting chroots, the root): empty by default.  A suite that secures its server (SASL, see
+    :mod:`zkwire.testing.secured`) overrides it with the credentials, e.g. ``{"sasl": DigestMD5(...)}``.
 
 When a test that used one of these fails, the end of the server's log is added to its report.
 """
@@ -212,13 +216,22 @@ def zk_ensemble_options(zk_server_options: ServerOptions) -> ServerOptions:
     return zk_server_options
 
 
+@pytest.fixture(scope="session")
+def zk_client_options() -> dict[str, Any]:
+    """The :func:`zkwire.open_client` keywords of the fixtures' own sessions (override this fixture to
+    give a secured server's credentials)."""
+    return {}
+
+
 @contextlib.contextmanager
-def _serving(launcher: ZooKeeperServer | ZooKeeperEnsemble, root: str, what: str) -> Iterator[None]:
+def _serving(
+    launcher: ZooKeeperServer | ZooKeeperEnsemble, root: str, what: str, client_options: dict[str, Any]
+) -> Iterator[None]:
     """``launcher`` started, with ``root`` created on it, until the block ends; when it cannot start,
     the test fails with one line saying why."""
     try:
         launcher.start()
-        ensure_path(launcher.hosts, root)
+        ensure_path(launcher.hosts, root, client_options=client_options)
     except EmbeddedZooKeeperError as exc:
         launcher.stop()
         pytest.fail(f"zkwire: no {what}: {exc}", pytrace=False)
@@ -229,11 +242,13 @@ def _serving(launcher: ZooKeeperServer | ZooKeeperEnsemble, root: str, what: str
 
 
 @pytest.fixture(scope="session")
-def zk_server(pytestconfig: pytest.Config, zk_server_options: ServerOptions) -> Iterator[ServerHandle]:
+def zk_server(
+    pytestconfig: pytest.Config, zk_server_options: ServerOptions, zk_client_options: dict[str, Any]
+) -> Iterator[ServerHandle]:
     """The session's ZooKeeper server (see the module's documentation)."""
     settings, state = _settings(pytestconfig), _state(pytestconfig)
     server = _new_server(settings, zk_server_options)
-    with _serving(server, settings.root, f"ZooKeeper server ({settings.backend} backend)"):
+    with _serving(server, settings.root, f"ZooKeeper server ({settings.backend} backend)", zk_client_options):
         state.server = ServerHandle(server)
         try:
             yield state.server
@@ -248,15 +263,17 @@ def zk_hosts(zk_server: ServerHandle) -> str:
 
 
 @pytest.fixture
-def zk_chroot(request: pytest.FixtureRequest, zk_server: ServerHandle) -> Iterator[str]:
+def zk_chroot(
+    request: pytest.FixtureRequest, zk_server: ServerHandle, zk_client_options: dict[str, Any]
+) -> Iterator[str]:
     """A fresh node for this test, created before it and deleted after it (unless ``zk_keep_chroots``)."""
     settings = _settings(request.config)
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.name).strip("_.")[:80] or "test"
     path = f"{settings.root}/{name}-{uuid.uuid4().hex[:8]}"
-    ensure_path(zk_server.hosts, path)
+    ensure_path(zk_server.hosts, path, client_options=zk_client_options)
     yield path
     if not settings.keep_chroots and zk_server.running:
-        delete_tree(zk_server.hosts, path)
+        delete_tree(zk_server.hosts, path, client_options=zk_client_options)
 
 
 @pytest.fixture
@@ -266,20 +283,22 @@ def zk_connect_string(zk_server: ServerHandle, zk_chroot: str) -> str:
 
 
 @pytest.fixture
-async def zk(zk_connect_string: str) -> AsyncIterator[zkwire.Client]:
+async def zk(zk_connect_string: str, zk_client_options: dict[str, Any]) -> AsyncIterator[zkwire.Client]:
     """A :class:`zkwire.Client` chrooted to ``zk_chroot``, connected for the test (trio)."""
-    async with zkwire.open_client(zk_connect_string) as client:
+    async with zkwire.open_client(zk_connect_string, **zk_client_options) as client:
         yield client
 
 
 @pytest.fixture(scope="session")
-def zk_ensemble(pytestconfig: pytest.Config, zk_ensemble_options: ServerOptions) -> Iterator[EnsembleHandle]:
+def zk_ensemble(
+    pytestconfig: pytest.Config, zk_ensemble_options: ServerOptions, zk_client_options: dict[str, Any]
+) -> Iterator[EnsembleHandle]:
     """A 3-member ensemble for the session (see the module's documentation)."""
     settings, state = _settings(pytestconfig), _state(pytestconfig)
     if settings.backend == "external":
         pytest.skip("zkwire: no ensemble of our own with an external server (--zk-hosts)")
     ensemble = _new_ensemble(settings, zk_ensemble_options)
-    with _serving(ensemble, settings.root, f"ensemble ({settings.backend} backend)"):
+    with _serving(ensemble, settings.root, f"ensemble ({settings.backend} backend)", zk_client_options):
         state.ensemble = EnsembleHandle(ensemble)
         try:
             yield state.ensemble
@@ -288,7 +307,9 @@ def zk_ensemble(pytestconfig: pytest.Config, zk_ensemble_options: ServerOptions)
 
 
 @pytest.fixture(scope="session")
-def zk_netns_ensemble(pytestconfig: pytest.Config, zk_ensemble_options: ServerOptions) -> Iterator[NetnsEnsembleHandle]:
+def zk_netns_ensemble(
+    pytestconfig: pytest.Config, zk_ensemble_options: ServerOptions, zk_client_options: dict[str, Any]
+) -> Iterator[NetnsEnsembleHandle]:
     """A 3-member ensemble in network namespaces, its links under the tests' control."""
     from .netns import NetnsEnsemble, netns_unavailable_reason
 
@@ -297,7 +318,7 @@ def zk_netns_ensemble(pytestconfig: pytest.Config, zk_ensemble_options: ServerOp
         pytest.skip(f"zkwire: {reason}")
     settings, state = _settings(pytestconfig), _state(pytestconfig)
     ensemble = NetnsEnsemble(3, zk_ensemble_options, client_namespace=True)
-    with _serving(ensemble, settings.root, "ensemble in network namespaces"):
+    with _serving(ensemble, settings.root, "ensemble in network namespaces", zk_client_options):
         state.netns = NetnsEnsembleHandle(ensemble)
         try:
             yield state.netns

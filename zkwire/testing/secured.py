@@ -1,8 +1,10 @@
 """Secured test servers: the server settings SASL needs, and the JAAS file they point at.
 
-``EmbeddedZooKeeper(options=sasl_server_options(...))`` starts a server that authenticates clients
-with SASL and (``required``, the default) refuses every request from a connection that has not::
+``EmbeddedZooKeeper(options)`` with these options starts a server that authenticates clients with
+SASL and (``required``, the default) refuses every request from a connection that has not::
 
+    options = digest_sasl_options(directory, {"alice": "secret"})     # DIGEST-MD5 users
+    # the same, in steps (another JAAS section, e.g. Kerberos's, goes the same way):
     jaas = write_jaas(directory / "jaas.conf", {"Server": digest_login_section({"alice": "secret"})})
     options = sasl_server_options(jaas)
 
@@ -30,6 +32,7 @@ __all__ = [
     "KERBEROS_LOGIN_MODULE",
     "SASL_PROVIDER",
     "digest_login_section",
+    "digest_sasl_options",
     "jaas_value",
     "kerberos_login_section",
     "kerberos_server_options",
@@ -124,3 +127,12 @@ def kerberos_server_options(
     return sasl_server_options(
         jaas, required=required, base=base, system_properties={"java.security.krb5.conf": str(krb5_conf)}
     )
+
+
+def digest_sasl_options(
+    directory: Path, users: Mapping[str, str], *, required: bool = True, base: ServerOptions | None = None
+) -> ServerOptions:
+    """:func:`sasl_server_options` for DIGEST-MD5 ``users`` (name -> password), their JAAS file
+    written in ``directory`` (``jaas.conf``)."""
+    jaas = write_jaas(Path(directory) / "jaas.conf", {"Server": digest_login_section(users)})
+    return sasl_server_options(jaas, required=required, base=base)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from ..constants import OpCode
 from ..errors import NoNodeError, NotEmptyError, ProtocolError, error_name
@@ -254,13 +254,14 @@ def client_address_seen_by(address: str | tuple[str, int], timeout: float = 10.0
     raise EmbeddedZooKeeperError(f"{address} did not name the client's address")
 
 
-def ensure_path(hosts: str, path: str, timeout: float = 10.0) -> None:
+def ensure_path(hosts: str, path: str, timeout: float = 10.0, client_options: Mapping[str, Any] | None = None) -> None:
     """Create ``path`` and its missing parents (persistent, open ACL, empty) in a session of its own,
     opened and closed for the call (zkwire's :meth:`~zkwire.Client.ensure_path`, under ``trio.run``):
     fixtures prepare a server with it before any test's client exists.  Call it outside trio.
 
     A chroot in ``hosts`` is honoured (its own nodes are created too). Nodes that exist already are left
-    as they are.
+    as they are.  ``client_options``: more :func:`~zkwire.open_client` keywords (a secured server's
+    ``sasl``, ``auth`` or ``ssl_context``).
 
     Raises:
         EmbeddedZooKeeperError: no session within ``timeout`` seconds, or the server refused a create.
@@ -272,7 +273,7 @@ def ensure_path(hosts: str, path: str, timeout: float = 10.0) -> None:
 
     async def create() -> None:
         with trio.fail_after(timeout):
-            async with open_client(hosts) as client:
+            async with open_client(hosts, **(client_options or {})) as client:
                 await client.ensure_path(path)
 
     try:
@@ -281,10 +282,14 @@ def ensure_path(hosts: str, path: str, timeout: float = 10.0) -> None:
         raise EmbeddedZooKeeperError(f"cannot create {path} on {hosts}: {exc or 'no session in time'}") from exc
 
 
-def delete_tree(hosts: str, path: str, timeout: float = 10.0) -> None:
+def delete_tree(hosts: str, path: str, timeout: float = 10.0, client_options: Mapping[str, Any] | None = None) -> None:
     """Delete ``path`` and everything under it (a chroot in ``hosts`` is honoured), over a session
-    opened by hand. Nodes that vanish meanwhile are fine; ephemeral nodes of live sessions are deleted
-    like any other."""
+    opened by hand -- or, with ``client_options`` (a secured server's credentials), a zkwire client's
+    (:meth:`~zkwire.Client.delete_recursive`). Nodes that vanish meanwhile are fine; ephemeral nodes of
+    live sessions are deleted like any other."""
+    if client_options:
+        _delete_with_client(hosts, path, timeout, client_options)
+        return
 
     def remove(session: RawSession, node: str, attempts: int = 5) -> None:
         for _ in range(attempts):
@@ -300,3 +305,21 @@ def delete_tree(hosts: str, path: str, timeout: float = 10.0) -> None:
     with RawSession(hosts, timeout) as session:
         if path.strip("/"):
             remove(session, "/" + path.strip("/"))
+
+
+def _delete_with_client(hosts: str, path: str, timeout: float, client_options: Mapping[str, Any]) -> None:
+    import trio
+
+    from ..client.api import open_client
+    from ..errors import ZKError
+
+    async def delete() -> None:
+        with trio.fail_after(timeout):
+            async with open_client(hosts, **client_options) as client:
+                if path.strip("/"):
+                    await client.delete_recursive("/" + path.strip("/"))
+
+    try:
+        trio.run(delete)
+    except (ZKError, trio.TooSlowError) as exc:
+        raise EmbeddedZooKeeperError(f"cannot delete {path} on {hosts}: {exc or 'no session in time'}") from exc

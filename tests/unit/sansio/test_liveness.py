@@ -10,7 +10,8 @@ from helpers.sessioncore import H1, H2, H3, SID, Watcher, connected, data_reply,
 
 from zkwire.constants import PING_XID, EventType, OpCode
 from zkwire.errors import ConnectionLossError, SessionExpiredError
-from zkwire.sansio.session import DropConnection, Reply, SessionState, StateChanged, WatchNotification
+from zkwire.protocol.records import GetDataRequest
+from zkwire.sansio.session import DropConnection, Reply, SessionState, StateChanged, WatchNotification, WatchRequest
 from zkwire.sansio.watches import WatchKind
 
 # ------------------------------------------------------------------------------------- pings, timeouts
@@ -301,3 +302,31 @@ def test_client_side_expiry_during_a_reattach_handshake() -> None:
     pair.open(5.0)  # handshake deadline 7.0; expiry at 6.0 comes first
     [change] = pair.timer(6.0)
     assert isinstance(change, StateChanged) and change.new is SessionState.EXPIRED
+
+
+def test_a_timer_asleep_through_the_handshake_still_meets_the_syncing_deadlines() -> None:
+    # One host: the connect timeout is the whole session timeout (9 s), the re-attach's read timeout 6 s.
+    # A timer that sleeps until the deadline it read during the handshake must wake before the SYNCING
+    # phase's: here SetWatches is never answered, and the connection must be dropped -- not the
+    # session given up for expired when the connect deadline finally comes.
+    pair = connected(timeout=9.0)
+    pair.core.send_request(
+        OpCode.GET_DATA, GetDataRequest("/w", True), "w", 0.5, path="/w", watch=WatchRequest(WatchKind.DATA, "/w", 1)
+    )
+    pair.to_server()
+    pair.to_client(pair.server.answer(data_reply()), 0.6)
+    pair.lose(1.0)
+    pair.open(1.0)
+    now = pair.core.next_deadline()  # read while the ConnectRequest is unanswered
+    assert now <= 1.0 + 3.0
+    pair.to_client(pair.server.accept(session_id=SID), 1.2)
+    [set_watches] = pair.to_server()
+    assert set_watches.op == OpCode.SET_WATCHES
+    while True:
+        events = pair.timer(now)
+        pair.to_server()
+        assert pair.core.state is not SessionState.EXPIRED
+        if drops(events):
+            break
+        now = pair.core.next_deadline()
+    assert now == pytest.approx(1.0 + 6.0)  # the read timeout after the ConnectRequest went out
