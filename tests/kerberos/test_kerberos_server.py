@@ -1,0 +1,153 @@
+"""GSSAPI (Kerberos) against a real ZooKeeper 3.8 server that requires SASL, with the session's KDC:
+the identity the server sees, ACLs, refusals, and the session across a sever and a restart with the
+exchange redone on each new connection; the Java client beside it sees the same identity."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+import trio
+from helpers.faultproxy import open_fault_proxy
+from helpers.kerberos import KerberosServer
+
+import zkwire
+from zkwire import ACL, Id, Perm, SessionState
+from zkwire.sasl import Kerberos
+from zkwire.testing.embedded import find_java, server_classpath
+from zkwire.testing.secured import kerberos_login_section, write_jaas
+
+LIMIT = 20
+
+
+def only(principal: str) -> list[ACL]:
+    return [ACL(Perm.ALL, Id("sasl", principal))]
+
+
+async def test_a_kerberos_session_reads_and_writes_under_a_sasl_acl(kerberos_server: KerberosServer) -> None:
+    principal = kerberos_server.principal
+    realm = kerberos_server.kerberos.realm
+    with trio.fail_after(LIMIT):
+        async with zkwire.open_client(
+            kerberos_server.hosts, sasl=Kerberos(ccache=kerberos_server.kerberos.ccache)
+        ) as zk:
+            assert ("sasl", principal) in await zk.who_am_i()
+            await zk.ensure_path("/krb-acl")
+            await zk.create("/krb-acl/node", b"for alice", acl=only(principal))
+            assert (await zk.get_data("/krb-acl/node"))[0] == b"for alice"
+            assert (await zk.get_acl("/krb-acl/node"))[0] == only(principal)
+            await zk.set_data("/krb-acl/node", b"alice again")
+            carol = await trio.to_thread.run_sync(realm.user_principal, "carol")
+            async with zkwire.open_client(
+                kerberos_server.hosts, sasl=Kerberos(principal=carol.name, keytab=carol.keytab)
+            ) as other:
+                assert ("sasl", carol.name) in await other.who_am_i()
+                with pytest.raises(zkwire.NoAuthError):
+                    await other.get_data("/krb-acl/node")
+                with pytest.raises(zkwire.NoAuthError):
+                    await other.set_data("/krb-acl/node", b"carol was here")
+
+
+async def test_without_sasl_the_first_request_names_the_option(kerberos_server: KerberosServer) -> None:
+    with trio.fail_after(LIMIT):
+        async with zkwire.open_client(kerberos_server.hosts) as zk:
+            with pytest.raises(zkwire.SessionClosedRequireSaslAuthError) as caught:
+                await zk.get_children("/")
+            assert "sasl=" in str(caught.value)
+            assert zk.state is SessionState.AUTH_FAILED
+
+
+async def test_an_address_in_the_connect_string_needs_canonicalisation(kerberos_server: KerberosServer) -> None:
+    by_address = f"127.0.0.1:{kerberos_server.server.port}"
+    ccache = kerberos_server.kerberos.ccache
+    with trio.fail_after(LIMIT):
+        with pytest.raises(zkwire.AuthFailedError) as caught:
+            async with zkwire.open_client(by_address, sasl=Kerberos(ccache=ccache)):
+                raise AssertionError("must not connect")
+        assert "zookeeper/127.0.0.1@ZKWIRE.TEST not found in Kerberos database" in str(caught.value)
+        async with zkwire.open_client(by_address, sasl=Kerberos(ccache=ccache, canonicalize_host=True)) as zk:
+            assert ("sasl", kerberos_server.principal) in await zk.who_am_i()
+
+
+async def test_the_session_survives_a_sever_with_gssapi_redone(kerberos_server: KerberosServer) -> None:
+    mechanism = Kerberos(ccache=kerberos_server.kerberos.ccache)
+    principal = kerberos_server.principal
+    with trio.fail_after(LIMIT):
+        async with open_fault_proxy("127.0.0.1", kerberos_server.server.port) as proxy:
+            hosts = f"localhost:{proxy.port}"  # by name: the proxy is zookeeper/localhost to the client
+            async with zkwire.open_client(hosts, sasl=mechanism, session_timeout=8) as zk:
+                session = zk.session_id
+                await zk.ensure_path("/krb-sever")
+                node = await zk.create("/krb-sever/e-", ephemeral=True, sequential=True, acl=only(principal))
+                _, _, watch = await zk.get_data(node, watch=True)
+                assert await proxy.sever() >= 1
+                await zk.wait_for_state(SessionState.SUSPENDED, SessionState.CONNECTING)
+                await zk.wait_connected()
+                assert zk.session_id == session and proxy.connections >= 1
+                assert ("sasl", principal) in await zk.who_am_i()
+                assert (await zk.get_data(node))[1].ephemeral_owner == session
+                await zk.set_data(node, b"changed")
+                assert (await watch.wait()).type is zkwire.EventType.NODE_DATA_CHANGED
+
+
+async def test_the_session_survives_a_server_restart_with_gssapi_redone(kerberos_server: KerberosServer) -> None:
+    principal = kerberos_server.principal
+    with trio.fail_after(60):
+        async with zkwire.open_client(
+            kerberos_server.hosts, sasl=Kerberos(ccache=kerberos_server.kerberos.ccache), session_timeout=20
+        ) as zk:
+            session = zk.session_id
+            await zk.ensure_path("/krb-restart")
+            node = await zk.create("/krb-restart/e-", ephemeral=True, sequential=True, acl=only(principal))
+            _, _, watch = await zk.get_data(node, watch=True)
+            await trio.to_thread.run_sync(kerberos_server.server.restart)
+            await zk.wait_connected()
+            assert zk.session_id == session
+            assert ("sasl", principal) in await zk.who_am_i()
+            assert (await zk.get_data(node))[1].ephemeral_owner == session
+            await zk.set_data(node, b"after the restart")
+            assert (await watch.wait()).type is zkwire.EventType.NODE_DATA_CHANGED
+
+
+async def test_an_expired_ticket_is_auth_failed_then_renewal_connects(kerberos_server: KerberosServer) -> None:
+    setup = kerberos_server.kerberos
+    ccache = await trio.to_thread.run_sync(lambda: setup.fresh_ccache("server-expiring", lifetime="2s"))
+    mechanism = Kerberos(ccache=ccache)
+    with trio.fail_after(LIMIT):
+        await trio.sleep(3)
+        with pytest.raises(zkwire.AuthFailedError) as caught:
+            async with zkwire.open_client(kerberos_server.hosts, sasl=mechanism):
+                raise AssertionError("must not connect")
+        assert "expired" in str(caught.value) and "GSSAPI" in str(caught.value)
+        await trio.to_thread.run_sync(lambda: setup.fresh_ccache("server-expiring"))  # kinit again
+        async with zkwire.open_client(kerberos_server.hosts, sasl=mechanism) as zk:
+            assert ("sasl", kerberos_server.principal) in await zk.who_am_i()
+
+
+def test_the_java_client_sees_the_same_identity(kerberos_server: KerberosServer) -> None:
+    setup = kerberos_server.kerberos
+    jaas = write_jaas(
+        setup.realm.directory / "java-client.jaas",
+        {"Client": kerberos_login_section(setup.alice.keytab, setup.alice.name)},
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            find_java(),
+            f"-Djava.security.auth.login.config={jaas}",
+            f"-Djava.security.krb5.conf={setup.realm.krb5_conf}",
+            "-cp",
+            ":".join(server_classpath()),
+            "org.apache.zookeeper.ZooKeeperMain",
+            "-server",
+            kerberos_server.hosts,
+            "whoami",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"sasl: {setup.alice.name}" in done.stdout, done.stdout[-2000:]
+    assert time.monotonic() - started < 60
