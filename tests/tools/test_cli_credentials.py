@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 from helpers.cli import zkw
+from helpers.kerberos import KerberosServer
 from helpers.sasl import SASL_USERS, SaslServer
 
 from zkwire.sasl import DigestMD5
@@ -145,3 +146,17 @@ def test_credentials_from_options_and_environment(tmp_path: Path) -> None:
         big = tmp_path / "big"
         big.write_bytes(b"x" * 70_000)
         credentials_from(_parse("--auth-file", str(big)), {})
+
+
+async def test_zkwire_with_kerberos_from_the_ticket_cache_and_a_keytab(kerberos_server: KerberosServer) -> None:
+    setup = kerberos_server.kerberos
+    result = await zkw(kerberos_server.hosts, "whoami", options=("--sasl", "GSSAPI"), env={"KRB5CCNAME": setup.ccache})
+    assert result.code == 0 and setup.alice.name in result.out, result.err
+    dave = await trio.to_thread.run_sync(setup.realm.user_principal, "dave")
+    options = ("--sasl", "gssapi", "--sasl-user", dave.name, "--sasl-keytab", str(dave.keytab))
+    result = await zkw(kerberos_server.hosts, "whoami", options=options)
+    assert result.code == 0 and dave.name in result.out, result.err
+    code, out, err = await _zklock(
+        "run", "--server", kerberos_server.hosts, *options, "/cli-krb/lock", "--", "echo", "ok"
+    )
+    assert (code, out) == (0, "ok\n"), err

@@ -184,7 +184,7 @@ def _mechanism(name: str, opts: argparse.Namespace, env: Mapping[str, str]) -> S
 
 def _kerberos(opts: argparse.Namespace, principal: str | None) -> SaslMechanism:
     try:
-        from ..sasl.kerberos import Kerberos  # type: ignore[import-not-found,unused-ignore]
+        from ..sasl.kerberos import Kerberos
     except ImportError:
         raise CredentialError("--sasl GSSAPI needs the Kerberos extra: pip install 'zkwire[kerberos]'") from None
     kwargs: dict[str, Any] = {}
