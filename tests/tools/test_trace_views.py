@@ -302,11 +302,11 @@ async def test_zkwire_trace_prints_the_summary_on_sigusr1_and_on_exit_and_saves(
 ) -> None:
     import signal
 
-    from test_tracer_hardening import _Tracer
+    from helpers.tracerproc import TracerProcess
 
     out = (tmp_path / "trace.out").open("w")
     save = tmp_path / "raw"
-    tracer = _Tracer(zk_hosts, "--json", "--save", str(save), "--hide-pings", stdout=out)
+    tracer = TracerProcess(zk_hosts, "--json", "--save", str(save), "--hide-pings", stdout=out)
     try:
         with trio.fail_after(30):
             async with zkwire.open_client(tracer.hosts) as zk:
