@@ -56,6 +56,7 @@ from .base import (
     tail_file,
 )
 from .base import free_port as _base_free_port
+from .certs import TestCertificates
 from .wire import PROBE_TIMEOUT, four_letter_word, serving
 
 __all__ = [
@@ -343,6 +344,11 @@ class EmbeddedZooKeeper(LocalPortServer):
     TLS: give ``tls_keystore`` (and its password); the server then uses the netty connection factory
     and also listens for TLS clients on ``secure_port`` (a free port if None; see :attr:`secure_hosts`).
     Clients need no certificate unless ``tls_client_auth`` is ``"want"`` or ``"need"``.
+
+    Mutual TLS: ``certificates`` (made by :func:`~zkwire.testing.certs.make_test_certificates`) gives
+    the keystore and the truststore at once, and ``tls_client_auth`` is then ``"need"`` unless given:
+    a client must present a certificate the test CA signed, and is identified by its subject in the
+    ``x509`` scheme (the server registers that provider by itself once it has a secure port).
     """
 
     backend = "local"
@@ -359,12 +365,22 @@ class EmbeddedZooKeeper(LocalPortServer):
         tls_keystore_password: str | None = None,
         tls_truststore: str | None = None,
         tls_truststore_password: str | None = None,
-        tls_client_auth: str = "none",
+        tls_client_auth: str | None = None,
+        certificates: TestCertificates | None = None,
         java: str | None = None,
         classpath: Sequence[str] | None = None,
         **changes: Unpack[ServerOptionChanges],
     ) -> None:
         self.options = (options or ServerOptions()).replace(**changes)
+        if certificates is not None:
+            if tls_keystore is not None or tls_truststore is not None:
+                raise ValueError("give certificates= or tls_keystore=/tls_truststore=, not both")
+            tls_keystore, tls_truststore = str(certificates.server_keystore), str(certificates.server_truststore)
+            tls_keystore_password = tls_truststore_password = certificates.store_password
+        if tls_client_auth is None:
+            tls_client_auth = "need" if certificates is not None else "none"
+        if tls_client_auth not in ("none", "want", "need"):
+            raise ValueError(f"tls_client_auth must be 'none', 'want' or 'need', not {tls_client_auth!r}")
         self.host = host
         self._port = port
         self._fixed_port = port is not None
