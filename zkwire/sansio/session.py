@@ -340,7 +340,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         verdict = self._hosts.failed(reason)
         if verdict is None or self.state.is_terminal:
             return False
-        log.warning("every server failed, some for a reason no retry cures: %s", verdict)
+        log.info("every server failed, some for a reason no retry cures: %s", verdict)
         self._fail_pending(events, verdict)
         self._set_state(events, SessionState.AUTH_FAILED, verdict)
         return True

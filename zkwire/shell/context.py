@@ -8,6 +8,7 @@ escaped), the one-shot and persistent watches whose events it prints, and the in
 
 from __future__ import annotations
 
+import ssl
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -18,7 +19,7 @@ from ..client.api import Client, open_client
 from ..client.fourletter import connect_error_reason
 from ..client.watchers import Watch, WatchedEvent
 from ..constants import EventType
-from ..errors import AuthFailedError, NoWatcherError, ZKError
+from ..errors import AuthFailedError, NoWatcherError, TLSError, ZKError
 from ..sansio.hosts import parse_connect_string
 from ..sansio.session import SessionState
 from ..terminal import escape_controls
@@ -38,6 +39,7 @@ class Context:
         session_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         auth: list[tuple[str, str]] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
         hosts_note: str = "",
         interactive: bool = False,
         out: TextIO | None = None,
@@ -50,6 +52,8 @@ class Context:
         self.session_timeout = session_timeout
         self.connect_timeout = connect_timeout
         self.auth = list(auth or ())
+        #: TLS for every session (``--tls...``); None: plain TCP.
+        self.ssl_context = ssl_context
         self.interactive = interactive
         self.out = out if out is not None else sys.stdout
         self.err = err if err is not None else sys.stderr
@@ -130,6 +134,9 @@ class Context:
         except trio.TooSlowError:
             await self.close()
             raise ConnectError(explain(await _connect_failure(hosts, self.connect_timeout))) from None
+        except TLSError as e:  # a certificate refused: the message says which, and where
+            await self.close()
+            raise ConnectError(f"Cannot connect to {hosts}: {e}") from None
         except AuthFailedError:
             await self.close()
             raise ConnectError(f"Authentication failed for {hosts}") from None
@@ -152,7 +159,11 @@ class Context:
         started = False
         try:
             async with open_client(
-                hosts, session_timeout=self.session_timeout, auth=self.auth, wait_connected=False
+                hosts,
+                session_timeout=self.session_timeout,
+                auth=self.auth,
+                ssl_context=self.ssl_context,
+                wait_connected=False,
             ) as client:
                 task_status.started(client)
                 started = True

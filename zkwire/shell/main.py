@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 
 import trio
 
+from ..errors import InvalidArgumentError
 from ..terminal import escape_controls
 from .commands import COMMANDS
 from .context import Context
@@ -57,10 +58,12 @@ from .runtime import (
     DEFAULT_SERVER,
     SERVER_VARIABLE,
     OneLineArgumentParser,
+    add_security_options,
     choose_server,
     is_utf8,
     run_cli,
     seconds,
+    security_options,
     session_timeout,
 )
 
@@ -128,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="authenticate the session before the command, e.g. digest:user:password (repeatable)",
     )
     parser.add_argument("--verbose", "-v", action="count", default=0, help="log the client's activity to stderr")
+    add_security_options(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments (see below)")
     return parser
 
@@ -163,7 +167,8 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     try:
         auth = _parse_auth(opts.auth)
-    except UsageError as e:
+        security = security_options(opts)
+    except (UsageError, InvalidArgumentError) as e:
         print(escape_controls(f"zkwire: {e}"), file=sys.stderr)
         return EXIT_USAGE
     server = choose_server(opts.server)
@@ -173,6 +178,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "session_timeout": opts.session_timeout,
         "connect_timeout": opts.timeout,
         "auth": auth,
+        "ssl_context": security.ssl_context,
     }
     try:
         if opts.command:
