@@ -16,7 +16,8 @@ from helpers.tls import KEY_PASSWORD, MtlsServer
 import zkwire
 from zkwire import ACL, Id, Perm, SessionState
 from zkwire.testing.base import free_port
-from zkwire.testing.certs import ClientCertificate
+from zkwire.testing.certs import ClientCertificate, TestCertificates
+from zkwire.testing.embedded import EmbeddedEnsemble
 
 LIMIT = 20
 
@@ -184,3 +185,32 @@ async def test_a_tls_client_at_the_plain_port_is_retried(mtls_server: MtlsServer
     with pytest.raises(trio.TooSlowError), trio.fail_after(1.5):
         async with zkwire.open_client(plain, ssl_context=alice(mtls_server)):
             raise AssertionError("must not connect")
+
+
+@pytest.mark.ensemble
+@pytest.mark.usefixtures("local_zookeeper")
+async def test_the_identity_follows_the_session_to_another_member(tls_certs: TestCertificates) -> None:
+    alice = tls_certs.clients["alice"]
+    ensemble = EmbeddedEnsemble(certificates=tls_certs)
+    await trio.to_thread.run_sync(ensemble.start)
+    try:
+        ports = {int(h.rpartition(":")[2]): i for i, h in enumerate(ensemble.secure_hosts.split(","))}
+        context = zkwire.tls_context(ca=tls_certs.ca, cert=alice.cert, key=alice.key, key_password=KEY_PASSWORD)
+        with trio.fail_after(90):
+            async with zkwire.open_client(ensemble.secure_hosts, ssl_context=context, session_timeout=20) as zk:
+                session = zk.session_id
+                await zk.ensure_path("/x509-failover")
+                node = await zk.create("/x509-failover/e-", ephemeral=True, sequential=True, acl=only(alice.dn))
+                _, _, watch = await zk.get_data(node, watch=True)
+                first = zk.connected_host
+                assert first is not None
+                await trio.to_thread.run_sync(ensemble.stop_member, ports[first.port])
+                await zk.wait_for_state(SessionState.SUSPENDED, SessionState.CONNECTING)
+                await zk.wait_connected()
+                assert zk.session_id == session and zk.connected_host is not None and zk.connected_host != first
+                assert ("x509", alice.dn) in await zk.who_am_i()
+                assert (await zk.get_data(node))[1].ephemeral_owner == session
+                await zk.set_data(node, b"on another member")
+                assert (await watch.wait()).type is zkwire.EventType.NODE_DATA_CHANGED
+    finally:
+        await trio.to_thread.run_sync(ensemble.stop)

@@ -559,6 +559,8 @@ class _Member:
         self.client_port = client_port
         self.quorum_port = quorum_port
         self.election_port = election_port
+        #: The TLS client port (members of an ensemble with ``certificates`` only).
+        self.secure_port: int | None = None
         self.server: ServerProcess | None = None
 
 
@@ -571,6 +573,11 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
     the quorum serves reads (``srvr`` reports ``Mode: read-only``) about two seconds later; as ZooKeeper
     needs local sessions for that, they are enabled too (``localSessionsEnabled`` and
     ``localSessionsUpgradingEnabled``; a session becomes global when it creates an ephemeral node).
+
+    ``certificates`` (:func:`~zkwire.testing.certs.make_test_certificates`): every member also listens
+    for TLS clients on a port of its own (:attr:`secure_hosts`), requiring a client certificate unless
+    ``tls_client_auth`` says otherwise, as :class:`EmbeddedZooKeeper` does (the quorum's own traffic
+    stays plain).
     """
 
     backend = "local"
@@ -582,11 +589,17 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         *,
         host: str = "127.0.0.1",
         client_ports: Sequence[int] | None = None,
+        certificates: TestCertificates | None = None,
+        tls_client_auth: str | None = None,
         java: str | None = None,
         classpath: Sequence[str] | None = None,
         **changes: Unpack[ServerOptionChanges],
     ) -> None:
         super().__init__(size, (options or ServerOptions()).replace(**changes))
+        if tls_client_auth not in (None, "none", "want", "need"):
+            raise ValueError(f"tls_client_auth must be 'none', 'want' or 'need', not {tls_client_auth!r}")
+        self.certificates = certificates
+        self.tls_client_auth = tls_client_auth or "need"
         if client_ports is not None and len(client_ports) != size:
             raise ValueError(f"client_ports names {len(client_ports)} ports for {size} members")
         self.host = host
@@ -633,6 +646,13 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
     def _member_is_ours(self, index: int) -> bool:
         return _serves_our_data(self._admin_address(index), self.member_data_dir(index))
 
+    @property
+    def secure_hosts(self) -> str:
+        """The members' TLS client addresses, as a connect string (with ``certificates`` only)."""
+        if self.certificates is None or not self._members:
+            raise EmbeddedZooKeeperError("TLS is not configured (no certificates), or the ensemble is not started")
+        return ",".join(f"{self._member_address(m.index)[0]}:{m.secure_port}" for m in self._members)
+
     def member_data_dir(self, index: int) -> Path:
         if self._workdir is None:
             raise EmbeddedZooKeeperError("the ensemble is not started")
@@ -670,6 +690,12 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         )
         for m in self._members:
             cfg[f"server.{m.myid}"] = f"{self._peer_host(m.index)}:{m.quorum_port}:{m.election_port}"
+        if self.certificates is not None:
+            if member.secure_port is None:
+                member.secure_port = free_port(self._member_address(member.index)[0])
+            cfg["secureClientPort"] = str(member.secure_port)
+            cfg["secureClientPortAddress"] = self._member_address(member.index)[0]
+            cfg.update(self.certificates.server_config(self.tls_client_auth))
         cfg.update(self.options.extra_config)
         return cfg
 
@@ -685,9 +711,10 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         data_dir = self.member_data_dir(index)
         data_dir.mkdir(parents=True, exist_ok=True)
         (data_dir / "myid").write_text(f"{member.myid}\n")
-        member.server.launch(
-            self._config(member), self.options.system_properties(ensemble=True), self.options.jvm_flags
-        )
+        props = self.options.system_properties(ensemble=True)
+        if self.certificates is not None:
+            props["zookeeper.serverCnxnFactory"] = "org.apache.zookeeper.server.NettyServerCnxnFactory"
+        member.server.launch(self._config(member), props, self.options.jvm_flags)
 
     def _halt_members(self, indices: Sequence[int], *, kill: bool, grace: float) -> None:
         servers = [s for i in indices if (s := self._members[i].server) is not None]
