@@ -21,7 +21,12 @@ from types import ModuleType
 import pytest
 from helpers.kerberos import kerberos_realm, kerberos_server  # noqa: F401  (a KDC, a server requiring GSSAPI)
 from helpers.sasl import sasl_ensemble, sasl_server  # noqa: F401  (real servers requiring SASL)
-from helpers.tls import tls_server  # noqa: F401  (a TLS-enabled real server, for the client's and the tracer's tests)
+from helpers.tls import (  # noqa: F401  (real servers with TLS and mutual TLS, for the client, the tools and the tracer)
+    mtls13_server,
+    mtls_server,
+    tls_certs,
+    tls_server,
+)
 
 from zkwire.testing import ZooKeeperEnsemble, pytest_options
 from zkwire.testing.embedded import EmbeddedZooKeeper

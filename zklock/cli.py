@@ -54,6 +54,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
 import trio
@@ -65,10 +66,12 @@ from zkwire.shell.runtime import (
     SERVER_VARIABLE,
     OneLineArgumentParser,
     ServerChoice,
+    add_security_options,
     choose_server,
     is_utf8,
     run_cli,
     seconds,
+    security_options,
     session_timeout,
 )
 from zkwire.terminal import escape_controls
@@ -162,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="SECONDS",
             help="session timeout: how soon others may take the lock if this host dies (default: %(default)s)",
         )
+        add_security_options(p)
 
     run = sub.add_parser(
         "run",
@@ -258,6 +262,7 @@ def _main(argv: Sequence[str] | None) -> int:
         validate_path(opts.lockpath)
         if getattr(opts, "identifier", None) is not None and not is_utf8(opts.identifier):
             raise InvalidInputError("--identifier is not valid UTF-8 text")
+        opts.security = security_options(opts)
     except InvalidInputError as e:
         parser.error(str(e))
     opts.server = choose_server(opts.server, deprecated=[DEPRECATED_SERVER_VARIABLE])
@@ -291,6 +296,18 @@ def _main(argv: Sequence[str] | None) -> int:
 
 class _Unavailable(Exception):
     """No session, or ZooKeeper refused what we need: exit 69 with this message."""
+
+
+def _open_client(opts: argparse.Namespace) -> AbstractAsyncContextManager[Client]:
+    """The session of ``run`` and ``status``, with the options of the command line (waited for by
+    :func:`_connected`)."""
+    return open_client(
+        opts.server.hosts,
+        session_timeout=opts.session_timeout,
+        ssl_context=opts.security.ssl_context,
+        wait_connected=False,
+        **opts.client_options,
+    )
 
 
 async def _connected(client: Client, server: ServerChoice, limit: float) -> None:
@@ -366,9 +383,7 @@ class _Runner:
     async def _run(self) -> int:
         opts = self.opts
         try:
-            async with open_client(
-                opts.server.hosts, session_timeout=opts.session_timeout, wait_connected=False, **opts.client_options
-            ) as client:
+            async with _open_client(opts) as client:
                 await _connected(client, opts.server, opts.timeout)
                 mutex = _recipe(client, opts)
                 if not await self._acquire(mutex):
@@ -495,9 +510,7 @@ def _recipe(client: Client, opts: argparse.Namespace) -> LockRecipe:
 
 async def _status(opts: argparse.Namespace) -> int:
     try:
-        async with open_client(
-            opts.server.hosts, session_timeout=opts.session_timeout, wait_connected=False, **opts.client_options
-        ) as client:
+        async with _open_client(opts) as client:
             await _connected(client, opts.server, opts.timeout)
             status = await lock_status(client, opts.lockpath)
     except _Unavailable as e:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .client.continuity import Sessions, SessionSource, sessions
     from .client.nodewatch import ChildrenWatch, DataWatch, NodeData, watch_children, watch_data
     from .client.retry import TRANSIENT_ERRORS, RetryPolicy, retry, retry_with
+    from .client.tls import tls_context
     from .client.treecache import TreeCache, TreeEvent, TreeEvents, TreeEventType, open_tree_cache
     from .client.watchers import PersistentWatch, StateStream, Watch, WatchedEvent
 
@@ -66,6 +67,7 @@ _TRIO_LAYER = {
     "TreeEvents": "treecache",
     "TreeEventType": "treecache",
     "open_tree_cache": "treecache",
+    "tls_context": "tls",
 }
 
 
@@ -140,4 +142,5 @@ __all__ = [
     "TreeEvents",
     "TreeEventType",
     "open_tree_cache",
+    "tls_context",
 ]

@@ -63,10 +63,18 @@ def parse_acl(text: str) -> tuple[ACL, ...]:
     """zkCli's syntax: ``scheme:id:perms`` entries separated by commas.
 
     The id may itself contain colons (``digest:user:hash:cdrwa``, ``ip:10.0.0.1:r``); the permissions
-    are what follows the last colon.
+    are what follows the last colon.  An ``x509`` id is a certificate's DN, itself a list separated by
+    commas (``x509:CN=alice,O=example:cdrwa``): its commas are part of it.
     """
     acls: list[ACL] = []
-    for entry in text.split(","):
+    entries: list[str] = []
+    for fragment in text.split(","):
+        # A fragment of an x509 DN (no colon of its own yet to end the entry) continues that entry.
+        if entries and entries[-1].lstrip().startswith("x509:") and entries[-1].count(":") < 2:
+            entries[-1] += "," + fragment
+        else:
+            entries.append(fragment)
+    for entry in entries:
         entry = entry.strip()
         if not entry:
             continue

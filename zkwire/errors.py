@@ -50,6 +50,9 @@ __all__ = [
     "InvalidCallbackError",
     "InvalidACLError",
     "AuthFailedError",
+    "TLSError",
+    "ClientCertificateRejectedError",
+    "ServerCertificateError",
     "SessionMovedError",
     "NotReadOnlyError",
     "EphemeralOnLocalSessionError",
@@ -278,6 +281,44 @@ class InvalidACLError(ServerError, code=-114, name="INVALIDACL", description="In
 
 class AuthFailedError(ServerError, code=-115, name="AUTHFAILED", description="Authentication failed"):
     pass
+
+
+class TLSError(AuthFailedError):
+    """A TLS connection failed for a reason another attempt would meet again: a certificate refused, by
+    the server or by the client.  The session ends in ``AUTH_FAILED`` with it once a whole pass over
+    the hosts has failed with no session and some host for such a reason (a host that is merely down
+    is retried).  A subclass of :class:`AuthFailedError`: the certificates authenticate the two ends.
+
+    The message names the cause and the host (``host``), never key material.  ``code`` is
+    AuthFailedError's; no server sent it.
+    """
+
+    description = "TLS handshake failed"
+    #: The server (``host:port``) whose connection failed so, when known.
+    host: str | None = None
+
+    def __init__(self, path: str | None = None, detail: str | None = None, host: str | None = None) -> None:
+        super().__init__(path, detail)
+        if host is not None:
+            self.host = host
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.path, self.detail, self.host))
+
+
+class ClientCertificateRejectedError(TLSError):
+    """The server refused the client's certificate (none given where one is required, one its
+    truststore does not trust, expired...): it alerted during the TLS handshake or, under TLS 1.3,
+    on the first read after it."""
+
+    description = "The server refused the client's TLS certificate"
+
+
+class ServerCertificateError(TLSError):
+    """The client did not accept the server's certificate (not signed by a CA it trusts, another host
+    name, expired...)."""
+
+    description = "The server's TLS certificate is not trusted"
 
 
 class SessionMovedError(ServerError, code=-118, name="SESSIONMOVED", description="Session moved to another server"):

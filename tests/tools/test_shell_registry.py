@@ -383,3 +383,14 @@ def test_arguments_built_directly_are_checked_too() -> None:
     with pytest.raises(InvalidInputError):
         CreateArguments(path="/a/", sequential=False)
     assert CreateArguments(path="/a/", sequential=True).path == "/a/"
+
+
+def test_an_x509_acl_keeps_the_commas_of_its_dn() -> None:
+    from zkwire import ACL, Id, InvalidArgumentError, Perm
+    from zkwire.acl import format_acl
+
+    acl = parse_acl("x509:CN=alice,OU=ops,O=zkwire test:cdrwa, world:anyone:r")
+    assert acl == (ACL(Perm.ALL, Id("x509", "CN=alice,OU=ops,O=zkwire test")), ACL(Perm.READ, Id("world", "anyone")))
+    assert ",".join(format_acl(a) for a in acl) == "x509:CN=alice,OU=ops,O=zkwire test:cdrwa,world:anyone:r"
+    with pytest.raises(InvalidArgumentError, match="is not scheme:id:perms"):
+        parse_acl("x509:CN=alice,O=zkwire test")  # no permissions

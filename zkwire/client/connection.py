@@ -56,7 +56,7 @@ from ..sansio.session import (
     WatchNotification,
 )
 from .calls import Backlog, ClientCore, PendingCall, RequestPath
-from .connectlog import ConnectFailureLog
+from .connectlog import ConnectFailureLog, tls_failure
 from .watchers import StateStream, WatchedEvent, Watcher
 
 __all__ = [
@@ -200,28 +200,37 @@ class ConnectionDriver(RequestPath):
                 answered = self._answered
                 stream = await self._open_stream(host)
                 if stream is None:
-                    core.connection_failed()
-                    continue
+                    continue  # counted by _open_stream
                 await self._run_connection(host, stream)
                 core.connection_ended(trio.current_time(), answered=self._answered != answered)
 
     async def _open_stream(self, host: HostPort) -> trio.abc.Stream | None:
-        """A connected stream to ``host`` within the connect timeout, or None (the failure is logged)."""
+        """A connected stream to ``host`` within the connect timeout, or None: the failure is logged and
+        told to the core, classified (a certificate refused, :func:`~zkwire.client.connectlog.tls_failure`,
+        is a reason that ends the session after a whole pass over the hosts; anything else is retried)."""
         with trio.move_on_after(self.core.connect_timeout):
             try:
                 stream = await self._connect(host)
             except TRANSPORT_ERRORS as e:
-                self._connect_log.failed(host, e, len(self.core.hosts))
+                self._attempt_failed(host, e)
                 return None
             try:
                 self._stream_opened(stream)
             except OSError as e:
                 await trio.aclose_forcefully(stream)
-                self._connect_log.failed(host, e, len(self.core.hosts))
+                self._attempt_failed(host, e)
                 return None
             self._transport = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
             return stream
-        return None  # timed out
+        self.dispatch(self.core.connection_failed())  # timed out
+        return None
+
+    def _attempt_failed(self, host: HostPort, error: Exception) -> None:
+        reason = tls_failure(error, host)
+        if reason is not None:
+            log.info("connection to %s failed: %s", host, reason)
+        self._connect_log.failed(host, error, len(self.core.hosts))
+        self.dispatch(self.core.connection_failed(reason))
 
     async def _run_connection(self, host: HostPort, stream: trio.abc.Stream) -> None:
         core = self.core
@@ -232,7 +241,7 @@ class ConnectionDriver(RequestPath):
         except ZKError as e:
             # Counted like any failed attempt: the next one waits (back-off), never a tight loop.
             log.warning("cannot start a handshake with %s: %s", host, e)
-            core.connection_failed()
+            self.dispatch(core.connection_failed())
             self._stream_closed()
             await trio.aclose_forcefully(stream)
             return
@@ -257,9 +266,13 @@ class ConnectionDriver(RequestPath):
     def _transport_failed(self, action: str, error: Exception) -> None:
         """The one handler of :data:`TRANSPORT_ERRORS` (every socket or stream call is wrapped in
         ``except TRANSPORT_ERRORS``): the connection is dropped (callers in flight get
-        ConnectionLossError) and the failure logged as ``action`` (e.g. "write to")."""
-        log.info("%s %s failed: %s", action, self.core.current_host, error)
-        self.drop_connection()
+        ConnectionLossError) and the failure logged as ``action`` (e.g. "write to").  A certificate
+        refused after the TLS handshake (TLS 1.3 servers alert on the first read) is told to the core
+        as the reason (:meth:`~zkwire.sansio.session.SessionCore.connection_lost`)."""
+        host = self.core.current_host
+        reason = tls_failure(error, host)
+        log.info("%s %s failed: %s", action, host, reason or error)
+        self.drop_connection(reason)
 
     def _server_closed(self) -> None:
         log.log(
@@ -306,14 +319,15 @@ class ConnectionDriver(RequestPath):
             if core.has_data_to_send:
                 await self.flush()
 
-    def drop_connection(self) -> None:
+    def drop_connection(self, reason: ZKError | None = None) -> None:
         """End the current connection now: the core learns at once (so no request is sent into a dying
-        socket and waiters fail fast), then the connection's tasks are cancelled."""
+        socket and waiters fail fast), then the connection's tasks are cancelled.  ``reason``: a
+        classified failure (see :meth:`_transport_failed`)."""
         self._stream = None
         self._stream_closed()
         if self._conn_scope is not None:
             self._conn_scope.cancel()
-        self.dispatch(self.core.connection_lost(trio.current_time()))
+        self.dispatch(self.core.connection_lost(trio.current_time(), reason=reason))
 
     # ------------------------------------------------------------------ writing and the timer
 

@@ -8,7 +8,8 @@ must be something a resolver could be asked about.  Spaces around each ``host:po
 :func:`parse_host_port` reads one item; everything in the project that takes a ``host:port`` uses it.
 
 :class:`HostRotation` walks a session's servers and says how long to wait before the next attempt (the
-session core asks it; the I/O layer only sleeps).
+session core asks it; the I/O layer only sleeps), and when failed attempts mean that no attempt can
+succeed (a certificate refused, by the server or by the client: see :meth:`HostRotation.failed`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import random
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, ZKError
 from .backoff import Backoff
 from .paths import validate_chroot
 
@@ -57,9 +58,28 @@ class HostRotation:
       reached;
     * connections that reached a session but ended within :data:`SHORT_CONNECTION` having answered no
       request: a pause doubling from 50 ms to 1 s (:attr:`shorts`), reset by any other connection.
+
+    A failed attempt may come with a *reason*: an error another attempt at that server would meet
+    again (the server refused the client's certificate, the client did not trust the server's).  Once
+    every server has been tried since a session was last reached, none reached one, and the newest
+    attempt at some server failed with a reason, :meth:`failed` returns that reason: the session
+    cannot be had, and retrying until the caller's deadline would only hide why.  A server that is
+    merely down (refused, timed out, reset: no reason) never ends anything by itself.
     """
 
-    __slots__ = ("_failed", "_hosts", "_index", "_opened_at", "_preferred", "_rng", "_short", "laps", "shorts")
+    __slots__ = (
+        "_current",
+        "_failed",
+        "_hosts",
+        "_index",
+        "_opened_at",
+        "_outcomes",
+        "_preferred",
+        "_rng",
+        "_short",
+        "laps",
+        "shorts",
+    )
 
     def __init__(self, hosts: Sequence[HostPort], rng: random.Random) -> None:
         if not hosts:
@@ -69,7 +89,12 @@ class HostRotation:
         self._rng = rng
         self._index = -1
         self._preferred: HostPort | None = None
+        #: The server of the current attempt (the last :meth:`next`).
+        self._current: HostPort | None = None
         self._failed = 0
+        #: Since a session was last reached: each server tried, with the reason of its newest failure
+        #: (None: no reason, e.g. the server is down).
+        self._outcomes: dict[HostPort, ZKError | None] = {}
         self._short = 0
         #: When the current connection reached the I/O layer (None between connections).
         self._opened_at: float | None = None
@@ -90,21 +115,37 @@ class HostRotation:
         """The server to try now."""
         if self._preferred is not None:
             host, self._preferred = self._preferred, None
-            return host
-        self._index = (self._index + 1) % len(self._hosts)
-        return self._hosts[self._index]
+        else:
+            self._index = (self._index + 1) % len(self._hosts)
+            host = self._hosts[self._index]
+        self._current = host
+        return host
 
     def prefer(self, host: HostPort) -> None:
         """Try ``host`` next, then carry on with the lap where it was."""
         self._preferred = host
 
-    def failed(self) -> None:
-        """An attempt reached no session."""
+    def failed(self, reason: ZKError | None = None) -> ZKError | None:
+        """The attempt at the server of the last :meth:`next` reached no session; ``reason``: why, when
+        another attempt there would fail the same way (None: the server may merely be down).
+
+        Returns the reason the session ends with, or None to go on trying: once every server has been
+        tried since a session was last reached, the newest reason among the servers' newest failures
+        (see the class).
+        """
         self._failed += 1
+        if self._current is not None:
+            self._outcomes.pop(self._current, None)  # the newest outcome last
+            self._outcomes[self._current] = reason
+        if len(self._outcomes) < len(set(self._hosts)):
+            return None
+        reasons = [r for r in self._outcomes.values() if r is not None]
+        return reasons[-1] if reasons else None
 
     def reached(self) -> None:
-        """A server answered the handshake: the next failure starts a new count."""
+        """A server answered the handshake: the next failure starts a new count (and a new pass)."""
         self._failed = 0
+        self._outcomes.clear()
 
     def opened(self, now: float) -> None:
         """A connection reached the I/O layer at ``now`` (timed for :meth:`closed`)."""

@@ -324,9 +324,27 @@ class SessionCore(Generic[TokenT, WatcherT]):
             attach, self._passwd, self.last_zxid, self.requested_timeout, self.allow_read_only, self.max_frame
         )
 
-    def connection_failed(self) -> None:
-        """A connection attempt did not even reach the handshake."""
-        self._hosts.failed()
+    def connection_failed(self, reason: ZKError | None = None) -> list[Event[TokenT, WatcherT]]:
+        """A connection attempt did not even reach the handshake.  ``reason``: why, when another attempt
+        at that server would fail the same way (a :class:`~zkwire.errors.TLSError`: a certificate
+        refused); None when the server may merely be down.
+
+        Once a whole pass over the hosts has failed and some host for a reason, the session ends in
+        ``AUTH_FAILED`` with that reason (:meth:`~zkwire.sansio.hosts.HostRotation.failed`): the events
+        say so."""
+        events: list[Event[TokenT, WatcherT]] = []
+        self._attempt_failed(events, reason)
+        return events
+
+    def _attempt_failed(self, events: list[Event[TokenT, WatcherT]], reason: ZKError | None) -> bool:
+        """Count a failed attempt; True when it ended the session (see :meth:`connection_failed`)."""
+        verdict = self._hosts.failed(reason)
+        if verdict is None or self.state.is_terminal:
+            return False
+        log.info("every server failed, some for a reason no retry cures: %s", verdict)
+        self._fail_pending(events, verdict)
+        self._set_state(events, SessionState.AUTH_FAILED, verdict)
+        return True
 
     def connection_ended(self, now: float, answered: bool) -> None:
         """The connection made at :meth:`connection_made` is over (after :meth:`connection_lost`);
@@ -335,8 +353,15 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if its handshake succeeded."""
         self._hosts.closed(now, answered)
 
-    def connection_lost(self, now: float, error: ZKError | None = None) -> list[Event[TokenT, WatcherT]]:
-        """The socket is gone.  Pending requests fail; the session is suspended, not ended."""
+    def connection_lost(
+        self, now: float, error: ZKError | None = None, *, reason: ZKError | None = None
+    ) -> list[Event[TokenT, WatcherT]]:
+        """The socket is gone.  Pending requests fail; the session is suspended, not ended.
+
+        ``reason``: why the connection failed, when another attempt would fail the same way (as for
+        :meth:`connection_failed`; a server that refuses the client's certificate only after the TLS
+        handshake, as under TLS 1.3).  It counts only while the handshake was not answered: then the
+        attempt is a failed one, and a pass of them may end the session."""
         events: list[Event[TokenT, WatcherT]] = []
         if self.current_host is None:
             return events  # already handled
@@ -344,8 +369,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self._phase = Phase.IDLE
         self.current_host = None
         self._out.clear()
-        if phase is Phase.IDLE or phase is Phase.HANDSHAKE:
-            self._hosts.failed()
+        if (phase is Phase.IDLE or phase is Phase.HANDSHAKE) and self._attempt_failed(events, reason):
+            return events
         # The state change comes first: whoever watches the session (a lock's lease) has heard of the
         # loss before any caller's request fails with it.
         if phase is Phase.CLOSING:

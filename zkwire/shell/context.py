@@ -8,6 +8,7 @@ escaped), the one-shot and persistent watches whose events it prints, and the in
 
 from __future__ import annotations
 
+import ssl
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -18,7 +19,7 @@ from ..client.api import Client, open_client
 from ..client.fourletter import connect_error_reason
 from ..client.watchers import Watch, WatchedEvent
 from ..constants import EventType
-from ..errors import AuthFailedError, NoWatcherError, ZKError
+from ..errors import AuthFailedError, NoWatcherError, TLSError, ZKError
 from ..sansio.hosts import parse_connect_string
 from ..sansio.session import SessionState
 from ..sasl import SaslMechanism
@@ -40,6 +41,7 @@ class Context:
         connect_timeout: float = 10.0,
         auth: list[tuple[str, str]] | None = None,
         sasl: SaslMechanism | None = None,
+        ssl_context: ssl.SSLContext | None = None,
         hosts_note: str = "",
         interactive: bool = False,
         out: TextIO | None = None,
@@ -54,6 +56,8 @@ class Context:
         self.auth = list(auth or ())
         #: The SASL mechanism every session of the shell authenticates with (``--sasl``).
         self.sasl = sasl
+        #: TLS for every session (``--tls...``); None: plain TCP.
+        self.ssl_context = ssl_context
         self.interactive = interactive
         self.out = out if out is not None else sys.stdout
         self.err = err if err is not None else sys.stderr
@@ -134,6 +138,9 @@ class Context:
         except trio.TooSlowError:
             await self.close()
             raise ConnectError(explain(await _connect_failure(hosts, self.connect_timeout))) from None
+        except TLSError as e:  # a certificate refused: the message says which, and where
+            await self.close()
+            raise ConnectError(f"Cannot connect to {hosts}: {e}") from None
         except AuthFailedError:
             await self.close()
             raise ConnectError(f"Authentication failed for {hosts}") from None
@@ -156,7 +163,12 @@ class Context:
         started = False
         try:
             async with open_client(
-                hosts, session_timeout=self.session_timeout, auth=self.auth, sasl=self.sasl, wait_connected=False
+                hosts,
+                session_timeout=self.session_timeout,
+                auth=self.auth,
+                sasl=self.sasl,
+                ssl_context=self.ssl_context,
+                wait_connected=False,
             ) as client:
                 task_status.started(client)
                 started = True

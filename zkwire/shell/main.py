@@ -47,6 +47,7 @@ from collections.abc import Callable, Sequence
 
 import trio
 
+from ..errors import InvalidArgumentError
 from ..terminal import escape_controls
 from .commands import COMMANDS
 from .context import Context
@@ -58,9 +59,11 @@ from .runtime import (
     DEFAULT_SERVER,
     SERVER_VARIABLE,
     OneLineArgumentParser,
+    add_security_options,
     choose_server,
     run_cli,
     seconds,
+    security_options,
     session_timeout,
 )
 
@@ -121,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="session timeout to ask the server for, 0.001 to 2147483.647 (default: %(default)s)",
     )
     parser.add_argument("--verbose", "-v", action="count", default=0, help="log the client's activity to stderr")
+    add_security_options(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments (see below)")
     add_credential_arguments(parser)
     return parser
@@ -144,7 +148,8 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     try:
         credentials = credentials_from(opts)
-    except CredentialError as e:
+        security = security_options(opts)
+    except (CredentialError, InvalidArgumentError) as e:
         print(escape_controls(f"zkwire: {e}"), file=sys.stderr)
         return EXIT_USAGE
     server = choose_server(opts.server)
@@ -155,6 +160,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "connect_timeout": opts.timeout,
         "auth": credentials.auth,
         "sasl": credentials.sasl,
+        "ssl_context": security.ssl_context,
     }
     try:
         if opts.command:

@@ -56,6 +56,7 @@ from .base import (
     tail_file,
 )
 from .base import free_port as _base_free_port
+from .certs import TestCertificates
 from .wire import PROBE_TIMEOUT, four_letter_word, serving
 
 __all__ = [
@@ -343,6 +344,11 @@ class EmbeddedZooKeeper(LocalPortServer):
     TLS: give ``tls_keystore`` (and its password); the server then uses the netty connection factory
     and also listens for TLS clients on ``secure_port`` (a free port if None; see :attr:`secure_hosts`).
     Clients need no certificate unless ``tls_client_auth`` is ``"want"`` or ``"need"``.
+
+    Mutual TLS: ``certificates`` (made by :func:`~zkwire.testing.certs.make_test_certificates`) gives
+    the keystore and the truststore at once, and ``tls_client_auth`` is then ``"need"`` unless given:
+    a client must present a certificate the test CA signed, and is identified by its subject in the
+    ``x509`` scheme (the server registers that provider by itself once it has a secure port).
     """
 
     backend = "local"
@@ -359,12 +365,22 @@ class EmbeddedZooKeeper(LocalPortServer):
         tls_keystore_password: str | None = None,
         tls_truststore: str | None = None,
         tls_truststore_password: str | None = None,
-        tls_client_auth: str = "none",
+        tls_client_auth: str | None = None,
+        certificates: TestCertificates | None = None,
         java: str | None = None,
         classpath: Sequence[str] | None = None,
         **changes: Unpack[ServerOptionChanges],
     ) -> None:
         self.options = (options or ServerOptions()).replace(**changes)
+        if certificates is not None:
+            if tls_keystore is not None or tls_truststore is not None:
+                raise ValueError("give certificates= or tls_keystore=/tls_truststore=, not both")
+            tls_keystore, tls_truststore = str(certificates.server_keystore), str(certificates.server_truststore)
+            tls_keystore_password = tls_truststore_password = certificates.store_password
+        if tls_client_auth is None:
+            tls_client_auth = "need" if certificates is not None else "none"
+        if tls_client_auth not in ("none", "want", "need"):
+            raise ValueError(f"tls_client_auth must be 'none', 'want' or 'need', not {tls_client_auth!r}")
         self.host = host
         self._port = port
         self._fixed_port = port is not None
@@ -543,6 +559,8 @@ class _Member:
         self.client_port = client_port
         self.quorum_port = quorum_port
         self.election_port = election_port
+        #: The TLS client port (members of an ensemble with ``certificates`` only).
+        self.secure_port: int | None = None
         self.server: ServerProcess | None = None
 
 
@@ -555,6 +573,11 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
     the quorum serves reads (``srvr`` reports ``Mode: read-only``) about two seconds later; as ZooKeeper
     needs local sessions for that, they are enabled too (``localSessionsEnabled`` and
     ``localSessionsUpgradingEnabled``; a session becomes global when it creates an ephemeral node).
+
+    ``certificates`` (:func:`~zkwire.testing.certs.make_test_certificates`): every member also listens
+    for TLS clients on a port of its own (:attr:`secure_hosts`), requiring a client certificate unless
+    ``tls_client_auth`` says otherwise, as :class:`EmbeddedZooKeeper` does (the quorum's own traffic
+    stays plain).
     """
 
     backend = "local"
@@ -566,11 +589,17 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         *,
         host: str = "127.0.0.1",
         client_ports: Sequence[int] | None = None,
+        certificates: TestCertificates | None = None,
+        tls_client_auth: str | None = None,
         java: str | None = None,
         classpath: Sequence[str] | None = None,
         **changes: Unpack[ServerOptionChanges],
     ) -> None:
         super().__init__(size, (options or ServerOptions()).replace(**changes))
+        if tls_client_auth not in (None, "none", "want", "need"):
+            raise ValueError(f"tls_client_auth must be 'none', 'want' or 'need', not {tls_client_auth!r}")
+        self.certificates = certificates
+        self.tls_client_auth = tls_client_auth or "need"
         if client_ports is not None and len(client_ports) != size:
             raise ValueError(f"client_ports names {len(client_ports)} ports for {size} members")
         self.host = host
@@ -617,6 +646,13 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
     def _member_is_ours(self, index: int) -> bool:
         return _serves_our_data(self._admin_address(index), self.member_data_dir(index))
 
+    @property
+    def secure_hosts(self) -> str:
+        """The members' TLS client addresses, as a connect string (with ``certificates`` only)."""
+        if self.certificates is None or not self._members:
+            raise EmbeddedZooKeeperError("TLS is not configured (no certificates), or the ensemble is not started")
+        return ",".join(f"{self._member_address(m.index)[0]}:{m.secure_port}" for m in self._members)
+
     def member_data_dir(self, index: int) -> Path:
         if self._workdir is None:
             raise EmbeddedZooKeeperError("the ensemble is not started")
@@ -654,6 +690,12 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         )
         for m in self._members:
             cfg[f"server.{m.myid}"] = f"{self._peer_host(m.index)}:{m.quorum_port}:{m.election_port}"
+        if self.certificates is not None:
+            if member.secure_port is None:
+                member.secure_port = free_port(self._member_address(member.index)[0])
+            cfg["secureClientPort"] = str(member.secure_port)
+            cfg["secureClientPortAddress"] = self._member_address(member.index)[0]
+            cfg.update(self.certificates.server_config(self.tls_client_auth))
         cfg.update(self.options.extra_config)
         return cfg
 
@@ -669,9 +711,10 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         data_dir = self.member_data_dir(index)
         data_dir.mkdir(parents=True, exist_ok=True)
         (data_dir / "myid").write_text(f"{member.myid}\n")
-        member.server.launch(
-            self._config(member), self.options.system_properties(ensemble=True), self.options.jvm_flags
-        )
+        props = self.options.system_properties(ensemble=True)
+        if self.certificates is not None:
+            props["zookeeper.serverCnxnFactory"] = "org.apache.zookeeper.server.NettyServerCnxnFactory"
+        member.server.launch(self._config(member), props, self.options.jvm_flags)
 
     def _halt_members(self, indices: Sequence[int], *, kill: bool, grace: float) -> None:
         servers = [s for i in indices if (s := self._members[i].server) is not None]

@@ -5,8 +5,10 @@ This module is the command line; the proxy is :mod:`~zkwire.trace.proxy`, its de
 
 ``zkwire trace --listen HOST:PORT --server HOST:PORT`` is a transparent TCP proxy for any client
 (kazoo, zkCli, Curator, zkwire); ``--upstream a,b,c`` tries several servers in order for each
-connection (a whole ensemble), ``--upstream-tls`` (with ``--ca``, ``--cert``, ``--key``) speaks TLS to
-them.  Bytes are forwarded unchanged as they arrive; a copy goes through the construct-based
+connection (a whole ensemble), ``--upstream-tls`` (or ``--upstream-tls-ca``, ``--upstream-tls-cert``,
+``--upstream-tls-key``, ``--upstream-tls-key-password-file``: the options of every tool, see
+:func:`~zkwire.shell.runtime.add_security_options`) speaks TLS to them.  Bytes are forwarded unchanged
+as they arrive; a copy goes through the construct-based
 :class:`~zkwire.trace.decoder.ConversationDecoder` of that connection, and one line per frame is
 printed (time, connection, direction, xid, op, path, error, zxid, size, reply latency).
 
@@ -40,7 +42,7 @@ import trio
 
 from ..errors import InvalidArgumentError
 from ..sansio.hosts import parse_host_port
-from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
+from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, add_security_options, run_cli, security_options
 from ..terminal import escape_controls
 from .capture import CaptureError, PacketReader, is_capture
 from .conversations import CaptureDecoder
@@ -51,7 +53,7 @@ from .output import DEFAULT_MAX_LINE, DEFAULT_MAX_QUEUED, FdWriter, TraceOptions
 from .proxy import READ_CHUNK, serve_trace
 from .sniff import open_sniffer
 from .stats import TraceStats
-from .upstream import Upstreams, tls_context
+from .upstream import Upstreams
 
 # TraceOptions, serve_trace and show_event live in output.py and proxy.py; they stay importable from here.
 __all__ = [
@@ -333,10 +335,11 @@ def _main(argv: list[str]) -> int:
         metavar="HOST:PORT[,HOST:PORT]",
         help="servers tried in order for each connection (a whole ensemble), instead of --server",
     )
-    trace.add_argument("--upstream-tls", action="store_true", help="TLS towards the servers")
-    trace.add_argument("--ca", metavar="FILE", help="CA certificates (PEM) that sign the servers' (default: system's)")
-    trace.add_argument("--cert", metavar="FILE", help="a client certificate (PEM) to present to the servers")
-    trace.add_argument("--key", metavar="FILE", help="the client certificate's key (PEM), if not in --cert")
+    add_security_options(trace, prefix="upstream-")  # --upstream-tls, --upstream-tls-ca, ...: towards the servers
+    # The former names of --upstream-tls-ca, -cert and -key.
+    trace.add_argument("--ca", dest="tls_ca", help=argparse.SUPPRESS)
+    trace.add_argument("--cert", dest="tls_cert", help=argparse.SUPPRESS)
+    trace.add_argument("--key", dest="tls_key", help=argparse.SUPPRESS)
     trace.add_argument(
         "--tls-hostname", metavar="NAME", help="the name the servers' certificate must carry (default: the host given)"
     )
@@ -396,10 +399,9 @@ def _upstreams(args: argparse.Namespace) -> Upstreams:
         names.insert(0, args.server)
     if not names:
         raise InvalidArgumentError("give the server: --server HOST:PORT or --upstream HOST:PORT[,HOST:PORT...]")
-    tls_options = [o for o in ("ca", "cert", "key", "tls_hostname") if getattr(args, o)]
-    if tls_options and not args.upstream_tls:
-        raise InvalidArgumentError(f"--{tls_options[0].replace('_', '-')} is for --upstream-tls")
-    context = tls_context(args.ca, args.cert, args.key) if args.upstream_tls else None
+    context = security_options(args, prefix="upstream-").ssl_context
+    if args.tls_hostname and context is None:
+        raise InvalidArgumentError("--tls-hostname is for TLS towards the servers (--upstream-tls...)")
     return Upstreams([_parse_hostport(n.strip()) for n in names], context, args.tls_hostname)
 
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import trio
 
+from ..client.connectlog import tls_failure
+from ..client.tls import tls_context as client_tls_context
 from ..errors import InvalidArgumentError, ZKError
 
 __all__ = ["Upstreams", "UpstreamError", "tls_context", "Endpoint"]
@@ -33,19 +35,10 @@ class UpstreamError(ZKError, ConnectionError):
 
 def tls_context(ca: str | None = None, cert: str | None = None, key: str | None = None) -> ssl.SSLContext:
     """A client TLS context verifying the server against ``ca`` (default: the system's CAs), presenting
-    ``cert`` (with ``key``, or a key in the same file) when given."""
-    try:
-        context = ssl.create_default_context(cafile=ca)
-    except (OSError, ssl.SSLError) as e:
-        raise InvalidArgumentError(f"cannot load the CA file {ca!r}: {e}") from None
+    ``cert`` (with ``key``, or a key in the same file) when given: :func:`zkwire.tls_context`."""
     if key is not None and cert is None:
         raise InvalidArgumentError("a client key needs its certificate (--cert)")
-    if cert is not None:
-        try:
-            context.load_cert_chain(cert, key)
-        except (OSError, ssl.SSLError) as e:
-            raise InvalidArgumentError(f"cannot load the client certificate {cert!r}: {e}") from None
-    return context
+    return client_tls_context(ca=ca, cert=cert, key=key)
 
 
 def _name(server: Endpoint) -> str:
@@ -95,7 +88,8 @@ class Upstreams:
                 return secure
             except (OSError, trio.BrokenResourceError) as e:
                 cause = e.__cause__ if isinstance(e, trio.BrokenResourceError) and e.__cause__ else e
-                failures.append(f"{_name(server)}: {cause}")
+                refused = tls_failure(e, _name(server))  # a certificate refused: say which, and why
+                failures.append(str(refused) if refused is not None else f"{_name(server)}: {cause}")
                 if tcp is not None:
                     await trio.aclose_forcefully(tcp)
                 return None

@@ -12,9 +12,9 @@ import pytest
 from helpers.fakeserver import ConnectionPair
 from helpers.sessioncore import H1, H2, H3, make_core
 
-from zkwire.errors import InvalidArgumentError
+from zkwire.errors import AuthFailedError, ClientCertificateRejectedError, InvalidArgumentError, ServerCertificateError
 from zkwire.sansio.hosts import DEFAULT_PORT, parse_connect_string, parse_host_port
-from zkwire.sansio.session import HostPort, SessionCore
+from zkwire.sansio.session import Event, HostPort, SessionCore, SessionState, StateChanged
 from zkwire.testing.base import split_address
 from zkwire.trace.tracer import _parse_hostport
 
@@ -184,3 +184,121 @@ def test_prefer_host_goes_next_once() -> None:
     core.prefer_host(H2)
     assert core.next_host() == H2
     assert [core.next_host() for _ in range(3)] == lap
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a pass over the hosts that failed for a reason no retry cures (a certificate refused) ends the session
+
+
+def _refused(host: HostPort) -> ClientCertificateRejectedError:
+    return ClientCertificateRejectedError(detail=f"{host}: the server answered bad certificate", host=str(host))
+
+
+def _untrusted(host: HostPort) -> ServerCertificateError:
+    return ServerCertificateError(detail=f"{host}: self-signed certificate", host=str(host))
+
+
+def _state_changes(events: list[Event]) -> list[tuple[SessionState, SessionState]]:
+    return [(e.old, e.new) for e in events if isinstance(e, StateChanged)]
+
+
+def test_hosts_that_are_merely_down_are_retried_for_ever() -> None:
+    core = make_core(hosts=(H1, H2, H3))
+    for _ in range(3 * 20):
+        core.next_host()
+        assert core.connection_failed() == []
+    assert core.state is SessionState.CONNECTING
+
+
+def test_one_host_that_refuses_the_certificate_ends_the_session_at_once() -> None:
+    core = make_core(hosts=(H1,))
+    error = _refused(H1)
+    core.next_host()
+    events = core.connection_failed(error)
+    assert _state_changes(events) == [(SessionState.CONNECTING, SessionState.AUTH_FAILED)]
+    assert core.state is SessionState.AUTH_FAILED
+    raised = core.terminal_error()
+    assert type(raised) is ClientCertificateRejectedError and raised is not error
+    assert str(raised) == str(error) and raised.host == "zk1:2181"
+    assert isinstance(raised, AuthFailedError)  # what callers of an ended session already catch
+
+
+@pytest.mark.parametrize("position", [0, 1, 2])
+def test_a_pass_of_down_hosts_and_one_certificate_failure_ends_after_the_pass(position: int) -> None:
+    core = make_core(hosts=(H1, H2, H3))
+    for i in range(3):
+        host = core.next_host()
+        events = core.connection_failed(_untrusted(host) if i == position else None)
+        if i < 2:  # the pass is not over: the other hosts are tried first
+            assert events == [] and core.state is SessionState.CONNECTING
+    assert core.state is SessionState.AUTH_FAILED
+    assert _state_changes(events) == [(SessionState.CONNECTING, SessionState.AUTH_FAILED)]
+    assert isinstance(core.terminal_error(), ServerCertificateError)
+
+
+def test_the_newest_reason_is_the_one_raised() -> None:
+    core = make_core(hosts=(H1, H2))
+    first = core.next_host()
+    assert core.connection_failed(_untrusted(first)) == []
+    second = core.next_host()
+    core.connection_failed(_refused(second))
+    error = core.terminal_error()
+    assert isinstance(error, ClientCertificateRejectedError) and error.host == str(second)
+
+
+def test_a_session_reached_meanwhile_starts_a_new_pass() -> None:
+    pair = ConnectionPair(make_core(hosts=(H1, H2)))
+    core = pair.core
+    host = core.next_host()
+    assert core.connection_failed(_refused(host)) == []
+    pair.connect(1.0)  # the other host answered the handshake
+    pair.lose(2.0)
+    host = core.next_host()
+    assert core.connection_failed(_refused(host)) == []  # a new pass: one host only so far
+    assert core.state is SessionState.SUSPENDED
+    host = core.next_host()
+    events = core.connection_failed(None)  # down: still the pass is over, with a certificate failure
+    assert _state_changes(events) == [(SessionState.SUSPENDED, SessionState.AUTH_FAILED)]
+    assert isinstance(core.terminal_error(), ClientCertificateRejectedError)
+
+
+def test_only_the_newest_outcome_of_each_host_counts() -> None:
+    # A host that refused the certificate once and is down now (restarting) no longer counts as refusing;
+    # and trying one host twice is not a pass.
+    core = make_core(hosts=(H1, H2))
+    a = core.next_host()
+    b = next(h for h in (H1, H2) if h != a)
+    assert core.connection_failed(_refused(a)) == []
+    core.prefer_host(a)
+    assert core.next_host() == a
+    assert core.connection_failed(None) == []  # a is down now: its newest outcome has no reason
+    assert core.next_host() == b
+    assert core.connection_failed(None) == []  # a whole pass, and no newest outcome has a reason
+    assert core.state is SessionState.CONNECTING
+    assert core.next_host() == a
+    assert core.connection_failed(_refused(a)) != []  # a refuses again: the pass (a, b) has a reason
+    assert core.state is SessionState.AUTH_FAILED
+
+
+def test_a_refusal_after_the_tls_handshake_counts_like_a_failed_attempt() -> None:
+    # TLS 1.3: the handshake completes on the client's side, the ConnectRequest goes out, and the first
+    # read gets the server's alert about the client's certificate.
+    pair = ConnectionPair(make_core(hosts=(H1, H2)))
+    core = pair.core
+    pair.open(0.0)
+    events = core.connection_lost(0.1, reason=_refused(H1))
+    assert events == [] or _state_changes(events) == []
+    pair.open(0.2)
+    events = core.connection_lost(0.3, reason=_refused(H2))
+    assert _state_changes(events) == [(SessionState.CONNECTING, SessionState.AUTH_FAILED)]
+    assert isinstance(core.terminal_error(), ClientCertificateRejectedError)
+    with pytest.raises(ClientCertificateRejectedError):
+        core.connection_made(H1, 0.4)
+
+
+def test_a_reason_on_an_open_connection_ends_nothing() -> None:
+    # Once the handshake is answered the attempt succeeded: a later failure is a lost connection.
+    pair = ConnectionPair(make_core(hosts=(H1,)))
+    pair.connect(0.0)
+    events = pair.core.connection_lost(1.0, reason=_refused(H1))
+    assert _state_changes(events) == [(SessionState.CONNECTED, SessionState.SUSPENDED)]
