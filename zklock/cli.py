@@ -60,20 +60,18 @@ from dataclasses import dataclass
 import trio
 
 from zkwire import Client, InvalidInputError, ZKError, open_client, validate_path
-from zkwire.shell.credentials import CredentialError, add_credential_arguments, credentials_from
 from zkwire.shell.runtime import (
     DEFAULT_SERVER,
     SERVER_VARIABLE,
     OneLineArgumentParser,
     ServerChoice,
-    add_security_options,
     choose_server,
     is_utf8,
     run_cli,
     seconds,
-    security_options,
     session_timeout,
 )
+from zkwire.shell.security import add_security_options, security_options
 from zkwire.terminal import escape_controls
 
 from .errors import LockError
@@ -157,7 +155,6 @@ def build_parser() -> argparse.ArgumentParser:
             help="how long to wait for a ZooKeeper session (default: %(default)s)",
         )
         p.add_argument("--verbose", "-v", action="count", default=0, help="log the client's activity to stderr")
-        add_credential_arguments(p)
         p.add_argument(
             "--session-timeout",
             type=session_timeout,
@@ -266,10 +263,6 @@ def _main(argv: Sequence[str] | None) -> int:
     except InvalidInputError as e:
         parser.error(str(e))
     opts.server = choose_server(opts.server, deprecated=[DEPRECATED_SERVER_VARIABLE])
-    try:
-        opts.client_options = credentials_from(opts).client_options()
-    except CredentialError as e:
-        parser.error(str(e))
     # zklock reports what matters itself; the libraries' own warnings only with --verbose.
     logging.basicConfig(
         level=(logging.ERROR, logging.INFO, logging.DEBUG)[min(opts.verbose, 2)],
@@ -304,9 +297,8 @@ def _open_client(opts: argparse.Namespace) -> AbstractAsyncContextManager[Client
     return open_client(
         opts.server.hosts,
         session_timeout=opts.session_timeout,
-        ssl_context=opts.security.ssl_context,
         wait_connected=False,
-        **opts.client_options,
+        **opts.security.client_options(),
     )
 
 

@@ -1,4 +1,4 @@
-"""The credential options of the command lines (zkwire.shell.credentials) against a server requiring
+"""The credential options of the command lines (zkwire.shell.security) against a server requiring
 SASL: ``zkwire`` one-shot commands and ``zklock run/status`` authenticate with DIGEST-MD5 from a password
 file or the environment, ``--auth`` and ``--auth-file`` add AuthPacket credentials, and every mistake is
 a one-line usage error or connection error naming the option -- never a secret."""
@@ -17,8 +17,8 @@ from helpers.kerberos import KerberosServer
 from helpers.sasl import SASL_USERS, SaslServer
 
 from zkwire.sasl import DigestMD5
-from zkwire.shell.credentials import CredentialError, add_credential_arguments, credentials_from
 from zkwire.shell.outcomes import EXIT_CONNECTION, EXIT_USAGE
+from zkwire.shell.security import CredentialError, add_security_options, security_options
 
 ALICE_PW = SASL_USERS["alice"]
 
@@ -124,14 +124,14 @@ async def test_zklock_run_and_status_with_sasl(sasl_server: SaslServer, tmp_path
 
 def _parse(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser()
-    add_credential_arguments(parser)
+    add_security_options(parser)
     return parser.parse_args(argv)
 
 
 def test_credentials_from_options_and_environment(tmp_path: Path) -> None:
-    creds = credentials_from(_parse(*_sasl(tmp_path)), {})
+    creds = security_options(_parse(*_sasl(tmp_path)), {})
     assert isinstance(creds.sasl, DigestMD5) and creds.sasl.username == "alice" and creds.sasl.password == ALICE_PW
-    creds = credentials_from(
+    creds = security_options(
         _parse(),
         {
             "ZKWIRE_AUTH": "digest:u:p",
@@ -145,7 +145,7 @@ def test_credentials_from_options_and_environment(tmp_path: Path) -> None:
     with pytest.raises(CredentialError, match="longer than"):
         big = tmp_path / "big"
         big.write_bytes(b"x" * 70_000)
-        credentials_from(_parse("--auth-file", str(big)), {})
+        security_options(_parse("--auth-file", str(big)), {})
 
 
 async def test_zkwire_with_kerberos_from_the_ticket_cache_and_a_keytab(kerberos_server: KerberosServer) -> None:

@@ -207,7 +207,7 @@ def test_no_import_cycle() -> None:
 
 #: Modules of zkwire's tools that are public for other command lines (zklock's among them): the API
 #: reference's command-line toolkit page documents them.
-PUBLIC_TOOL_MODULES = {"zkwire.shell.runtime", "zkwire.shell.credentials", "zkwire.terminal"}
+PUBLIC_TOOL_MODULES = {"zkwire.shell.runtime", "zkwire.shell.security", "zkwire.terminal"}
 
 
 @pytest.mark.parametrize("module", sorted(PUBLIC_TOOL_MODULES))

@@ -51,7 +51,6 @@ from ..errors import InvalidArgumentError
 from ..terminal import escape_controls
 from .commands import COMMANDS
 from .context import Context
-from .credentials import CredentialError, add_credential_arguments, credentials_from
 from .interactive import run_shell
 from .one_shot import run_one_shot
 from .outcomes import EXIT_CODES, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
@@ -59,13 +58,12 @@ from .runtime import (
     DEFAULT_SERVER,
     SERVER_VARIABLE,
     OneLineArgumentParser,
-    add_security_options,
     choose_server,
     run_cli,
     seconds,
-    security_options,
     session_timeout,
 )
+from .security import add_security_options, security_options
 
 __all__ = ["main", "SUBPROGRAMS", "build_parser"]
 
@@ -126,7 +124,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--verbose", "-v", action="count", default=0, help="log the client's activity to stderr")
     add_security_options(parser)
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments (see below)")
-    add_credential_arguments(parser)
     return parser
 
 
@@ -147,9 +144,8 @@ def _main(argv: Sequence[str] | None) -> int:
         stream=sys.stderr,
     )
     try:
-        credentials = credentials_from(opts)
         security = security_options(opts)
-    except (CredentialError, InvalidArgumentError) as e:
+    except InvalidArgumentError as e:
         print(escape_controls(f"zkwire: {e}"), file=sys.stderr)
         return EXIT_USAGE
     server = choose_server(opts.server)
@@ -158,8 +154,8 @@ def _main(argv: Sequence[str] | None) -> int:
         "hosts_note": server.note,
         "session_timeout": opts.session_timeout,
         "connect_timeout": opts.timeout,
-        "auth": credentials.auth,
-        "sasl": credentials.sasl,
+        "auth": security.auth,
+        "sasl": security.sasl,
         "ssl_context": security.ssl_context,
     }
     try:

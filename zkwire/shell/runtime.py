@@ -20,11 +20,9 @@ zkwire may, and it depends on nothing of the shell.  Its names are those of ``__
 * :func:`choose_server`: the server of ``--server``, else of ``$ZKWIRE_SERVER`` (zklock also reads its
   deprecated ``$ZKLOCK_SERVER``), else :data:`DEFAULT_SERVER`, and then a note that says so for a
   connection error: a user who gave no server learns where the tool looked.
-* :func:`add_security_options` and :func:`security_options`: the options every tool takes to reach a
-  secured ensemble (TLS: ``--tls``, ``--tls-ca``, ``--tls-cert``, ``--tls-key``,
-  ``--tls-key-password-file``, ``--tls-no-hostname-check``, each with an environment variable), parsed
-  here once into keywords of :func:`~zkwire.open_client` (:class:`SecurityOptions`).  A secret
-  (a key's password) comes from a file or the environment, never from the command line itself.
+
+The options every tool takes to reach a secured ensemble (TLS, ``--auth``, SASL) are parsed in
+:mod:`zkwire.shell.security`.
 """
 
 from __future__ import annotations
@@ -32,15 +30,12 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import ssl
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
 from ..client.groups import leaves
-from ..client.tls import tls_context
-from ..errors import InvalidArgumentError
 from ..terminal import escape_controls
 
 __all__ = [
@@ -57,10 +52,6 @@ __all__ = [
     "session_timeout",
     "is_utf8",
     "run_cli",
-    "SecurityOptions",
-    "add_security_options",
-    "security_options",
-    "TLS_VARIABLES",
 ]
 
 #: A usage error: a bad option or argument (nothing was done).
@@ -184,113 +175,3 @@ def run_cli(body: Callable[[], int]) -> int:
             return EXIT_INTERRUPTED
         _silence_stdout()
         return EXIT_PIPE_CLOSED
-
-
-# ------------------------------------------------------------------------------------------ secured ensembles
-
-#: The environment variable of each TLS option (``--tls-ca`` -> ``ZKWIRE_TLS_CA``...), read when the option
-#: is not given; ``ZKWIRE_TLS_KEY_PASSWORD`` holds the key's password itself (or use
-#: ``--tls-key-password-file`` / ``ZKWIRE_TLS_KEY_PASSWORD_FILE``).
-TLS_VARIABLES: dict[str, str] = {
-    "tls": "ZKWIRE_TLS",
-    "tls_ca": "ZKWIRE_TLS_CA",
-    "tls_cert": "ZKWIRE_TLS_CERT",
-    "tls_key": "ZKWIRE_TLS_KEY",
-    "tls_key_password_file": "ZKWIRE_TLS_KEY_PASSWORD_FILE",
-    "tls_key_password": "ZKWIRE_TLS_KEY_PASSWORD",
-}
-
-
-@dataclass(frozen=True)
-class SecurityOptions:
-    """What a tool's security options (:func:`add_security_options`) asked for, each field a keyword of
-    :func:`~zkwire.open_client` of the same name."""
-
-    #: The TLS context (None: plain TCP): ``open_client(hosts, ssl_context=security.ssl_context)``.
-    ssl_context: ssl.SSLContext | None = None
-
-
-def add_security_options(parser: argparse.ArgumentParser, *, prefix: str = "") -> None:
-    """Add the options to reach a secured ensemble to ``parser`` (read them with :func:`security_options`).
-
-    ``prefix``: put before every option name (``zkwire trace`` takes ``--upstream-tls-ca``...: its
-    own listening side is not what they configure)."""
-    group = parser.add_argument_group("TLS (each option also from its $ZKWIRE_TLS_... variable)")
-    p = f"--{prefix}tls"
-    group.add_argument(p, dest="tls", action="store_true", default=None, help="TLS, trusting the system's CAs")
-    group.add_argument(f"{p}-ca", dest="tls_ca", metavar="FILE", help="TLS, trusting the CA certificates of FILE (PEM)")
-    group.add_argument(
-        f"{p}-cert", dest="tls_cert", metavar="FILE", help="TLS, presenting the client certificate of FILE (PEM)"
-    )
-    group.add_argument(
-        f"{p}-key", dest="tls_key", metavar="FILE", help="the client certificate's key (PEM), if not in --tls-cert"
-    )
-    group.add_argument(
-        f"{p}-key-password-file",
-        dest="tls_key_password_file",
-        metavar="FILE",
-        help="the key's password, the first line of FILE (or $ZKWIRE_TLS_KEY_PASSWORD)",
-    )
-    group.add_argument(
-        f"{p}-no-hostname-check",
-        dest="tls_no_hostname_check",
-        action="store_true",
-        help="accept a server certificate that names another host (it is still verified)",
-    )
-
-
-def security_options(
-    args: argparse.Namespace, environ: Mapping[str, str] | None = None, *, prefix: str = ""
-) -> SecurityOptions:
-    """The :class:`SecurityOptions` of parsed ``args`` (options of :func:`add_security_options`), each
-    missing option taken from its environment variable (:data:`TLS_VARIABLES`).  TLS is on when
-    ``--tls`` or a CA, certificate or key is given.
-
-    Raises:
-        InvalidArgumentError: a file cannot be used (the message names the option and the file, never a
-            password): the tool's usage error, before anything connects.
-    """
-    env = os.environ if environ is None else environ
-    name = f"--{prefix}tls"
-
-    def value(dest: str) -> str | None:
-        given: str | None = getattr(args, dest, None)
-        if given is None:
-            given = env.get(TLS_VARIABLES[dest]) or None
-        return given
-
-    ca, cert, key, password_file = value("tls_ca"), value("tls_cert"), value("tls_key"), value("tls_key_password_file")
-    flag = getattr(args, "tls", None) or env.get(TLS_VARIABLES["tls"], "") not in ("", "0")
-    if not (flag or ca or cert or key):
-        return SecurityOptions()
-    if key is not None and cert is None:
-        raise InvalidArgumentError(f"{name}-key needs {name}-cert (the certificate the key belongs to)")
-    password: str | None = None
-    if password_file is not None:
-        if cert is None:
-            raise InvalidArgumentError(f"{name}-key-password-file is for a key ({name}-cert, {name}-key)")
-        try:
-            with open(password_file, encoding="utf-8") as f:
-                password = f.readline().rstrip("\r\n")
-        except (OSError, UnicodeDecodeError) as e:
-            why = e.strerror if isinstance(e, OSError) and e.strerror else type(e).__name__
-            raise InvalidArgumentError(f"{name}-key-password-file {password_file!r}: cannot read it ({why})") from None
-    elif cert is not None:
-        password = env.get(TLS_VARIABLES["tls_key_password"]) or None
-    try:
-        context = tls_context(
-            ca=ca,
-            cert=cert,
-            key=key,
-            key_password=password,
-            check_hostname=not getattr(args, "tls_no_hostname_check", False),
-        )
-    except InvalidArgumentError as e:
-        option = {"ca": f"{name}-ca", "cert": f"{name}-cert", "key": f"{name}-key"}
-        text = str(e)
-        for word, flag_name in option.items():
-            if text.startswith(f"{word}="):
-                text = f"{flag_name} {text[len(word) + 1 :]}"
-                break
-        raise InvalidArgumentError(text) from None
-    return SecurityOptions(context)

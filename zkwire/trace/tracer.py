@@ -7,7 +7,7 @@ This module is the command line; the proxy is :mod:`~zkwire.trace.proxy`, its de
 (kazoo, zkCli, Curator, zkwire); ``--upstream a,b,c`` tries several servers in order for each
 connection (a whole ensemble), ``--upstream-tls`` (or ``--upstream-tls-ca``, ``--upstream-tls-cert``,
 ``--upstream-tls-key``, ``--upstream-tls-key-password-file``: the options of every tool, see
-:func:`~zkwire.shell.runtime.add_security_options`) speaks TLS to them.  Bytes are forwarded unchanged
+:func:`~zkwire.shell.security.add_security_options`) speaks TLS to them.  Bytes are forwarded unchanged
 as they arrive; a copy goes through the construct-based
 :class:`~zkwire.trace.decoder.ConversationDecoder` of that connection, and one line per frame is
 printed (time, connection, direction, xid, op, path, error, zxid, size, reply latency).
@@ -42,7 +42,8 @@ import trio
 
 from ..errors import InvalidArgumentError
 from ..sansio.hosts import parse_host_port
-from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, add_security_options, run_cli, security_options
+from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
+from ..shell.security import add_security_options, security_options
 from ..terminal import escape_controls
 from .capture import CaptureError, PacketReader, is_capture
 from .conversations import CaptureDecoder
@@ -335,7 +336,9 @@ def _main(argv: list[str]) -> int:
         metavar="HOST:PORT[,HOST:PORT]",
         help="servers tried in order for each connection (a whole ensemble), instead of --server",
     )
-    add_security_options(trace, prefix="upstream-")  # --upstream-tls, --upstream-tls-ca, ...: towards the servers
+    add_security_options(
+        trace, prefix="upstream-", credentials=False
+    )  # --upstream-tls, --upstream-tls-ca, ...: towards the servers
     # The former names of --upstream-tls-ca, -cert and -key.
     trace.add_argument("--ca", dest="tls_ca", help=argparse.SUPPRESS)
     trace.add_argument("--cert", dest="tls_cert", help=argparse.SUPPRESS)
