@@ -46,6 +46,7 @@ from ..errors import AuthFailedError, ZKError, copy_error
 from ..protocol.framing import READ_SIZE
 from ..sansio.session import (
     AuthResult,
+    DeadlineMoved,
     DropConnection,
     Event,
     HostPort,
@@ -423,6 +424,8 @@ class ConnectionDriver(RequestPath):
                 self.drop_connection()
             elif isinstance(ev, SaslStep) and self.nursery is not None:
                 self.nursery.start_soon(self._sasl_step, ev)
+            elif isinstance(ev, DeadlineMoved):
+                self.wake_timer()
 
     async def _sasl_step(self, step: SaslStep) -> None:
         """Compute a SASL token (in a worker thread for a mechanism that may block) and hand it to the

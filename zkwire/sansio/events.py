@@ -8,7 +8,7 @@ the core never looks inside either.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Generic, TypeAlias, TypeVar
 
@@ -28,6 +28,7 @@ __all__ = [
     "DropConnection",
     "AuthResult",
     "SaslStep",
+    "DeadlineMoved",
     "Event",
 ]
 
@@ -125,10 +126,23 @@ class SaslStep:
     :meth:`~zkwire.sansio.session.SessionCore.sasl_step_done` with this step.  A step of a connection
     that has meanwhile ended is ignored there."""
 
-    compute: Callable[[], bytes | None]
-    blocking: bool
+    #: Not in the repr: it holds the server's last token.
+    compute: Callable[[], bytes | None] = field(repr=False)
+    blocking: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineMoved:
+    """:meth:`~zkwire.sansio.session.SessionCore.next_deadline` may now be earlier than when the I/O
+    layer last read it (the handshake was answered: the SYNCING phase's clocks run): read it again."""
 
 
 Event: TypeAlias = (
-    Reply[TokenT] | WatchNotification[WatcherT] | StateChanged | DropConnection | AuthResult[TokenT] | SaslStep
+    Reply[TokenT]
+    | WatchNotification[WatcherT]
+    | StateChanged
+    | DropConnection
+    | AuthResult[TokenT]
+    | SaslStep
+    | DeadlineMoved
 )

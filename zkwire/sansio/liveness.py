@@ -153,9 +153,9 @@ class Liveness:
         CONNECTED or READ_ONLY; ``oldest_sent``: when the oldest request in flight was sent;
         ``may_ping``: false while nothing but a SASL exchange may be sent (no ping is due then).
 
-        During the handshake the next moment is the connect deadline or, if earlier, when a ping would
-        be due: the handshake's answer starts the SYNCING phase, whose deadlines (a ping, the read
-        timeout) may come before the connect deadline, and a timer asleep until then would miss them."""
+        The handshake's answer starts the SYNCING phase, whose deadlines (a ping, the read timeout) may
+        come before the connect deadline the timer was asleep until: the core then says so with a
+        :class:`~zkwire.sansio.events.DeadlineMoved` event."""
         deadline = self._connection_deadline(phase, connected, oldest_sent, may_ping)
         expiry = self.expiry(connected or phase is Phase.OPEN)
         return deadline if expiry is None else min(deadline, expiry)
@@ -164,7 +164,7 @@ class Liveness:
         self, phase: Phase, connected: bool, oldest_sent: float | None, may_ping: bool = True
     ) -> float:
         if phase is Phase.HANDSHAKE:
-            return min(self.connect_deadline, self.last_send + self.ping_interval)
+            return self.connect_deadline
         if phase is Phase.SYNCING:
             dead = self.last_confirmed + self.read_timeout
             return min(dead, self.last_send + self.ping_interval) if may_ping else dead

@@ -31,7 +31,17 @@ from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
 from ..protocol.framing import FrameDecoder, OversizeFrame
 from ..protocol.jute import Reader
 from ..protocol.records import SetSASLResponse, WatcherEvent
-from .events import AuthResult, DropConnection, Event, Reply, SessionState, TokenT, WatcherT, WatchNotification
+from .events import (
+    AuthResult,
+    DeadlineMoved,
+    DropConnection,
+    Event,
+    Reply,
+    SessionState,
+    TokenT,
+    WatcherT,
+    WatchNotification,
+)
 from .handshake import Handshake, Phase, check_connect_response, granted_timeout
 from .hosts import HostPort, HostRotation
 from .liveness import Liveness
@@ -235,6 +245,8 @@ class FrameRouter(Generic[TokenT, WatcherT]):
         if step is not None:
             events.append(step)
         self.maybe_open(events)
+        if session._phase is Phase.SYNCING:
+            events.append(DeadlineMoved())  # the SYNCING clocks run (see Liveness.next_deadline)
 
     def maybe_open(self, events: list[Event[TokenT, WatcherT]]) -> None:
         """The SYNCING phase is over once every step is answered: the session opens."""

@@ -62,6 +62,7 @@ from ..sasl.mechanism import SaslMechanism
 from .backoff import SHARED_RNG
 from .events import (
     AuthResult,
+    DeadlineMoved,
     DropConnection,
     Event,
     Reply,
@@ -100,6 +101,7 @@ __all__ = [
     "DropConnection",
     "AuthResult",
     "SaslStep",
+    "DeadlineMoved",
     "WatchRequest",
     "Event",
     "HostPort",

@@ -21,7 +21,7 @@ from helpers.sessioncore import (
 from zkwire.constants import AUTH_XID, OpCode
 from zkwire.errors import AuthFailedError, DataTooLargeError, InvalidArgumentError
 from zkwire.protocol.records import AuthPacket
-from zkwire.sansio.session import AuthResult, DropConnection, Reply, SessionState, StateChanged
+from zkwire.sansio.session import AuthResult, DeadlineMoved, DropConnection, Reply, SessionState, StateChanged
 
 # --------------------------------------------------------------------------------------------------- auth
 
@@ -63,7 +63,7 @@ def test_credentials_are_resent_before_the_session_reports_connected() -> None:
         t = 10.0 * (attempt + 1)
         pair.lose(t)
         pair.open(t)
-        assert pair.to_client(pair.server.accept(session_id=SID), t + 0.1) == []
+        assert pair.to_client(pair.server.accept(session_id=SID), t + 0.1) == [DeadlineMoved()]
         reqs = pair.to_server()
         # Credentials first (in the order added), then the watches.
         assert [(r.xid, r.op) for r in reqs] == [
@@ -89,7 +89,7 @@ def test_credentials_added_before_the_first_connection() -> None:
     core = pair.core
     core.add_auth("digest", b"early:bird", "early", 0.0)
     pair.open(0.0)
-    assert pair.to_client(pair.server.accept(), 0.1) == []
+    assert pair.to_client(pair.server.accept(), 0.1) == [DeadlineMoved()]
     [pkt] = pair.to_server()
     assert isinstance(pkt, ClientRequest) and pkt.record == AuthPacket(0, "digest", b"early:bird")
     assert pair.to_client(pair.server.auth_reply(), 0.2) == [
@@ -253,7 +253,7 @@ def test_refused_required_credential_fails_the_session() -> None:
     pair.core.add_auth("digest", b"ok:pw", "ok", 0.0, required=True)
     pair.core.add_auth("Digest", b"u:p", "bad", 0.0, required=True)
     pair.open(0.1)
-    assert pair.to_client(pair.server.accept(), 0.2) == []  # not connected before the verdicts
+    assert pair.to_client(pair.server.accept(), 0.2) == [DeadlineMoved()]  # not connected before the verdicts
     assert [r.is_auth for r in pair.to_server()] == [True, True]
     events = pair.to_client(pair.server.auth_reply() + pair.server.auth_reply(-115), 0.3)
     assert events[0] == AuthResult("ok", None)

@@ -33,7 +33,15 @@ from zkwire.protocol.records import (
     SetWatches,
     SetWatches2,
 )
-from zkwire.sansio.session import AuthResult, DropConnection, Reply, SessionState, StateChanged, WatchNotification
+from zkwire.sansio.session import (
+    AuthResult,
+    DeadlineMoved,
+    DropConnection,
+    Reply,
+    SessionState,
+    StateChanged,
+    WatchNotification,
+)
 
 # -------------------------------------------------------------------------------------------- handshake
 
@@ -349,7 +357,7 @@ def test_reattach_sends_set_watches_and_connects_only_after_its_reply() -> None:
     pair.lose(2.0)
 
     pair.open(2.1)
-    assert pair.to_client(pair.server.accept(session_id=SID), 2.2) == []
+    assert pair.to_client(pair.server.accept(session_id=SID), 2.2) == [DeadlineMoved()]
     assert core.state is SessionState.SUSPENDED
     [sw] = pair.to_server()
     assert isinstance(sw, ClientRequest) and sw.op == OpCode.SET_WATCHES and sw.xid > 0

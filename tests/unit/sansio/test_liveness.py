@@ -11,7 +11,15 @@ from helpers.sessioncore import H1, H2, H3, SID, Watcher, connected, data_reply,
 from zkwire.constants import PING_XID, EventType, OpCode
 from zkwire.errors import ConnectionLossError, SessionExpiredError
 from zkwire.protocol.records import GetDataRequest
-from zkwire.sansio.session import DropConnection, Reply, SessionState, StateChanged, WatchNotification, WatchRequest
+from zkwire.sansio.session import (
+    DeadlineMoved,
+    DropConnection,
+    Reply,
+    SessionState,
+    StateChanged,
+    WatchNotification,
+    WatchRequest,
+)
 from zkwire.sansio.watches import WatchKind
 
 # ------------------------------------------------------------------------------------- pings, timeouts
@@ -304,11 +312,11 @@ def test_client_side_expiry_during_a_reattach_handshake() -> None:
     assert isinstance(change, StateChanged) and change.new is SessionState.EXPIRED
 
 
-def test_a_timer_asleep_through_the_handshake_still_meets_the_syncing_deadlines() -> None:
+def test_the_handshake_answer_says_the_deadline_moved_and_the_syncing_deadlines_are_met() -> None:
     # One host: the connect timeout is the whole session timeout (9 s), the re-attach's read timeout 6 s.
-    # A timer that sleeps until the deadline it read during the handshake must wake before the SYNCING
-    # phase's: here SetWatches is never answered, and the connection must be dropped -- not the
-    # session given up for expired when the connect deadline finally comes.
+    # A timer asleep until the connect deadline it read during the handshake is told (DeadlineMoved) that
+    # the SYNCING phase's clocks run: here SetWatches is never answered, and the connection must be
+    # dropped at the read timeout -- not the session given up for expired at the connect deadline.
     pair = connected(timeout=9.0)
     pair.core.send_request(
         OpCode.GET_DATA, GetDataRequest("/w", True), "w", 0.5, path="/w", watch=WatchRequest(WatchKind.DATA, "/w", 1)
@@ -317,11 +325,13 @@ def test_a_timer_asleep_through_the_handshake_still_meets_the_syncing_deadlines(
     pair.to_client(pair.server.answer(data_reply()), 0.6)
     pair.lose(1.0)
     pair.open(1.0)
-    now = pair.core.next_deadline()  # read while the ConnectRequest is unanswered
-    assert now <= 1.0 + 3.0
-    pair.to_client(pair.server.accept(session_id=SID), 1.2)
+    assert pair.core.next_deadline() > 1.0 + 6.0  # the connect deadline, or expiry: past the SYNCING clocks
+    events = pair.to_client(pair.server.accept(session_id=SID), 1.2)
+    assert only(events, DeadlineMoved) == [DeadlineMoved()]
     [set_watches] = pair.to_server()
     assert set_watches.op == OpCode.SET_WATCHES
+    now = pair.core.next_deadline()
+    assert now < 1.0 + 6.0  # a ping before the read timeout
     while True:
         events = pair.timer(now)
         pair.to_server()
@@ -330,3 +340,23 @@ def test_a_timer_asleep_through_the_handshake_still_meets_the_syncing_deadlines(
             break
         now = pair.core.next_deadline()
     assert now == pytest.approx(1.0 + 6.0)  # the read timeout after the ConnectRequest went out
+
+
+def test_no_busy_timer_while_a_handshake_goes_unanswered() -> None:
+    core = make_core(timeout=9.0)
+    pair = ConnectionPair(core)
+    pair.open(0.0)
+    now = 0.0
+    wakes = 0
+    while core.next_deadline() < 9.0 and wakes < 10:
+        now = core.next_deadline()
+        pair.timer(now)
+        assert core.next_deadline() > now  # a deadline in the past would wake the timer at once, for ever
+        wakes += 1
+    assert wakes <= 2
+
+
+def test_no_deadline_moved_when_the_session_opens_at_once() -> None:
+    pair = ConnectionPair(make_core())
+    events = pair.connect(0.0)
+    assert events == [StateChanged(SessionState.CONNECTING, SessionState.CONNECTED)]
