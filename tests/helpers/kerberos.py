@@ -50,6 +50,15 @@ class KerberosSetup:
         """A new ticket cache holding a new ticket of alice's (``lifetime``: a short one)."""
         return self.realm.kinit(self.alice, self.realm.directory / f"{name}.cc", lifetime=lifetime)
 
+    def initial_tickets_issued(self, principal: KerberosPrincipal) -> int:
+        """How many ticket-granting tickets the KDC has issued to ``principal`` (its log's AS_REQ lines)."""
+        text = self.realm.kdc_log.read_text(errors="replace")
+        return sum(
+            1
+            for line in text.splitlines()
+            if "AS_REQ" in line and "ISSUE" in line and f" {principal.name} for krbtgt/" in line
+        )
+
 
 @pytest.fixture(scope="session")
 def kerberos_realm() -> Iterator[KerberosSetup]:

@@ -143,6 +143,81 @@ async def test_an_expired_ticket_is_auth_failed_then_renewal_connects(kerberos_s
             assert ("sasl", kerberos_server.principal) in await zk.who_am_i()
 
 
+async def _until_expired(ccache: str) -> None:
+    """Return once the ticket in ``ccache`` has expired (looked at every 0.2 s)."""
+    probe = Kerberos(ccache=ccache)
+    while True:
+        try:
+            await trio.to_thread.run_sync(probe.credentials)
+        except zkwire.AuthFailedError:
+            return
+        await trio.sleep(0.2)
+
+
+async def test_a_ticket_that_expires_during_the_session_ends_it_at_the_next_connection(
+    kerberos_server: KerberosServer,
+) -> None:
+    # Ticket-cache mode: the client cannot get a new ticket by itself. The connection authenticated
+    # while the ticket was valid stays so (the server does not look at it again); the next connection
+    # cannot authenticate, and retrying would not help: AUTH_FAILED, saying to renew with kinit.
+    setup = kerberos_server.kerberos
+    ccache = await trio.to_thread.run_sync(lambda: setup.fresh_ccache("mid-session", lifetime="5s"))
+    principal = kerberos_server.principal
+    with trio.fail_after(LIMIT):
+        async with open_fault_proxy("127.0.0.1", kerberos_server.server.port) as proxy:
+            hosts = f"localhost:{proxy.port}"
+            async with zkwire.open_client(hosts, sasl=Kerberos(ccache=ccache), session_timeout=20) as zk:
+                await zk.ensure_path("/krb-expiring")
+                await zk.create("/krb-expiring/e-", ephemeral=True, sequential=True, acl=only(principal))
+                await _until_expired(ccache)
+                assert ("sasl", principal) in await zk.who_am_i()  # the same connection: still authenticated
+                assert await proxy.sever() >= 1
+                await zk.wait_for_state(SessionState.SUSPENDED, SessionState.CONNECTING)
+                with pytest.raises(zkwire.AuthFailedError) as caught:
+                    await zk.wait_connected()
+                assert zk.state is SessionState.AUTH_FAILED
+                text = str(caught.value)
+                assert "GSSAPI" in text and "expired" in text and "kinit" in text, text
+                with pytest.raises(zkwire.AuthFailedError, match="expired"):
+                    await zk.exists("/")
+        # What the message says to do: a new ticket in the same cache, and a new session connects.
+        await trio.to_thread.run_sync(lambda: setup.fresh_ccache("mid-session"))
+        async with zkwire.open_client(kerberos_server.hosts, sasl=Kerberos(ccache=ccache)) as zk:
+            assert ("sasl", principal) in await zk.who_am_i()
+
+
+async def test_with_a_keytab_a_ticket_that_expires_during_the_session_is_renewed(
+    kerberos_server: KerberosServer,
+) -> None:
+    # Keytab mode: the mechanism gets a new ticket-granting ticket from the keytab when the next
+    # connection needs one, and the session goes on (ephemeral node, watch, identity).
+    setup = kerberos_server.kerberos
+    dave = await trio.to_thread.run_sync(lambda: setup.realm.user_principal("dave", max_life="5s"))
+    mechanism = Kerberos(principal=dave.name, keytab=dave.keytab)
+    with trio.fail_after(LIMIT):
+        async with open_fault_proxy("127.0.0.1", kerberos_server.server.port) as proxy:
+            hosts = f"localhost:{proxy.port}"
+            started = trio.current_time()
+            async with zkwire.open_client(hosts, sasl=mechanism, session_timeout=20) as zk:
+                session = zk.session_id
+                await zk.ensure_path("/krb-renewed")
+                node = await zk.create("/krb-renewed/e-", ephemeral=True, sequential=True, acl=only(dave.name))
+                _, _, watch = await zk.get_data(node, watch=True)
+                issued = setup.initial_tickets_issued(dave)
+                assert issued >= 1
+                await trio.sleep_until(started + 6)  # the ticket had at most 5 s from the connection on
+                assert ("sasl", dave.name) in await zk.who_am_i()
+                assert await proxy.sever() >= 1
+                await zk.wait_for_state(SessionState.SUSPENDED, SessionState.CONNECTING)
+                await zk.wait_connected()
+                assert zk.session_id == session
+                assert setup.initial_tickets_issued(dave) > issued  # a new ticket from the keytab
+                assert ("sasl", dave.name) in await zk.who_am_i()
+                assert (await zk.get_data(node))[1].ephemeral_owner == session
+                await zk.set_data(node, b"renewed")
+                assert (await watch.wait()).type is zkwire.EventType.NODE_DATA_CHANGED
+
+
 def test_the_java_client_sees_the_same_identity(kerberos_server: KerberosServer) -> None:
     setup = kerberos_server.kerberos
     jaas = write_jaas(
