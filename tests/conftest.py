@@ -19,7 +19,11 @@ from collections.abc import Iterator
 from types import ModuleType
 
 import pytest
-from helpers.kerberos import kerberos_realm, kerberos_server  # noqa: F401  (a KDC, a server requiring GSSAPI)
+from helpers.kerberos import (  # noqa: F401  (a KDC, a server and an ensemble requiring GSSAPI)
+    kerberos_ensemble,
+    kerberos_realm,
+    kerberos_server,
+)
 from helpers.sasl import sasl_ensemble, sasl_server  # noqa: F401  (real servers requiring SASL)
 from helpers.tls import (  # noqa: F401  (real servers with TLS and mutual TLS, for the client, the tools and the tracer)
     mtls13_server,

@@ -14,11 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from zkwire.testing.embedded import EmbeddedZooKeeper
+from zkwire.testing.embedded import EmbeddedEnsemble, EmbeddedZooKeeper
 from zkwire.testing.kerberos import KerberosPrincipal, KerberosRealm, kerberos_missing
 from zkwire.testing.secured import kerberos_login_section, kerberos_server_options, write_jaas
 
-__all__ = ["KerberosServer", "KerberosSetup", "kerberos_realm", "kerberos_server", "kerberos_unavailable"]
+__all__ = [
+    "KerberosEnsemble",
+    "KerberosServer",
+    "KerberosSetup",
+    "kerberos_ensemble",
+    "kerberos_realm",
+    "kerberos_server",
+    "kerberos_unavailable",
+]
 
 
 def kerberos_unavailable(what: str) -> None:
@@ -41,6 +49,15 @@ class KerberosSetup:
     def fresh_ccache(self, name: str, *, lifetime: str | None = None) -> str:
         """A new ticket cache holding a new ticket of alice's (``lifetime``: a short one)."""
         return self.realm.kinit(self.alice, self.realm.directory / f"{name}.cc", lifetime=lifetime)
+
+    def initial_tickets_issued(self, principal: KerberosPrincipal) -> int:
+        """How many ticket-granting tickets the KDC has issued to ``principal`` (its log's AS_REQ lines)."""
+        text = self.realm.kdc_log.read_text(errors="replace")
+        return sum(
+            1
+            for line in text.splitlines()
+            if "AS_REQ" in line and "ISSUE" in line and f" {principal.name} for krbtgt/" in line
+        )
 
 
 @pytest.fixture(scope="session")
@@ -88,3 +105,34 @@ def kerberos_server(
         yield KerberosServer(server, kerberos_realm)
     finally:
         server.stop()
+
+
+@dataclass
+class KerberosEnsemble:
+    """Three members on loopback, each with the same JAAS ``Server`` section: they all run on this
+    machine, so they share the principal ``zookeeper/localhost`` and its keytab."""
+
+    ensemble: EmbeddedEnsemble
+    kerberos: KerberosSetup
+
+    @property
+    def hosts(self) -> str:
+        """Every member by name: ``localhost:<port>,...``."""
+        return ",".join(f"localhost:{self.ensemble.member_port(i)}" for i in range(self.ensemble.size))
+
+    @property
+    def principal(self) -> str:
+        return self.kerberos.alice.name
+
+
+@pytest.fixture
+def kerberos_ensemble(
+    kerberos_realm: KerberosSetup, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KerberosEnsemble]:
+    jaas = _jaas(tmp_path_factory.mktemp("kerberos-ensemble"), kerberos_realm.service)
+    ensemble = EmbeddedEnsemble(options=kerberos_server_options(jaas, kerberos_realm.realm.krb5_conf))
+    ensemble.start()
+    try:
+        yield KerberosEnsemble(ensemble, kerberos_realm)
+    finally:
+        ensemble.stop()

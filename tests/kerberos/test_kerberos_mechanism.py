@@ -68,6 +68,23 @@ def test_the_exchange_authenticates_the_principal_of_the_ticket_cache(kerberos_r
         exchange.evaluate(b"more")
 
 
+def test_the_exchange_leaves_the_servers_tokens_as_they_were(kerberos_realm: KerberosSetup) -> None:
+    # MIT's unwrap works in place on the buffer it is given: the mechanism gives it a copy, so the
+    # bytes object the session (or a recorder of the traffic) holds keeps what the server sent.
+    exchange = Kerberos(ccache=kerberos_realm.ccache).exchange("localhost")
+    acceptor = Acceptor(kerberos_realm)
+    token = exchange.initial_response()
+    seen = 0
+    while not exchange.complete:
+        challenge = acceptor.step(token)
+        before = bytes(bytearray(challenge))  # a copy of its own
+        answer = exchange.evaluate(challenge)
+        assert challenge == before
+        assert answer is not None
+        token, seen = answer, seen + 1
+    assert seen == 2  # the AP-REP and the wrapped offer
+
+
 def test_a_client_keytab_needs_no_kinit_and_leaves_the_default_cache_alone(kerberos_realm: KerberosSetup) -> None:
     alice = kerberos_realm.alice
     default_cache = kerberos_realm.realm.directory / "default.cc"

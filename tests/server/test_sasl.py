@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 import trio
 from helpers.faultproxy import open_fault_proxy
-from helpers.sasl import SaslServer
+from helpers.sasl import SaslServer, lock_lost_then_granted_again
 
-import zklock
 import zkwire
 from zkwire import ACL, Id, Perm, SessionState
 from zkwire.testing.embedded import EmbeddedEnsemble
@@ -126,22 +125,10 @@ async def test_the_session_survives_a_server_restart_with_sasl_redone(sasl_serve
 
 
 async def test_a_lock_across_a_sever_is_lost_then_granted_again_in_the_same_session(sasl_server: SaslServer) -> None:
-    path = "/sasl-lock/mutex"
     with trio.fail_after(40):
         async with open_fault_proxy(*_upstream(sasl_server.hosts)) as proxy:
             async with zkwire.open_client(proxy.hosts, sasl=sasl_server.mechanism("alice"), session_timeout=8) as zk:
-                await zk.ensure_path("/sasl-lock")
-                with pytest.raises(zklock.LockLostError):
-                    async with zklock.Mutex(zk, path) as lease:
-                        first = lease.fencing_token
-                        await zk.set_data("/sasl-lock", b"fenced", version=-1)
-                        await proxy.sever()
-                        await lease.wait_lost()
-                session = zk.session_id
-                async with zklock.Mutex(zk, path) as again:
-                    # Granted again once reconnected (SASL redone), with a newer fencing token.
-                    assert zk.session_id == session and again.fencing_token > first
-                    assert (await zk.get_data(again.node))[1].ephemeral_owner == session
+                await lock_lost_then_granted_again(zk, proxy, "/sasl-lock")
 
 
 @pytest.mark.ensemble

@@ -292,7 +292,9 @@ class KerberosExchange:
     def _choose_layer(self, challenge: bytes) -> bytes:
         gss = _gssapi()
         try:
-            offer = self._context.unwrap(challenge).message
+            # MIT's unwrap works in place on the buffer it is given (it rotates and clears the token's
+            # header): it gets a copy, so the caller's bytes object keeps what the server sent.
+            offer = self._context.unwrap(bytes(bytearray(challenge))).message
         except gss.exceptions.GSSError as e:
             raise _gss_failure("could not read the server's security-layer offer", e) from None
         if len(offer) != 4:

@@ -264,13 +264,20 @@ class KerberosRealm:
         """``name`` with the realm appended if it has none."""
         return name if "@" in name else f"{name}@{self.realm}"
 
-    def add_principal(self, name: str, keytab: Path | None = None) -> KerberosPrincipal:
+    def add_principal(self, name: str, keytab: Path | None = None, *, max_life: str | None = None) -> KerberosPrincipal:
         """Create ``name`` (with random keys; the realm is appended if missing) and write its keys to
-        ``keytab`` (default: ``<directory>/<name>.keytab``, readable by its owner only)."""
+        ``keytab`` (default: ``<directory>/<name>.keytab``, readable by its owner only).
+        ``max_life``: the longest ticket the KDC issues to it (``"8s"``, ``"2m"``), whoever asks --
+        ``kinit`` or a client getting its tickets from the keytab by itself."""
         _check_name(name)
         full = self.principal_name(name)
         path = keytab if keytab is not None else self.directory / (full.split("@")[0].replace("/", "_") + ".keytab")
-        self._kadmin(f"addprinc -randkey {full}")
+        limit = ""
+        if max_life is not None:
+            if not max_life or not all(c.isalnum() or c == ":" for c in max_life):
+                raise ValueError(f"max_life {max_life!r}: a duration such as '8s', '2m' or '0:00:08'")
+            limit = f"-maxlife {max_life} "
+        self._kadmin(f"addprinc -randkey {limit}{full}")
         self.export_keytab(full, path)
         return KerberosPrincipal(full, path)
 
@@ -286,9 +293,9 @@ class KerberosRealm:
         """The principal ``<service>/<host>@REALM`` with its keytab (what a server's JAAS file names)."""
         return self.add_principal(f"{service}/{host}")
 
-    def user_principal(self, name: str) -> KerberosPrincipal:
-        """A client principal ``name@REALM`` with its keytab."""
-        return self.add_principal(name)
+    def user_principal(self, name: str, *, max_life: str | None = None) -> KerberosPrincipal:
+        """A client principal ``name@REALM`` with its keytab (``max_life``: its tickets' longest life)."""
+        return self.add_principal(name, max_life=max_life)
 
     def kinit(self, principal: KerberosPrincipal, ccache: Path | None = None, *, lifetime: str | None = None) -> str:
         """Get ``principal`` a ticket-granting ticket from its keytab into the file ``ccache`` (default:
