@@ -272,3 +272,24 @@ async def test_gssapi_is_redone_on_the_member_a_session_fails_over_to(kerberos_e
             assert (await zk.get_data(node))[1].ephemeral_owner == session
             await zk.set_data(node, b"after the failover")
             assert (await watch.wait()).type is zkwire.EventType.NODE_DATA_CHANGED
+
+
+async def test_a_kdc_out_of_reach_is_retried_not_a_refusal(kerberos_server: KerberosServer) -> None:
+    # Keytab mode with a fresh memory cache: the first connection needs the KDC for a ticket.  While no
+    # KDC answers, the attempts are dropped and retried (a KDC outage during a failover must not end a
+    # session); once it is back, the session connects.
+    realm = kerberos_server.kerberos.realm
+    erin = await trio.to_thread.run_sync(realm.user_principal, "erin")
+    mechanism = Kerberos(principal=erin.name, keytab=erin.keytab)
+    await trio.to_thread.run_sync(realm.stop_kdc)
+    try:
+        with trio.fail_after(40):
+            async with zkwire.open_client(kerberos_server.hosts, sasl=mechanism, wait_connected=False) as zk:
+                with trio.move_on_after(2):
+                    await zk.wait_connected()
+                assert zk.state is SessionState.CONNECTING, zk.ended
+                await trio.to_thread.run_sync(realm.start_kdc)
+                await zk.wait_connected()
+                assert ("sasl", erin.name) in await zk.who_am_i()
+    finally:
+        await trio.to_thread.run_sync(realm.start_kdc)

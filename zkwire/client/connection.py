@@ -42,7 +42,7 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from ..constants import EventType, KeeperState
-from ..errors import AuthFailedError, ZKError, copy_error
+from ..errors import AuthFailedError, ConnectionLossError, ZKError, copy_error
 from ..protocol.framing import READ_SIZE
 from ..sansio.session import (
     AuthResult,
@@ -132,6 +132,8 @@ class ConnectionDriver(RequestPath):
         self.state_listeners: list[Callable[[SessionState], None]] = []
         self.nursery: trio.Nursery | None = None
         self._task_scopes: set[trio.CancelScope] = set()
+        #: The scopes of SASL steps of the current connection (cancelled when it ends).
+        self._sasl_scopes: set[trio.CancelScope] = set()
         self._tasks_cancelled = False
         self.closing = False
         #: Requests answered successfully so far (tells a connection that served from one that did not).
@@ -255,6 +257,7 @@ class ConnectionDriver(RequestPath):
         finally:
             self._stream = None
             self._conn_scope = None
+            self._cancel_sasl_steps()
             with trio.CancelScope(shield=True):
                 self._stream_closed()
                 transport, self._transport = self._transport, None
@@ -328,7 +331,12 @@ class ConnectionDriver(RequestPath):
         self._stream_closed()
         if self._conn_scope is not None:
             self._conn_scope.cancel()
+        self._cancel_sasl_steps()
         self.dispatch(self.core.connection_lost(trio.current_time(), reason=reason))
+
+    def _cancel_sasl_steps(self) -> None:
+        for scope in self._sasl_scopes:
+            scope.cancel()
 
     # ------------------------------------------------------------------ writing and the timer
 
@@ -429,26 +437,28 @@ class ConnectionDriver(RequestPath):
 
     async def _sasl_step(self, step: SaslStep) -> None:
         """Compute a SASL token (in a worker thread for a mechanism that may block) and hand it to the
-        core; a mechanism's failure other than AuthFailedError is reported by its type only (its message
-        might quote what it was given)."""
+        core.  A mechanism's failure other than AuthFailedError or ConnectionLossError is reported by its
+        type only (its message might quote what it was given).  The step is given up when its
+        connection ends (the core would ignore its result)."""
         scope = self.task_scope()
+        self._sasl_scopes.add(scope)
         try:
             with scope:
-                result: bytes | AuthFailedError | None
+                result: bytes | AuthFailedError | ConnectionLossError | None
                 try:
                     if step.blocking:
                         result = await trio.to_thread.run_sync(step.compute, abandon_on_cancel=True)
                     else:
                         result = step.compute()
-                except AuthFailedError as e:
+                except (AuthFailedError, ConnectionLossError) as e:
                     result = e
                 except Exception as e:
                     result = AuthFailedError(detail=f"the SASL mechanism failed ({type(e).__name__})")
-                    log.debug("the SASL mechanism failed", exc_info=True)
                 self.dispatch(self.core.sasl_step_done(step, result, trio.current_time()))
                 if self.core.has_data_to_send:
                     await self.flush(whole_burst=True)
         finally:
+            self._sasl_scopes.discard(scope)
             self.forget_task_scope(scope)
 
     def _on_state_changed(self, ev: StateChanged) -> None:

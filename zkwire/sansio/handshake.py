@@ -45,7 +45,7 @@ from enum import Enum
 from typing import Generic
 
 from ..constants import AUTH_XID, OpCode
-from ..errors import AuthFailedError, ProtocolError, ServerError, error_for_code
+from ..errors import AuthFailedError, DataTooLargeError, ProtocolError, ServerError, error_for_code
 from ..protocol.codec import encode_connect_request, encode_request
 from ..protocol.records import (
     AuthPacket,
@@ -248,8 +248,18 @@ class Handshake(Generic[TokenT, WatcherT]):
             conversation.finished_sending()
             self._sasl_done(now)
             return True
+        if not isinstance(token, bytes | bytearray):
+            raise AuthFailedError(
+                detail=f"{conversation.describe()}: the mechanism gave a {type(token).__name__}, not bytes"
+            )
         conversation.sending()
-        self._requests.send(self._out, OpCode.SASL, GetSASLRequest(token), None, now, self._max_frame)
+        try:
+            self._requests.send(self._out, OpCode.SASL, GetSASLRequest(bytes(token)), None, now, self._max_frame)
+        except DataTooLargeError:
+            raise AuthFailedError(
+                detail=f"{conversation.describe()}: a token of {len(token)} bytes does not fit max_frame "
+                f"({self._max_frame} bytes)"
+            ) from None
         return True
 
     def sasl_answered(self, err: int, token: bytes | None, now: float) -> SaslStep | None:

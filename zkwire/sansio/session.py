@@ -456,18 +456,28 @@ class SessionCore(Generic[TokenT, WatcherT]):
         return self._handshake.sasl
 
     def sasl_step_done(
-        self, step: SaslStep, result: bytes | AuthFailedError | None, now: float
+        self, step: SaslStep, result: bytes | AuthFailedError | ConnectionLossError | None, now: float
     ) -> list[Event[TokenT, WatcherT]]:
         """A :class:`SaslStep` event's computation finished: the token to send (None: the mechanism has
-        nothing more to send), or the error it raised.  A step of an ended connection is ignored.  An
-        error ends the session in ``AUTH_FAILED`` with it (the mechanism cannot authenticate: retrying on
-        another connection would not change that)."""
+        nothing more to send), or the error it raised.  A step of an ended connection is ignored.
+
+        * :class:`~zkwire.errors.AuthFailedError`: the mechanism cannot authenticate (no or an expired
+          ticket, a malformed challenge): the session ends in ``AUTH_FAILED`` with it -- another
+          connection would not change that.
+        * :class:`~zkwire.errors.ConnectionLossError`: something the mechanism needs is out of reach
+          for now (no KDC answers): the connection is dropped, the session kept and retried.
+        """
         events: list[Event[TokenT, WatcherT]] = []
         if self.state.is_terminal or self._phase is not Phase.SYNCING:
             return events
         try:
-            if isinstance(result, AuthFailedError):
-                if self._handshake.conversation is None or not self._handshake.conversation.take(step):
+            if isinstance(result, ZKError):
+                conversation = self._handshake.conversation
+                if conversation is None or not conversation.take(step):
+                    return events
+                if not isinstance(result, AuthFailedError):
+                    log.warning("session 0x%x: %s; trying again", self.session_id, result)
+                    events.append(DropConnection(f"SASL: {result}"))
                     return events
                 raise result
             if self._handshake.sasl_token(step, result, now):

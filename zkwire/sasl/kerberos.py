@@ -54,7 +54,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AuthFailedError, InvalidArgumentError
+from ..errors import AuthFailedError, ConnectionLossError, InvalidArgumentError
 
 if TYPE_CHECKING:
     import gssapi
@@ -107,9 +107,16 @@ def canonical_host(host: str) -> str:
     return name.lower()
 
 
-def _gss_failure(what: str, error: BaseException) -> AuthFailedError:
+#: MIT Kerberos's minor codes for a KDC that cannot be reached (KRB5_KDC_UNREACH, KRB5_REALM_CANT_RESOLVE),
+#: signed and as the library reports them (unsigned 32-bit): for now, not a refusal.
+KDC_UNREACHABLE = frozenset({-1765328228, -1765328228 + (1 << 32), -1765328164, -1765328164 + (1 << 32)})
+
+
+def _gss_failure(what: str, error: BaseException) -> AuthFailedError | ConnectionLossError:
     """An AuthFailedError for a GSSAPI error: the library's messages, which name principals and
-    caches but hold no key or token."""
+    caches but hold no key or token.  A KDC out of reach is a ConnectionLossError instead: the session
+    drops the connection and tries again, as for a server out of reach (a KDC outage during a failover
+    must not end a session)."""
     gss = _gssapi()
     major = ""
     if isinstance(error, gss.exceptions.ExpiredCredentialsError):
@@ -129,6 +136,8 @@ def _gss_failure(what: str, error: BaseException) -> AuthFailedError:
     # "Unspecified GSS failure.  Minor code may provide more information": the minor code's message follows.
     messages = [m for m in messages if not m.startswith("Unspecified GSS failure")] or messages
     detail = "; ".join(dict.fromkeys([m for m in [major, *messages] if m]))
+    if isinstance(error, gss.exceptions.GSSError) and error.min_code in KDC_UNREACHABLE:
+        return ConnectionLossError(detail=f"GSSAPI {what}: {detail}")
     return AuthFailedError(detail=f"GSSAPI {what}: {detail}")
 
 

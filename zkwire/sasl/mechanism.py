@@ -9,7 +9,9 @@ An exchange's methods may block (GSSAPI asks a KDC for a service ticket): a mech
 :attr:`SaslMechanism.blocking`, and the trio layer then calls them in a worker thread.  They raise
 :class:`~zkwire.errors.AuthFailedError` (with a ``detail`` naming the cause, never a secret) when the
 client side cannot go on (a malformed challenge, an expired ticket, a server that failed to prove it
-knows the password).  No mechanism keeps a secret in its ``repr``.
+knows the password): the session ends.  They raise :class:`~zkwire.errors.ConnectionLossError` when
+something they need is out of reach for now (no KDC answers): the connection is dropped and the session
+tries again, as for a server out of reach.  No mechanism keeps a secret in its ``repr``.
 """
 
 from __future__ import annotations

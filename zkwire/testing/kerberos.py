@@ -233,6 +233,24 @@ class KerberosRealm:
             remove_temp_dir(self._directory)
             self._directory = None
 
+    def stop_kdc(self) -> None:
+        """Stop the KDC only, keeping the realm: clients that need it get "Cannot contact any KDC" until
+        :meth:`start_kdc` (an outage, for tests)."""
+        self._kill_kdc()
+
+    def start_kdc(self, timeout: float = 20.0) -> None:
+        """Start the KDC again on its port after :meth:`stop_kdc`.
+
+        Raises:
+            KerberosRealmError: it did not start within ``timeout`` seconds (the port was taken meanwhile).
+        """
+        if self.running:
+            return
+        if self._directory is None or self._port is None:
+            raise KerberosRealmError("the realm was never started (use start())")
+        if not self._launch(time.monotonic() + timeout):
+            raise KerberosRealmError(f"the KDC did not start again:\n{self._log_tail()}")
+
     def __enter__(self) -> KerberosRealm:
         self.start()
         return self

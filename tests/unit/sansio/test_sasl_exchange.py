@@ -11,7 +11,7 @@ from helpers.fakeserver import ClientRequest, ConnectionPair
 from helpers.sessioncore import H1, H2, SID, data_reply, drops, get_data, only, register_one_shot_watches
 
 from zkwire.constants import AUTH_XID, OpCode
-from zkwire.errors import AuthFailedError, SessionClosedRequireSaslAuthError
+from zkwire.errors import AuthFailedError, ConnectionLossError, SessionClosedRequireSaslAuthError
 from zkwire.protocol.records import GetSASLRequest, SetSASLResponse
 from zkwire.sansio.session import (
     AuthResult,
@@ -82,8 +82,8 @@ def steps(events: list[Event]) -> list[SaslStep]:
 def run_step(pair: ConnectionPair, step: SaslStep, now: float) -> list[Event]:
     """What the I/O layer does with a SaslStep: compute, hand the result back."""
     try:
-        result: bytes | AuthFailedError | None = step.compute()
-    except AuthFailedError as e:
+        result: bytes | AuthFailedError | ConnectionLossError | None = step.compute()
+    except (AuthFailedError, ConnectionLossError) as e:
         result = e
     events = pair.core.sasl_step_done(step, result, now)
     pair.events += events
@@ -290,3 +290,33 @@ def test_replies_after_the_exchange_flow_as_usual() -> None:
     pair.to_server()
     [reply] = pair.to_client(pair.server.answer(data_reply()), 1.1)
     assert isinstance(reply, Reply) and reply.error is None
+
+
+def test_a_service_out_of_reach_drops_the_connection_and_keeps_the_session() -> None:
+    mech = Scripted()
+    pair = ConnectionPair(sasl_core(mech))
+    [step] = steps(pair.connect(0.0))
+    events = pair.core.sasl_step_done(step, ConnectionLossError(detail="Cannot contact any KDC"), 0.1)
+    assert drops(events) and pair.core.state is SessionState.CONNECTING
+    pair.lose(0.2)
+    [step] = steps(pair.connect(1.0))  # the next connection runs a new exchange
+    run_step(pair, step, 1.0)
+    sasl_request(pair)
+
+
+def test_a_token_over_max_frame_is_a_refusal_not_a_crash() -> None:
+    core = SessionCore([H1], session_timeout=9.0, max_frame=1024, sasl=Scripted(first=bytes(2000)))  # type: ignore[arg-type]
+    pair = ConnectionPair(core)
+    [step] = steps(pair.connect(0.0))
+    events = run_step(pair, step, 0.0)
+    assert drops(events) and core.state is SessionState.AUTH_FAILED
+    assert "a token of 2000 bytes does not fit max_frame (1024 bytes)" in str(core.terminal_error())
+    assert not core.has_data_to_send
+
+
+def test_a_mechanism_giving_text_instead_of_bytes_is_a_refusal() -> None:
+    pair = ConnectionPair(sasl_core(Scripted(first="text")))  # type: ignore[arg-type]
+    [step] = steps(pair.connect(0.0))
+    run_step(pair, step, 0.0)
+    assert pair.core.state is SessionState.AUTH_FAILED
+    assert "gave a str, not bytes" in str(pair.core.terminal_error())
