@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 import trio
 from helpers.faultproxy import open_fault_proxy
-from helpers.sasl import SaslServer, lock_lost_then_granted_again
+from helpers.sasl import SASL_USERS, SaslServer, lock_lost_then_granted_again
 
 import zkwire
 from zkwire import ACL, Id, Perm, SessionState
+from zkwire.sasl import DigestMD5
 from zkwire.testing.embedded import EmbeddedEnsemble
 
 LIMIT = 20
@@ -151,3 +152,21 @@ async def test_sasl_is_redone_on_the_member_a_session_fails_over_to(
             assert ("sasl", "alice") in await zk.who_am_i()
             await zk.set_data(node, b"after the failover")
             assert (await watch.wait()).type is zkwire.EventType.NODE_DATA_CHANGED
+
+
+async def test_sessions_ends_with_the_sasl_refusal_of_a_reconnect(sasl_server: SaslServer) -> None:
+    # The password changes under a running stream (rotated on the client only): the reconnect's SASL is
+    # refused, and the stream ends with that refusal -- mechanism, user, server code -- not a generic one.
+    mechanism = DigestMD5("alice", SASL_USERS["alice"])
+    with trio.fail_after(LIMIT):
+        async with open_fault_proxy(*_upstream(sasl_server.hosts)) as proxy:
+            async with zkwire.sessions(proxy.hosts, sasl=mechanism, session_timeout=8) as stream:
+                first = await stream.client()
+                mechanism.password = "rotated-too-early"
+                await proxy.sever()
+                with pytest.raises(zkwire.AuthFailedError) as caught:
+                    await first.wait_for_state(SessionState.CLOSED)
+                with pytest.raises(zkwire.AuthFailedError) as from_stream:
+                    await stream.client()
+    for error in (caught.value, from_stream.value):
+        assert "DIGEST-MD5" in str(error) and "'alice'" in str(error) and "rotated" not in str(error)

@@ -160,3 +160,51 @@ async def test_zkwire_with_kerberos_from_the_ticket_cache_and_a_keytab(kerberos_
         "run", "--server", kerberos_server.hosts, *options, "/cli-krb/lock", "--", "echo", "ok"
     )
     assert (code, out) == (0, "ok\n"), err
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ("--sasl", "DIGEST-MD5", "--sasl-user", "alice", "--sasl-password", "hunter2-9f"),
+        ("--sasl", "DIGEST-MD5", "--sasl-user", "alice", "--sasl-pass", "hunter2-9f"),
+        ("--tls-key-password", "hunter2-9f"),
+        ("--tls-key-pass", "hunter2-9f"),
+    ],
+    ids=["sasl-password", "sasl-pass", "tls-key-password", "tls-key-pass"],
+)
+async def test_a_password_on_the_command_line_is_refused_without_repeating_it(
+    sasl_server: SaslServer, options: tuple[str, ...]
+) -> None:
+    # argparse would take --sasl-password for an abbreviation of --sasl-password-file and quote the
+    # password as a file name in its error.
+    result = await zkw(sasl_server.hosts, "ls", "/", options=options)
+    assert result.code == EXIT_USAGE and result.err.count("\n") == 1, result.err
+    assert "hunter2" not in result.out + result.err
+
+
+async def test_an_empty_password_file_is_a_usage_error(sasl_server: SaslServer, tmp_path: Path) -> None:
+    empty = tmp_path / "empty.pw"
+    empty.write_text("\n")
+    options = ("--sasl", "DIGEST-MD5", "--sasl-user", "alice", "--sasl-password-file", str(empty))
+    result = await zkw(sasl_server.hosts, "ls", "/", options=options)
+    assert result.code == EXIT_USAGE and "holds no password" in result.err, result.err
+
+
+async def test_the_refusal_reason_is_in_zkwires_own_error_line(sasl_server: SaslServer, tmp_path: Path) -> None:
+    result = await zkw(sasl_server.hosts, "ls", "/", options=_sasl(tmp_path, "wrong-pw-77"))
+    [line] = [line for line in result.err.splitlines() if line.startswith("zkwire:") or "Cannot connect" in line]
+    assert "DIGEST-MD5" in line and "'alice'" in line and "wrong-pw-77" not in result.err, result.err
+
+
+async def test_gssapi_without_the_kerberos_extra_is_a_usage_error(sasl_server: SaslServer) -> None:
+    code = (
+        "import sys; sys.modules['gssapi'] = None\n"
+        "from zkwire.shell.main import main\n"
+        f"sys.exit(main(['--server', {sasl_server.hosts!r}, '--sasl', 'GSSAPI', 'ls', '/']))\n"
+    )
+    with trio.fail_after(30):
+        done = await trio.run_process(
+            [sys.executable, "-c", code], capture_stdout=True, capture_stderr=True, check=False
+        )
+    err = done.stderr.decode()
+    assert done.returncode == EXIT_USAGE and "zkwire[kerberos]" in err and "Traceback" not in err, err

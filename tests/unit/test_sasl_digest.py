@@ -118,7 +118,9 @@ def test_the_password_is_in_no_repr() -> None:
 
 
 @pytest.mark.parametrize(
-    ("user", "password"), [("", "pw"), ("a\nb", "pw"), ("alice", 42)], ids=["empty", "control", "password-type"]
+    ("user", "password"),
+    [("", "pw"), ("a\nb", "pw"), ("alice", 42), ("alice", "pw\udcff")],
+    ids=["empty", "control", "password-type", "surrogate"],
 )
 def test_bad_arguments_are_invalid_argument(user: str, password: object) -> None:
     with pytest.raises(InvalidArgumentError):

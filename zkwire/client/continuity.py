@@ -126,7 +126,8 @@ class Sessions:
                     async for _ in zk.states():
                         pass  # ends after a terminal state
                     if zk.state is SessionState.AUTH_FAILED:
-                        raise AuthFailedError(detail="credentials rejected on reconnect")
+                        ended = zk.ended  # the refusal as the session saw it: a credential, SASL, TLS
+                        raise ended if isinstance(ended, AuthFailedError) else AuthFailedError(detail="rejected")
                     log.warning("session 0x%x %s; opening a new one", zk.session_id, zk.state.value)
                     abandoned = zk._core.abandoned
                     timeout = zk.session_timeout or options.get("session_timeout", 10.0)

@@ -92,7 +92,9 @@ class SaslConversation:
         """
         if err:
             refused = error_for_code(err)
-            raise AuthFailedError(detail=f"the server refused {self.describe()} ({refused.name}, {err})")
+            hint = getattr(self.mechanism, "refusal_hint", "")
+            detail = f"the server refused {self.describe()} ({refused.name}, {err})"
+            raise AuthFailedError(detail=f"{detail}: {hint}" if hint else detail)
         exchange = self._exchange
         assert exchange is not None  # a token was sent, so the exchange exists
         if exchange.complete:

@@ -23,6 +23,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from ..errors import AuthFailedError, InvalidArgumentError
 
@@ -149,6 +150,8 @@ class DigestMD5:
     name: str = field(default="DIGEST-MD5", init=False)
     #: Computing a response is a few hashes: done on the event loop.
     blocking: bool = field(default=False, init=False)
+    #: Added to the message of a refusal by the server (which gives no reason).
+    refusal_hint: ClassVar[str] = "a wrong user name or password?"
 
     def __post_init__(self) -> None:
         if not isinstance(self.username, str) or not self.username:
@@ -158,6 +161,14 @@ class DigestMD5:
         for what, text in (("user name", self.username), ("authzid", self.authzid)):
             if any(ord(c) < 0x20 for c in text):
                 raise InvalidArgumentError(f"the DIGEST-MD5 {what} holds a control character")
+        given: tuple[tuple[str, str | bytes], ...] = (
+            ("user name", self.username),
+            ("password", self.password),
+            ("authzid", self.authzid),
+        )
+        for what, value in given:
+            if isinstance(value, str) and any("\ud800" <= c <= "\udfff" for c in value):
+                raise InvalidArgumentError(f"the DIGEST-MD5 {what} is not valid UTF-8 text")
 
     def exchange(self, host: str) -> DigestExchange:
         """A new exchange (``host`` is not used: every ZooKeeper server is ``zk-sasl-md5`` here)."""

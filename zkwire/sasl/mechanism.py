@@ -63,5 +63,7 @@ class SaslMechanism(Protocol):
         ...
 
     def identity(self) -> str:
-        """Who authenticates (a user or principal name; never a password), for messages."""
+        """Who authenticates (a user or principal name; never a password), for messages.  (A mechanism
+        may also have a ``refusal_hint`` string, added to the message when the server refuses it: the
+        server gives no reason.)"""
         ...

@@ -19,7 +19,7 @@ from ..client.api import Client, open_client
 from ..client.fourletter import connect_error_reason
 from ..client.watchers import Watch, WatchedEvent
 from ..constants import EventType
-from ..errors import AuthFailedError, NoWatcherError, TLSError, ZKError
+from ..errors import AuthFailedError, NoWatcherError, ZKError
 from ..sansio.hosts import parse_connect_string
 from ..sansio.session import SessionState
 from ..sasl import SaslMechanism
@@ -138,12 +138,9 @@ class Context:
         except trio.TooSlowError:
             await self.close()
             raise ConnectError(explain(await _connect_failure(hosts, self.connect_timeout))) from None
-        except TLSError as e:  # a certificate refused: the message says which, and where
+        except AuthFailedError as e:  # a certificate, a credential or SASL refused: the message says which
             await self.close()
             raise ConnectError(f"Cannot connect to {hosts}: {e}") from None
-        except AuthFailedError:
-            await self.close()
-            raise ConnectError(f"Authentication failed for {hosts}") from None
         except ZKError as e:
             await self.close()
             raise ConnectError(explain(f"Cannot connect to {hosts}: {e}")) from None

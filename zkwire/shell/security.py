@@ -68,6 +68,22 @@ class CredentialError(InvalidArgumentError):
     file, never a secret."""
 
 
+class _RefusePassword(argparse.Action):
+    """An option that would put a password on the command line: a usage error that does not repeat it."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        parser.error(
+            f"{option_string}: a password is not taken on the command line (every user of the machine can "
+            f"read it there): use {option_string}-file FILE, or the environment"
+        )
+
+
 def _add_credential_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("credentials (secrets from files or the environment, never the command line)")
     group.add_argument(
@@ -91,6 +107,10 @@ def _add_credential_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="DIGEST-MD5 password file (default: $ZKWIRE_SASL_PASSWORD_FILE, or $ZKWIRE_SASL_PASSWORD)",
     )
+    # A password given on the command line itself (visible to every user of the machine) is refused, and
+    # these exact names keep argparse from taking --sasl-password as an abbreviation of
+    # --sasl-password-file (which would quote the password as a file name in its error).
+    group.add_argument("--sasl-password", nargs="?", action=_RefusePassword, help=argparse.SUPPRESS)
     group.add_argument("--sasl-service", metavar="NAME", help="GSSAPI service name (default: zookeeper)")
     group.add_argument("--sasl-keytab", metavar="FILE", help="GSSAPI client keytab (default: the ticket cache)")
 
@@ -157,6 +177,8 @@ def _mechanism(name: str, opts: argparse.Namespace, env: Mapping[str, str]) -> S
         if password_file:
             lines = _read_secret_file("--sasl-password-file", password_file).splitlines()
             password = lines[0] if lines else ""
+            if not password:
+                raise CredentialError(f"--sasl-password-file: {password_file!r} holds no password (its first line)")
         elif "ZKWIRE_SASL_PASSWORD" in env:
             password = env["ZKWIRE_SASL_PASSWORD"]
         else:
@@ -186,7 +208,12 @@ def _kerberos(opts: argparse.Namespace, principal: str | None) -> SaslMechanism:
         kwargs["service"] = opts.sasl_service
     if getattr(opts, "sasl_keytab", None):
         kwargs["keytab"] = opts.sasl_keytab
-    mechanism: SaslMechanism = Kerberos(**kwargs)
+    try:
+        mechanism: SaslMechanism = Kerberos(**kwargs)
+    except ImportError:  # the gssapi package is imported when a Kerberos is made
+        raise CredentialError("--sasl GSSAPI needs the Kerberos extra: pip install 'zkwire[kerberos]'") from None
+    except InvalidArgumentError as e:
+        raise CredentialError(f"--sasl GSSAPI: {e}") from None
     return mechanism
 
 
@@ -246,6 +273,7 @@ def add_security_options(parser: argparse.ArgumentParser, *, prefix: str = "", c
     group.add_argument(
         f"{p}-key", dest="tls_key", metavar="FILE", help="the client certificate's key (PEM), if not in --tls-cert"
     )
+    group.add_argument(f"{p}-key-password", nargs="?", action=_RefusePassword, help=argparse.SUPPRESS)
     group.add_argument(
         f"{p}-key-password-file",
         dest="tls_key_password_file",
