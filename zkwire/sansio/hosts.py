@@ -142,6 +142,11 @@ class HostRotation:
         reasons = [r for r in self._outcomes.values() if r is not None]
         return reasons[-1] if reasons else None
 
+    @property
+    def every_host_refused(self) -> bool:
+        """Every server's newest attempt in this pass failed for a reason (none merely down)."""
+        return len(self._outcomes) >= len(set(self._hosts)) and all(r is not None for r in self._outcomes.values())
+
     def reached(self) -> None:
         """A server answered the handshake: the next failure starts a new count (and a new pass)."""
         self._failed = 0

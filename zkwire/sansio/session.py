@@ -333,7 +333,9 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
         Once a whole pass over the hosts has failed and some host for a reason, the session ends in
         ``AUTH_FAILED`` with that reason (:meth:`~zkwire.sansio.hosts.HostRotation.failed`): the events
-        say so."""
+        say so.  A session that was established keeps trying while some server is merely down (a
+        rolling restart, a certificate rotation under way): it may come back, and the session with its
+        ephemeral nodes lives until it expires; only when every server refuses does it end at once."""
         events: list[Event[TokenT, WatcherT]] = []
         self._attempt_failed(events, reason)
         return events
@@ -342,6 +344,11 @@ class SessionCore(Generic[TokenT, WatcherT]):
         """Count a failed attempt; True when it ended the session (see :meth:`connection_failed`)."""
         verdict = self._hosts.failed(reason)
         if verdict is None or self.state.is_terminal:
+            return False
+        if self.session_id and self.seen_read_write and not self._hosts.every_host_refused:
+            log.warning(
+                "session 0x%x: %s; trying the other servers until the session expires", self.session_id, verdict
+            )
             return False
         log.info("every server failed, some for a reason no retry cures: %s", verdict)
         self._fail_pending(events, verdict)

@@ -257,7 +257,13 @@ def test_a_session_reached_meanwhile_starts_a_new_pass() -> None:
     assert core.connection_failed(_refused(host)) == []  # a new pass: one host only so far
     assert core.state is SessionState.SUSPENDED
     host = core.next_host()
-    events = core.connection_failed(None)  # down: still the pass is over, with a certificate failure
+    # Down: the pass is over with a certificate failure, but the session was established and a server
+    # may come back: it keeps trying (until it expires) ...
+    assert core.connection_failed(None) == [] and core.state is SessionState.SUSPENDED
+    # ... unless every server refuses.
+    events = []
+    for _ in range(2):  # both hosts again, refusing now
+        events += core.connection_failed(_refused(core.next_host()))
     assert _state_changes(events) == [(SessionState.SUSPENDED, SessionState.AUTH_FAILED)]
     assert isinstance(core.terminal_error(), ClientCertificateRejectedError)
 
@@ -302,3 +308,28 @@ def test_a_reason_on_an_open_connection_ends_nothing() -> None:
     pair.connect(0.0)
     events = pair.core.connection_lost(1.0, reason=_refused(H1))
     assert _state_changes(events) == [(SessionState.CONNECTED, SessionState.SUSPENDED)]
+
+
+def test_an_established_session_keeps_trying_while_another_host_is_merely_down() -> None:
+    # A rolling restart under a certificate rotation: one member refuses, the other is down.  The
+    # session (and its ephemeral nodes) lives on until it expires; a new session would have ended.
+    pair = ConnectionPair(make_core(hosts=(H1, H2)))
+    core = pair.core
+    pair.connect(0.0)
+    pair.lose(1.0)
+    for _ in range(3):  # three passes
+        for _ in range(2):
+            host = core.next_host()
+            core.connection_failed(_untrusted(host) if host == H1 else None)
+        assert core.state is not SessionState.AUTH_FAILED
+
+
+def test_an_established_session_ends_when_every_host_refuses() -> None:
+    pair = ConnectionPair(make_core(hosts=(H1, H2)))
+    core = pair.core
+    pair.connect(0.0)
+    pair.lose(1.0)
+    for _ in range(2):
+        core.connection_failed(_untrusted(core.next_host()))
+    assert core.state is SessionState.AUTH_FAILED
+    assert isinstance(core.terminal_error(), ServerCertificateError)
