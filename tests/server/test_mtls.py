@@ -11,6 +11,7 @@ import ssl
 import pytest
 import trio
 from helpers.faultproxy import open_fault_proxy
+from helpers.sasl import lock_lost_then_granted_again
 from helpers.tls import KEY_PASSWORD, MtlsServer
 
 import zkwire
@@ -214,3 +215,11 @@ async def test_the_identity_follows_the_session_to_another_member(tls_certs: Tes
                 assert (await watch.wait()).type is zkwire.EventType.NODE_DATA_CHANGED
     finally:
         await trio.to_thread.run_sync(ensemble.stop)
+
+
+async def test_a_lock_across_a_sever_is_lost_then_granted_again_in_the_same_session(mtls_server: MtlsServer) -> None:
+    with trio.fail_after(40):
+        async with open_fault_proxy(*_upstream(mtls_server.hosts)) as proxy:  # TLS passes through it
+            async with zkwire.open_client(proxy.hosts, ssl_context=alice(mtls_server), session_timeout=8) as zk:
+                await lock_lost_then_granted_again(zk, proxy, "/mtls-lock")
+                assert ("x509", mtls_server.certs.clients["alice"].dn) in await zk.who_am_i()
