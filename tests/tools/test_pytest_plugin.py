@@ -287,3 +287,42 @@ def test_a_suite_with_a_sasl_server_gives_the_fixtures_its_credentials(pytester:
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--zk-backend=local")
     result.assert_outcomes(passed=2)
+
+
+@pytest.mark.usefixtures("local_zookeeper")
+def test_a_suite_with_client_certificates_gets_a_tls_port(pytester: pytest.Pytester) -> None:
+    """``zk_server_certificates`` gives the local server a TLS port requiring client certificates;
+    the suite's tests reach it on ``zk_server.secure_hosts`` with the certificates' x509 identities."""
+    pytester.makeini(
+        """
+        [pytest]
+        zk_enable = true
+        trio_mode = true
+        """
+    )
+    pytester.makeconftest(
+        """
+        import pytest
+        from zkwire.testing.certs import make_test_certificates
+
+        @pytest.fixture(scope="session")
+        def zk_server_certificates(tmp_path_factory):
+            return make_test_certificates(tmp_path_factory.mktemp("certs"))
+        """
+    )
+    pytester.makepyfile(
+        """
+        import zkwire
+
+        async def test_an_x509_session(zk_server, zk_server_certificates):
+            alice = zk_server_certificates.clients["alice"]
+            context = zkwire.tls_context(ca=zk_server_certificates.ca, cert=alice.cert, key=alice.key)
+            async with zkwire.open_client(zk_server.secure_hosts, ssl_context=context) as zk:
+                assert ("x509", alice.dn) in await zk.who_am_i()
+
+        async def test_the_plain_fixtures_still_work(zk):
+            await zk.create("/plain", b"x")
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--zk-backend=local")
+    result.assert_outcomes(passed=2)

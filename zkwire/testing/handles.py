@@ -53,6 +53,18 @@ class ServerHandle:
     def running(self) -> bool:
         return self.server.running
 
+    @property
+    def secure_hosts(self) -> str:
+        """The connect string of the server's TLS port (a server started with ``zk_server_certificates``).
+
+        Raises:
+            EmbeddedZooKeeperError: the server has no TLS port.
+        """
+        secure: str | None = getattr(self.server, "secure_hosts", None)
+        if secure is None:
+            raise EmbeddedZooKeeperError("the server has no TLS port (override zk_server_certificates)")
+        return secure
+
     def connect_string(self, chroot: str = "") -> str:
         return self.server.hosts + ("/" + chroot.strip("/") if chroot.strip("/") else "")
 

@@ -39,6 +39,11 @@ Fixtures:
 ``zk_server_options`` / ``zk_ensemble_options`` (session)
     The :class:`~zkwire.testing.base.ServerOptions` the servers start with: override them in a
     ``conftest.py`` to configure the servers.
+``zk_server_certificates`` (session)
+    None by default.  Override it to return test certificates
+    (:func:`zkwire.testing.certs.make_test_certificates`) and the local server also listens for TLS,
+    requiring client certificates (the ``x509`` identities), on ``zk_server.secure_hosts`` (the local
+    backend only).
 ``zk_client_options`` (session)
     The :func:`zkwire.open_client` keywords the fixtures' own sessions use (``zk``, creating and
     deleting chroots, the root): empty by default.  A suite that secures its server (SASL, see
@@ -53,7 +58,7 @@ import contextlib
 import re
 import uuid
 from collections.abc import AsyncIterator, Generator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -70,6 +75,9 @@ from .base import (
     ensure_path,
 )
 from .handles import EnsembleHandle, NetnsEnsembleHandle, ServerHandle
+
+if TYPE_CHECKING:
+    from .certs import TestCertificates
 
 __all__ = ["EnsembleHandle", "NetnsEnsembleHandle", "ServerHandle"]
 
@@ -180,7 +188,11 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
 # servers
 
 
-def _new_server(settings: pytest_options.Settings, options: ServerOptions) -> ZooKeeperServer:
+def _new_server(
+    settings: pytest_options.Settings, options: ServerOptions, certificates: TestCertificates | None = None
+) -> ZooKeeperServer:
+    if certificates is not None and settings.backend != "local":
+        pytest.fail(f"zkwire: zk_server_certificates needs the local backend (not {settings.backend})", pytrace=False)
     if settings.backend == "external":
         return ExternalZooKeeper(settings.hosts)
     if settings.backend == "docker":
@@ -189,7 +201,7 @@ def _new_server(settings: pytest_options.Settings, options: ServerOptions) -> Zo
         return DockerZooKeeper(options, image=settings.image or None, port=settings.port)
     from .embedded import EmbeddedZooKeeper
 
-    return EmbeddedZooKeeper(options, port=settings.port)
+    return EmbeddedZooKeeper(options, port=settings.port, certificates=certificates)
 
 
 def _new_ensemble(settings: pytest_options.Settings, options: ServerOptions) -> ZooKeeperEnsemble:
@@ -214,6 +226,13 @@ def zk_server_options(pytestconfig: pytest.Config) -> ServerOptions:
 def zk_ensemble_options(zk_server_options: ServerOptions) -> ServerOptions:
     """The options of ``zk_ensemble`` and ``zk_netns_ensemble`` (by default those of ``zk_server``)."""
     return zk_server_options
+
+
+@pytest.fixture(scope="session")
+def zk_server_certificates() -> TestCertificates | None:
+    """Certificates for a TLS port of ``zk_server`` requiring client certificates (override this
+    fixture; None: no TLS port)."""
+    return None
 
 
 @pytest.fixture(scope="session")
@@ -243,11 +262,14 @@ def _serving(
 
 @pytest.fixture(scope="session")
 def zk_server(
-    pytestconfig: pytest.Config, zk_server_options: ServerOptions, zk_client_options: dict[str, Any]
+    pytestconfig: pytest.Config,
+    zk_server_options: ServerOptions,
+    zk_client_options: dict[str, Any],
+    zk_server_certificates: TestCertificates | None,
 ) -> Iterator[ServerHandle]:
     """The session's ZooKeeper server (see the module's documentation)."""
     settings, state = _settings(pytestconfig), _state(pytestconfig)
-    server = _new_server(settings, zk_server_options)
+    server = _new_server(settings, zk_server_options, zk_server_certificates)
     with _serving(server, settings.root, f"ZooKeeper server ({settings.backend} backend)", zk_client_options):
         state.server = ServerHandle(server)
         try:
