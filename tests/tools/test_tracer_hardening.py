@@ -516,3 +516,15 @@ def test_the_cap_holds_with_the_tracers_own_columns() -> None:
             for f in frames:
                 TraceOptions(out=out, verbose=verbose, max_line=max_line).emit(12345, f, 1e9)
             assert max(len(line) for line in out.getvalue().splitlines()) <= max_line, (max_line, verbose)
+
+
+@pytest.mark.parametrize("err", [-115, -124])
+def test_a_sasl_refusal_with_its_null_token_is_a_reply_not_malformed(err: int) -> None:
+    # Observed on 3.8.0: a refused SASL token is answered with the error and a null token (length -1).
+    decoder = ConversationDecoder(handshake=True)
+    new = bytes(encode_connect_request(ConnectRequest(0, 0, 10000, 0, bytes(16), False)))
+    decoder.feed("client", new + _sasl())
+    frames = decoder.feed("server", _connected() + _server_frame(7, 0, err, b"\xff\xff\xff\xff"))
+    reply = frames[-1]
+    assert (reply.kind, reply.op_name, reply.err, reply.error) == ("reply", "sasl", err, None), reply
+    assert reply.note == "null token" and "malformed" not in _outputs([reply])

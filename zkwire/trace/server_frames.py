@@ -19,6 +19,9 @@ from .streams import Side, SideFrames, elapsed
 
 __all__ = ["ServerFrames"]
 
+#: A null buffer (length -1): the token of a server refusing SASL.
+NULL_TOKEN = b"\xff\xff\xff\xff"
+
 
 class ServerFrames(SideFrames):
     """Decodes the server's frames, pairing each reply with its request."""
@@ -103,8 +106,13 @@ class ServerFrames(SideFrames):
         fields.update(op=op, op_name=op_name(op), path=path, latency=latency)
         if op == OpCode.SASL and err == 0 and kind == "reply":
             fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=False)
+        body_payload = payload
+        if op == OpCode.SASL and err != 0 and payload[16:] == NULL_TOKEN:
+            # A server refusing SASL (-115, -124) still sends its (null) token after the error header.
+            body_payload = payload[:16]
+            notes.append("null token")
         try:
-            record = self.bodies.reply(op, payload)
+            record = self.bodies.reply(op, body_payload)
         except ProtocolError as e:
             if zero_spans and "secret_spans" not in fields:
                 fields["secret_spans"] = zero_spans
