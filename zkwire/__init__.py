@@ -6,6 +6,9 @@ The package is built in layers, each importing only the ones below it:
 * :mod:`zkwire.sansio` -- the session core: bytes and time in, events and bytes out; no trio;
 * :mod:`zkwire.client` -- the trio layer: :class:`Client`, the connection driver, watch handles and helpers;
 
+beside the session core, :mod:`zkwire.sasl` -- the SASL mechanisms it drives (DIGEST-MD5, Kerberos), which
+import neither the core nor trio;
+
 and beside them the tools: :mod:`zkwire.trace` (the tracer), :mod:`zkwire.shell` (the ``zkwire`` command
 line) and :mod:`zkwire.testing` (real servers for tests).
 
