@@ -53,6 +53,9 @@ __all__ = ["FrameRouter", "RoutedSession"]
 
 log = logging.getLogger("zkwire.session")
 
+#: The error code of a server that requires authentication this connection has not done (-124).
+_REQUIRES_AUTHENTICATION = SessionClosedRequireSaslAuthError.code
+
 
 class RoutedSession(Protocol[TokenT, WatcherT]):
     """What the router reads and changes in the session it routes frames for (the
@@ -79,7 +82,7 @@ class RoutedSession(Protocol[TokenT, WatcherT]):
 
     def _fail_pending(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> None: ...
 
-    def auth_failed(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> None: ...
+    def auth_failed(self, events: list[Event[TokenT, WatcherT]], error: ZKError, *, drop: bool = True) -> None: ...
 
 
 class FrameRouter(Generic[TokenT, WatcherT]):
@@ -260,7 +263,7 @@ class FrameRouter(Generic[TokenT, WatcherT]):
         if len(payload) < 16:
             raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload, 0)
-        if err == SessionClosedRequireSaslAuthError.code and xid != AUTH_XID and not self._answers_sasl(xid):
+        if err == _REQUIRES_AUTHENTICATION and xid != AUTH_XID and not self._answers_sasl(xid):
             self._requires_authentication(events)
             return
         if xid == PING_XID:

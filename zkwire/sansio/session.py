@@ -351,8 +351,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
             )
             return False
         log.info("every server failed, some for a reason no retry cures: %s", verdict)
-        self._fail_pending(events, verdict)
-        self._set_state(events, SessionState.AUTH_FAILED, verdict)
+        self.auth_failed(events, verdict, drop=False)  # no connection to drop
         return True
 
     def connection_ended(self, now: float, answered: bool) -> None:
@@ -494,13 +493,14 @@ class SessionCore(Generic[TokenT, WatcherT]):
             self.auth_failed(events, e)
         return events
 
-    def auth_failed(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> None:
-        """The session cannot be what the application asked for (a refused credential or SASL
-        exchange, a server requiring authentication the session lacks): every request fails with
-        ``error``, the session ends in ``AUTH_FAILED`` with it, and the connection is dropped."""
+    def auth_failed(self, events: list[Event[TokenT, WatcherT]], error: ZKError, *, drop: bool = True) -> None:
+        """The session cannot be what the application asked for (a refused credential, SASL exchange or
+        certificate, a server requiring authentication the session lacks): every request fails with
+        ``error``, the session ends in ``AUTH_FAILED`` with it, and (``drop``) the connection is dropped."""
         self._fail_pending(events, error)
         self._set_state(events, SessionState.AUTH_FAILED, error)
-        events.append(DropConnection("authentication failed"))
+        if drop:
+            events.append(DropConnection("authentication failed"))
 
     def close(self, now: float) -> bool:
         """Send closeSession if connected; returns True if the caller should wait for the server to close."""

@@ -158,16 +158,17 @@ class DigestMD5:
             raise InvalidArgumentError("DIGEST-MD5 needs a user name (a non-empty str)")
         if not isinstance(self.password, str | bytes):
             raise InvalidArgumentError(f"a DIGEST-MD5 password is a str or bytes, not {type(self.password).__name__}")
-        for what, text in (("user name", self.username), ("authzid", self.authzid)):
-            if any(ord(c) < 0x20 for c in text):
-                raise InvalidArgumentError(f"the DIGEST-MD5 {what} holds a control character")
         given: tuple[tuple[str, str | bytes], ...] = (
             ("user name", self.username),
             ("password", self.password),
             ("authzid", self.authzid),
         )
         for what, value in given:
-            if isinstance(value, str) and any("\ud800" <= c <= "\udfff" for c in value):
+            if not isinstance(value, str):
+                continue
+            if what != "password" and any(ord(c) < 0x20 for c in value):
+                raise InvalidArgumentError(f"the DIGEST-MD5 {what} holds a control character")
+            if any("\ud800" <= c <= "\udfff" for c in value):
                 raise InvalidArgumentError(f"the DIGEST-MD5 {what} is not valid UTF-8 text")
 
     def exchange(self, host: str) -> DigestExchange:

@@ -47,6 +47,7 @@ from typing import Any
 from ..client.tls import tls_context
 from ..errors import InvalidArgumentError
 from ..sasl import DigestMD5, SaslMechanism
+from .runtime import is_utf8
 
 __all__ = [
     "CredentialError",
@@ -134,37 +135,31 @@ def _auth_entry(where: str, item: str) -> tuple[str, str]:
     scheme, sep, credential = item.partition(":")
     if not sep or not scheme.strip():
         raise CredentialError(f"{where}: expected SCHEME:CREDENTIAL, e.g. digest:user:password")
-    if any(ord(c) < 0x20 for c in scheme) or _has_surrogates(item):
+    if any(ord(c) < 0x20 for c in scheme) or not is_utf8(item):
         raise CredentialError(f"{where}: not valid UTF-8 text")
     return scheme.strip(), credential
-
-
-def _has_surrogates(text: str) -> bool:
-    return any("\ud800" <= c <= "\udfff" for c in text)
 
 
 def _credentials(
     opts: argparse.Namespace, env: Mapping[str, str]
 ) -> tuple[list[tuple[str, str]], SaslMechanism | None]:
     """``--auth`` credentials and the SASL mechanism the options and ``env`` give."""
-    creds = _Credentials()
-    for n, item in enumerate(getattr(opts, "auth", None) or [], 1):
-        creds.auth.append(_auth_entry(f"--auth (#{n})", item))
+    auth = [_auth_entry(f"--auth (#{n})", item) for n, item in enumerate(getattr(opts, "auth", None) or [], 1)]
     auth_file = getattr(opts, "auth_file", None)
     if auth_file:
         text = _read_secret_file("--auth-file", auth_file)
         for n, line in enumerate(text.splitlines(), 1):
             line = line.strip()
             if line and not line.startswith("#"):
-                creds.auth.append(_auth_entry(f"--auth-file line {n}", line))
+                auth.append(_auth_entry(f"--auth-file line {n}", line))
     if env.get("ZKWIRE_AUTH"):
-        creds.auth.append(_auth_entry("$ZKWIRE_AUTH", env["ZKWIRE_AUTH"]))
+        auth.append(_auth_entry("$ZKWIRE_AUTH", env["ZKWIRE_AUTH"]))
     mechanism = getattr(opts, "sasl", None) or env.get("ZKWIRE_SASL")
     if mechanism:
-        creds.sasl = _mechanism(mechanism, opts, env)
-    elif getattr(opts, "sasl_user", None) or getattr(opts, "sasl_password_file", None):
+        return auth, _mechanism(mechanism, opts, env)
+    if getattr(opts, "sasl_user", None) or getattr(opts, "sasl_password_file", None):
         raise CredentialError("--sasl-user/--sasl-password-file need --sasl MECHANISM (e.g. --sasl DIGEST-MD5)")
-    return creds.auth, creds.sasl
+    return auth, None
 
 
 def _mechanism(name: str, opts: argparse.Namespace, env: Mapping[str, str]) -> SaslMechanism:
@@ -185,8 +180,6 @@ def _mechanism(name: str, opts: argparse.Namespace, env: Mapping[str, str]) -> S
             raise CredentialError(
                 "--sasl DIGEST-MD5 needs a password: --sasl-password-file FILE, or $ZKWIRE_SASL_PASSWORD"
             )
-        if _has_surrogates(user) or _has_surrogates(password):
-            raise CredentialError("--sasl-user or the password is not valid UTF-8 text")
         try:
             return DigestMD5(user, password)
         except InvalidArgumentError as e:  # names the field, not its value
@@ -247,12 +240,6 @@ class SecurityOptions:
     def client_options(self) -> dict[str, Any]:
         """The :func:`zkwire.open_client` keywords: ``ssl_context``, ``auth``, ``sasl``."""
         return {"ssl_context": self.ssl_context, "auth": list(self.auth), "sasl": self.sasl}
-
-
-@dataclass
-class _Credentials:
-    auth: list[tuple[str, str]] = field(default_factory=list)
-    sasl: SaslMechanism | None = None
 
 
 def add_security_options(parser: argparse.ArgumentParser, *, prefix: str = "", credentials: bool = True) -> None:

@@ -266,20 +266,7 @@ def ensure_path(hosts: str, path: str, timeout: float = 10.0, client_options: Ma
     Raises:
         EmbeddedZooKeeperError: no session within ``timeout`` seconds, or the server refused a create.
     """
-    import trio  # the one use of the client in this module, which otherwise speaks the wire by hand
-
-    from ..client.api import open_client
-    from ..errors import ZKError
-
-    async def create() -> None:
-        with trio.fail_after(timeout):
-            async with open_client(hosts, **(client_options or {})) as client:
-                await client.ensure_path(path)
-
-    try:
-        trio.run(create)
-    except (ZKError, trio.TooSlowError) as exc:
-        raise EmbeddedZooKeeperError(f"cannot create {path} on {hosts}: {exc or 'no session in time'}") from exc
+    _with_client(hosts, timeout, client_options or {}, f"create {path}", "ensure_path", path)
 
 
 def delete_tree(hosts: str, path: str, timeout: float = 10.0, client_options: Mapping[str, Any] | None = None) -> None:
@@ -288,7 +275,8 @@ def delete_tree(hosts: str, path: str, timeout: float = 10.0, client_options: Ma
     (:meth:`~zkwire.Client.delete_recursive`). Nodes that vanish meanwhile are fine; ephemeral nodes of
     live sessions are deleted like any other."""
     if client_options:
-        _delete_with_client(hosts, path, timeout, client_options)
+        if path.strip("/"):
+            _with_client(hosts, timeout, client_options, f"delete {path}", "delete_recursive", "/" + path.strip("/"))
         return
 
     def remove(session: RawSession, node: str, attempts: int = 5) -> None:
@@ -307,19 +295,26 @@ def delete_tree(hosts: str, path: str, timeout: float = 10.0, client_options: Ma
             remove(session, "/" + path.strip("/"))
 
 
-def _delete_with_client(hosts: str, path: str, timeout: float, client_options: Mapping[str, Any]) -> None:
+def _with_client(
+    hosts: str, timeout: float, client_options: Mapping[str, Any], what: str, method: str, path: str
+) -> None:
+    """``client.<method>(path)`` in a zkwire session of its own, opened and closed for the call under
+    ``trio.run`` (the uses of the client in this module, which otherwise speaks the wire by hand).
+
+    Raises:
+        EmbeddedZooKeeperError: no session within ``timeout`` seconds, or the server refused the call.
+    """
     import trio
 
     from ..client.api import open_client
     from ..errors import ZKError
 
-    async def delete() -> None:
+    async def call() -> None:
         with trio.fail_after(timeout):
             async with open_client(hosts, **client_options) as client:
-                if path.strip("/"):
-                    await client.delete_recursive("/" + path.strip("/"))
+                await getattr(client, method)(path)
 
     try:
-        trio.run(delete)
+        trio.run(call)
     except (ZKError, trio.TooSlowError) as exc:
-        raise EmbeddedZooKeeperError(f"cannot delete {path} on {hosts}: {exc or 'no session in time'}") from exc
+        raise EmbeddedZooKeeperError(f"cannot {what} on {hosts}: {exc or 'no session in time'}") from exc
