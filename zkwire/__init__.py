@@ -26,6 +26,8 @@ from .constants import AddWatchMode, CreateMode, EventType, KeeperState, OpCode,
 from .errors import *  # noqa: F403
 from .errors import __all__ as _errors_all
 from .protocol.records import ACL, Id, Stat
+from .sansio.ensemble import EnsembleConfig, EnsembleConfigWarning, Member, Role, parse_config
+from .sansio.hosts import HostPort
 from .sansio.ops import Check, Create, Delete, GetChildren, GetData, ReadOp, SetData, WriteOp
 from .sansio.paths import validate_path
 from .sansio.session import SessionState
@@ -124,6 +126,12 @@ __all__ = [
     "digest_acl",
     "digest_id",
     "validate_path",
+    "EnsembleConfig",
+    "EnsembleConfigWarning",
+    "Member",
+    "Role",
+    "parse_config",
+    "HostPort",
     *_errors_all,
     # Helpers applications build on (each in its own module of the trio layer).
     "aio",

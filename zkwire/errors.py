@@ -22,6 +22,7 @@ __all__ = [
     "WatchOverflowError",
     "ProtocolError",
     "ReplyTooLargeError",
+    "EnsembleConfigError",
     "InvalidInputError",
     "InvalidPathError",
     "DataTooLargeError",
@@ -95,6 +96,11 @@ class ReplyTooLargeError(ProtocolError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.size, self.max_frame, self.path))
+
+
+class EnsembleConfigError(ProtocolError):
+    """A server's ``/zookeeper/config`` node does not hold a configuration this client can read (see
+    :mod:`zkwire.sansio.ensemble`).  A client following its ensemble keeps the host list it has."""
 
 
 class InvalidInputError(ZKError, ValueError):

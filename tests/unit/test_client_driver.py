@@ -273,7 +273,7 @@ async def test_pipelined_requests_leave_in_one_burst(kind: str, autojump_clock: 
             ens = FakeEnsemble(nursery, kind)
             for i in range(5):
                 ens.tree[f"/n{i}"] = b"%d" % i
-            async with zkwire.open_client(HOSTS, connect=ens.connect) as zk:
+            async with zkwire.open_client(HOSTS, connect=ens.connect, follow_ensemble=False) as zk:
                 ens.hold = True
                 results: list[object] = []
 
@@ -316,7 +316,7 @@ async def test_a_watch_event_is_delivered(kind: str, autojump_clock: trio.testin
         async with trio.open_nursery() as nursery:
             ens = FakeEnsemble(nursery, kind)
             ens.tree["/w"] = b""
-            async with zkwire.open_client(HOSTS, connect=ens.connect) as zk:
+            async with zkwire.open_client(HOSTS, connect=ens.connect, follow_ensemble=False) as zk:
                 _, _, watch = await zk.get_data("/w", watch=True)
                 [request] = ens.conn.server.requests(OpCode.GET_DATA)
                 assert request.record is not None and request.record.watch  # type: ignore[attr-defined]

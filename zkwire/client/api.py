@@ -35,12 +35,16 @@ from ..errors import (
     ZKError,
 )
 from ..protocol.records import ACL, Stat
+from ..sansio.ensemble import EnsembleConfig, Member
+from ..sansio.hosts import HostPort
+from ..sansio.moves import DEFAULT_MOVE_SPREAD
 from ..sansio.ops import Check, Create, Delete, GetChildren, GetData, ReadOp, SetData, WriteOp
 from ..sansio.requests import check_watcher_type
 from ..sasl.mechanism import SaslMechanism
 from . import nodes
 from .aio import require_trio
 from .connection import Connect
+from .ensemble import host_list, joining_arg, leaving_arg, members_arg
 from .groups import task_nursery
 from .handle import SessionHandle
 from .overloaddoc import document_overloads
@@ -63,6 +67,8 @@ async def open_client(
     max_frame: int | None = None,
     wait_connected: bool = True,
     connect: Connect | None = None,
+    follow_ensemble: bool | None = None,
+    move_spread: float = DEFAULT_MOVE_SPREAD,
 ) -> AsyncIterator[Client]:
     """Open a ZooKeeper session; leaving the block closes it (closeSession).
 
@@ -80,6 +86,12 @@ async def open_client(
     (:class:`~zkwire.errors.AuthFailedError` naming the mechanism, the identity and the server's code).
     A server that requires SASL (``enforce.auth.enabled``) of a session without it answers its first
     request with :class:`~zkwire.errors.SessionClosedRequireSaslAuthError`, which ends the session.
+
+    ``follow_ensemble`` (default: on, except under TLS): the client follows the ensemble's membership
+    (``/zookeeper/config``, read and watched past any chroot): members added and removed become its host
+    list, and when the list changes the session may move to another member so that sessions spread
+    evenly; a move is planned (the state stays CONNECTED, no request fails) and happens at a moment drawn
+    from the next ``move_spread`` seconds.  See :mod:`zkwire.client.ensemble` and docs/reconfig.rst.
 
     ``connect`` replaces how a connection to one server is opened: an async function taking a
     :class:`~zkwire.sansio.session.HostPort` and returning a connected :class:`trio.abc.Stream`
@@ -113,6 +125,8 @@ async def open_client(
         sasl=sasl,
         max_frame=max_frame,
         connect=connect,
+        follow_ensemble=follow_ensemble,
+        move_spread=move_spread,
     )
     async with running(client, wait_connected=wait_connected):
         yield client
@@ -128,6 +142,8 @@ def make_client(
     sasl: SaslMechanism | None = None,
     max_frame: int | None = None,
     connect: Connect | None = None,
+    follow_ensemble: bool | None = None,
+    move_spread: float = DEFAULT_MOVE_SPREAD,
 ) -> Client:
     """A :class:`Client` with its options checked and ``auth`` queued, not yet running: what
     :func:`open_client` opens (also used to close a session abandoned by an earlier client)."""
@@ -139,6 +155,8 @@ def make_client(
         sasl=sasl,
         max_frame=max_frame,
         connect=connect,
+        follow_ensemble=follow_ensemble,
+        move_spread=move_spread,
     )
     if isinstance(auth, str | bytes):
         raise InvalidArgumentError("auth must be a sequence of (scheme, credential) pairs, not a single str")
@@ -159,6 +177,8 @@ async def running(client: Client, *, wait_connected: bool) -> AsyncIterator[None
         # the body raised, the Cancelled of an outer cancel scope and what a background task raised (never
         # by design: that would be a bug) come out as one exception (see task_nursery).
         client._driver.start(nursery)
+        if client._follower is not None:
+            client.spawn(client._follower.run, name="zkwire ensemble follower")
         try:
             if wait_connected:
                 await client.wait_connected()
@@ -565,22 +585,88 @@ class Client(SessionHandle):
     async def reconfig(
         self,
         *,
-        joining: str | None = None,
-        leaving: str | None = None,
-        members: str | None = None,
-        from_config: int = -1,
-    ) -> tuple[bytes, Stat]:
-        """Change the ensemble's membership (needs reconfigEnabled on the servers and admin rights).
+        joining: str | Iterable[Member | str] | None = None,
+        leaving: str | int | Iterable[int] | None = None,
+        members: str | EnsembleConfig | Iterable[Member | str] | None = None,
+        from_config: int | EnsembleConfig = -1,
+    ) -> EnsembleConfig:
+        """Change the ensemble's membership; returns the new configuration.  Needs ``reconfigEnabled``
+        on the servers and the right to write ``/zookeeper/config`` (a super user, or ``skipACL``).
+
+        Incremental: ``joining`` members (:class:`~zkwire.sansio.ensemble.Member` objects or
+        ``server.N=host:quorum:election[:role];clientHost:clientPort`` lines; the client address is
+        required) and ``leaving`` server ids.  Non-incremental: ``members``, the whole new membership
+        (an :class:`~zkwire.sansio.ensemble.EnsembleConfig` or members).  ``from_config``: apply only if
+        the current configuration is this version (an int, or a configuration read before; -1: any).
+        A string is sent as it is (comma-separated, as zkCli takes it).
 
         Raises:
             InvalidArgumentError: an argument that cannot be sent (nothing is sent).
             ReconfigDisabledError: the servers do not allow it.
             NoAuthError: the session lacks the rights.
-            NewConfigNoQuorumError, ReconfigInProgressError, BadVersionError: the server refused the change.
-            ConnectionLossError: the connection broke before the reply came: it may have been applied.
+            BadVersionError: the configuration is no longer ``from_config``.
+            ReconfigInProgressError: another reconfiguration is under way (try again).
+            NewConfigNoQuorumError: the new members are not in sync with the leader yet (try again).
+            BadArgumentsError: the change is not valid (an unknown id, a member without client address,
+                too few voters left).
+            EnsembleConfigError: the server's answer is not a configuration.
+            ConnectionLossError: the connection broke before the reply came: it may have been applied
+                (the member the session is on may have been the one removed: read the configuration).
             SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
-        return await self._send(self._requests.reconfig(joining, leaving, members, from_config))
+        version = from_config.version if isinstance(from_config, EnsembleConfig) else from_config
+        request = self._requests.reconfig(joining_arg(joining), leaving_arg(leaving), members_arg(members), version)
+        return await self._send(request)
+
+    @overload
+    async def get_config(self, *, watch: Literal[False] = False) -> EnsembleConfig: ...
+    @overload
+    async def get_config(self, *, watch: Literal[True]) -> tuple[EnsembleConfig, Watch]: ...
+
+    @document_overloads
+    async def get_config(self, *, watch: bool = False) -> EnsembleConfig | tuple[EnsembleConfig, Watch]:
+        """The ensemble's configuration (``/zookeeper/config``, read past any chroot), parsed: its version
+        and members; with ``watch=True`` also a :class:`Watch` that fires when it changes.  A standalone
+        server answers an empty configuration (version 0, no members).
+
+        Raises:
+            NoNodeError: the server keeps no configuration (before 3.5).
+            EnsembleConfigError: the node does not hold a configuration (the watch, if asked for, is set
+                all the same: read it again when it fires).
+            ConnectionLossError: the connection broke before the reply came (safe to send again).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
+        """
+        if watch:
+            w = Watch("/zookeeper/config")
+            return await self._send(self._requests.get_config(w)), w
+        return await self._send(self._requests.get_config())
+
+    def update_hosts(self, hosts: str | Iterable[str | HostPort], *, move_spread: float | None = None) -> bool:
+        """Replace the servers this session connects to (a connect string without a chroot, or
+        ``host:port`` items), for an application that manages the list itself (open the client with
+        ``follow_ensemble=False``, or the next configuration change replaces the list again).
+
+        The session decides at random whether to move, so that sessions spread evenly over the new list
+        (the rule is :func:`~zkwire.sansio.hosts.move_decision`'s), and moves as a planned move at a
+        moment drawn from the next ``move_spread`` seconds (default: the client's).  Returns whether it
+        moves.  Names are resolved at each connection.
+
+        Raises:
+            InvalidArgumentError: a malformed host, an empty list or a chroot (nothing changes).
+        """
+        hosts = host_list(hosts)
+        spread = self._move_spread if move_spread is None else move_spread
+        if isinstance(spread, bool) or not isinstance(spread, int | float) or not 0 <= spread <= 3600:
+            raise InvalidArgumentError(f"move_spread must be a number of seconds from 0 to 3600, not {spread!r}")
+        moves = self._core.update_hosts(hosts, trio.current_time(), spread)
+        self._driver.wake_timer()
+        return moves
+
+    @property
+    def ensemble(self) -> EnsembleConfig | None:
+        """The newest ensemble configuration the client has seen while following it (None: not
+        following, or none seen yet)."""
+        return None if self._follower is None else self._follower.config
 
     async def who_am_i(self) -> list[tuple[str | None, str | None]]:
         """The server's view of this session's identities (op whoAmI, ZooKeeper 3.7+).

@@ -252,7 +252,7 @@ class RequestPath:
             while True:
                 if core.state.is_terminal:
                     raise core.terminal_error()
-                if not core.state.is_connected:
+                if not core.ready:
                     await self._state_changed.wait()
                 elif core.outstanding and core.outstanding + len(burst) > limit:
                     await self._backlog.wait_for_room(len(burst), limit)

@@ -50,6 +50,7 @@ from ..sansio.session import (
     DropConnection,
     Event,
     HostPort,
+    Moved,
     Reply,
     SaslStep,
     SessionState,
@@ -434,6 +435,8 @@ class ConnectionDriver(RequestPath):
                 self.nursery.start_soon(self._sasl_step, ev)
             elif isinstance(ev, DeadlineMoved):
                 self.wake_timer()
+            elif isinstance(ev, Moved):
+                self._moved(ev)
 
     async def _sasl_step(self, step: SaslStep) -> None:
         """Compute a SASL token (in a worker thread for a mechanism that may block) and hand it to the
@@ -460,6 +463,14 @@ class ConnectionDriver(RequestPath):
         finally:
             self._sasl_scopes.discard(scope)
             self.forget_task_scope(scope)
+
+    def _moved(self, ev: Moved) -> None:
+        """A planned move is over (or given up): the callers waiting for a connection go on."""
+        if ev.target is not None:
+            log.info("session 0x%x moved from %s to %s", self.core.session_id, ev.source, ev.target)
+        self._state_changed.set()
+        self._state_changed = trio.Event()
+        self.wake_timer()
 
     def _on_state_changed(self, ev: StateChanged) -> None:
         for s in self.state_streams:

@@ -26,6 +26,7 @@ import trio
 
 from ..errors import ClientClosedError, InvalidArgumentError, ZKError
 from ..sansio.hosts import parse_connect_string
+from ..sansio.moves import DEFAULT_MOVE_SPREAD
 from ..sansio.ops import ReadOp, WriteOp
 from ..sansio.options import check_max_frame, check_session_timeout
 from ..sansio.paths import strip_chroot, with_chroot_hint
@@ -34,6 +35,7 @@ from ..sansio.session import HostPort, SessionCore, SessionState
 from ..sasl.mechanism import SaslMechanism
 from .calls import ClientCore, PendingCall
 from .connection import Connect, tcp_connector
+from .ensemble import EnsembleFollower
 from .fastpath import connection_driver
 from .watchers import StateStream, Watcher
 
@@ -58,8 +60,14 @@ class SessionHandle:
         sasl: SaslMechanism | None = None,
         max_frame: int | None = None,
         connect: Connect | None = None,
+        follow_ensemble: bool | None = None,
+        move_spread: float = DEFAULT_MOVE_SPREAD,
     ) -> None:
         host_list, chroot = parse_connect_string(hosts)
+        if follow_ensemble is not None and not isinstance(follow_ensemble, bool):
+            raise InvalidArgumentError(f"follow_ensemble must be a bool or None, not {type(follow_ensemble).__name__}")
+        if isinstance(move_spread, bool) or not isinstance(move_spread, int | float) or not 0 <= move_spread <= 3600:
+            raise InvalidArgumentError(f"move_spread must be a number of seconds from 0 to 3600, not {move_spread!r}")
         session_timeout = check_session_timeout(session_timeout)
         kwargs: dict[str, Any] = {}
         if max_frame is not None:
@@ -83,6 +91,11 @@ class SessionHandle:
         self._chroot = chroot
         self._requests: RequestBuilder[Watcher] = RequestBuilder(chroot, self._core.watches, self._core.max_frame)
         self._driver = connection_driver(self._core, connect or tcp_connector(ssl_context))
+        #: Follows the ensemble's configuration (None: not following; see :mod:`zkwire.client.ensemble`).
+        #: Off by default under TLS: a configuration names plain client ports.
+        follow = ssl_context is None if follow_ensemble is None else follow_ensemble
+        self._follower = EnsembleFollower(self, host_list, float(move_spread)) if follow else None
+        self._move_spread = float(move_spread)
 
     # ------------------------------------------------------------------ public attributes
 

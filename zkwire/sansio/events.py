@@ -15,6 +15,7 @@ from typing import Generic, TypeAlias, TypeVar
 from ..constants import EventType, KeeperState
 from ..errors import ZKError
 from ..protocol.records import Record
+from .hosts import HostPort
 from .watches import WatchKind
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "AuthResult",
     "SaslStep",
     "DeadlineMoved",
+    "Moved",
     "Event",
 ]
 
@@ -137,6 +139,17 @@ class DeadlineMoved:
     layer last read it (the handshake was answered: the SYNCING phase's clocks run): read it again."""
 
 
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """A planned move (:mod:`~zkwire.sansio.moves`) is over: the session is open on ``target``, or, with
+    ``target`` None, the move was given up and the session carries on where it was.  Either way requests
+    may be sent again: the I/O layer wakes the callers waiting for a connection (the state did not change,
+    so no :class:`StateChanged` does)."""
+
+    source: HostPort | None
+    target: HostPort | None
+
+
 Event: TypeAlias = (
     Reply[TokenT]
     | WatchNotification[WatcherT]
@@ -145,4 +158,5 @@ Event: TypeAlias = (
     | AuthResult[TokenT]
     | SaslStep
     | DeadlineMoved
+    | Moved
 )

@@ -24,7 +24,16 @@ from ..errors import InvalidArgumentError, ZKError
 from .backoff import Backoff
 from .paths import validate_chroot
 
-__all__ = ["HostPort", "HostRotation", "parse_connect_string", "parse_host_port", "DEFAULT_PORT", "SHORT_CONNECTION"]
+__all__ = [
+    "HostPort",
+    "HostRotation",
+    "MoveTargets",
+    "move_decision",
+    "parse_connect_string",
+    "parse_host_port",
+    "DEFAULT_PORT",
+    "SHORT_CONNECTION",
+]
 
 DEFAULT_PORT = 2181
 
@@ -77,6 +86,7 @@ class HostRotation:
         "_preferred",
         "_rng",
         "_short",
+        "_targets",
         "laps",
         "shorts",
     )
@@ -102,6 +112,8 @@ class HostRotation:
         self.laps = Backoff(0.05, 1.0, rng=rng)
         #: The pause after ``n + 1`` short connections in a row: ``shorts.delay(n)``.
         self.shorts = Backoff(0.05, 1.0, rng=rng)
+        #: After :meth:`update` decided to move: where the next attempts go (None: round robin).
+        self._targets: MoveTargets | None = None
 
     @property
     def hosts(self) -> list[HostPort]:
@@ -112,10 +124,15 @@ class HostRotation:
         return len(self._hosts)
 
     def next(self) -> HostPort:
-        """The server to try now."""
+        """The server to try now (after :meth:`update` decided to move: one of the move's targets, until
+        a session is reached or every target was tried)."""
         if self._preferred is not None:
             host, self._preferred = self._preferred, None
+        elif self._targets is not None and (target := self._targets.pick(self._rng)) is not None:
+            self._index = self._hosts.index(target)
+            host = target
         else:
+            self._targets = None
             self._index = (self._index + 1) % len(self._hosts)
             host = self._hosts[self._index]
         self._current = host
@@ -148,9 +165,36 @@ class HostRotation:
         return len(self._outcomes) >= len(set(self._hosts)) and all(r is not None for r in self._outcomes.values())
 
     def reached(self) -> None:
-        """A server answered the handshake: the next failure starts a new count (and a new pass)."""
+        """A server answered the handshake: the next failure starts a new count (and a new pass), and a
+        move (:meth:`update`) is over."""
         self._failed = 0
         self._outcomes.clear()
+        self._targets = None
+
+    def update(self, hosts: Sequence[HostPort], current: HostPort | None) -> bool:
+        """Install a new list of servers; True when the session on ``current`` (the server it is
+        connected to; None: not connected) should move, so that sessions spread evenly over the new
+        list.  The decision is random, each session deciding alone; see :func:`move_decision` for the
+        rule.  When moving, :meth:`next` picks the move's targets first.
+
+        Raises:
+            InvalidArgumentError: ``hosts`` is empty.
+        """
+        fresh = list(dict.fromkeys(hosts))
+        if not fresh:
+            raise InvalidArgumentError("at least one host is needed")
+        self._rng.shuffle(fresh)
+        me = current if current is not None else self._current if self._current is not None else self._hosts[0]
+        decision = move_decision(self._hosts, fresh, me, self._rng)
+        self._hosts = fresh
+        self._preferred = None
+        self._outcomes = {h: r for h, r in self._outcomes.items() if h in fresh}
+        if current is not None and current in fresh:
+            self._index = fresh.index(current)
+        else:
+            self._index = -1
+        self._targets = decision
+        return decision is not None
 
     def opened(self, now: float) -> None:
         """A connection reached the I/O layer at ``now`` (timed for :meth:`closed`)."""
@@ -181,6 +225,61 @@ class HostRotation:
         if self._short:
             wait = max(wait, self.shorts.delay(self._short - 1))
         return wait
+
+
+class MoveTargets:
+    """Where a session that decided to move tries to go: the servers new to the list (``fresh``) with
+    probability ``p_fresh``, else the ones it already had (``kept``); once one group has been tried
+    whole, the other; once both, the rotation's round robin again."""
+
+    __slots__ = ("fresh", "kept", "p_fresh")
+
+    def __init__(self, fresh: list[HostPort], kept: list[HostPort], p_fresh: float) -> None:
+        self.fresh = fresh
+        self.kept = kept
+        self.p_fresh = p_fresh
+
+    def pick(self, rng: random.Random) -> HostPort | None:
+        """The next target (each tried once), or None when all have been."""
+        take_fresh = rng.random() < self.p_fresh
+        if self.fresh and (take_fresh or not self.kept):
+            return self.fresh.pop(0)
+        if self.kept:
+            return self.kept.pop(0)
+        return None
+
+
+def move_decision(
+    old: Sequence[HostPort], new: Sequence[HostPort], me: HostPort, rng: random.Random
+) -> MoveTargets | None:
+    """Whether a session on server ``me`` moves when the list ``old`` becomes ``new``, and where to.
+
+    The rule (the one of ZooKeeper's own client, ZOOKEEPER-1355), with M servers before and N after,
+    sessions spread evenly over the M before, and each session deciding alone:
+
+    * The list grew (N > M).  A session whose server stays moves with probability 1 - M/N, to a server
+      new to the list; a session whose server left moves to a new server.  Each kept server keeps M/N
+      of its share, 1/N of all sessions; the servers new to the list get the rest, 1/N each.
+    * The list shrank or kept its size (N <= M).  A session whose server stays stays.  A session whose
+      server left moves: to one of the K servers kept with probability K(M - N) / (N(M - K)), else to a
+      server new to the list, which fills every server to 1/N in expectation.
+
+    Returns None to stay, else the targets in the order to try them (see :class:`MoveTargets`).
+    """
+    before = set(old)
+    kept = [h for h in new if h in before]
+    fresh = [h for h in new if h not in before]
+    m, n = len(before), len(new)
+    stays = me in new
+    if n > m:
+        if stays and rng.random() >= 1.0 - m / n:
+            return None
+        return MoveTargets(fresh, kept, 1.0)
+    if stays:
+        return None
+    k = len(kept)
+    p_kept = k * (m - n) / (n * (m - k)) if m > k else 0.0
+    return MoveTargets(fresh, kept, 1.0 - p_kept)
 
 
 def _check_host_name(host: str, item: str) -> None:

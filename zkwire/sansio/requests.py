@@ -56,6 +56,7 @@ from ..protocol.records import (
     SyncResponse,
     WhoAmIResponse,
 )
+from .ensemble import CONFIG_PATH, EnsembleConfig, parse_config
 from .events import WatchRequest
 from .handshake import WATCH_FRAME_OVERHEAD
 from .ops import (
@@ -116,6 +117,11 @@ def _nothing(body: Record | None) -> None:
 def _data(body: Record | None) -> tuple[bytes, Stat]:
     assert isinstance(body, GetDataResponse)
     return body.data or b"", body.stat
+
+
+def _config(body: Record | None) -> EnsembleConfig:
+    assert isinstance(body, GetDataResponse)
+    return parse_config(body.data or b"", body.stat)
 
 
 def _set_data_stat(body: Record | None) -> Stat:
@@ -292,6 +298,18 @@ class RequestBuilder(Generic[W]):
             return Request(OpCode.GET_DATA, GetDataRequest(server_path, False), server_path, _data)
         ask, watch = self._one_shot(WatchKind.DATA, server_path, watcher)
         return Request(OpCode.GET_DATA, GetDataRequest(server_path, ask), server_path, _data, watch)
+
+    def get_config(self, watcher: W | None = None) -> Request[EnsembleConfig, W]:
+        """The ensemble's configuration (:data:`~zkwire.sansio.ensemble.CONFIG_PATH`, never under the
+        chroot), parsed; with ``watcher`` a data watch on it."""
+        ask, watch = self._one_shot(WatchKind.DATA, CONFIG_PATH, watcher)
+        return Request(OpCode.GET_DATA, GetDataRequest(CONFIG_PATH, ask), CONFIG_PATH, _config, watch)
+
+    def get_config_data(self, watcher: W | None = None) -> Request[tuple[bytes, Stat], W]:
+        """:meth:`get_config` unparsed (the node's bytes and Stat): for a reader that must keep its watch
+        even when the text cannot be parsed."""
+        ask, watch = self._one_shot(WatchKind.DATA, CONFIG_PATH, watcher)
+        return Request(OpCode.GET_DATA, GetDataRequest(CONFIG_PATH, ask), CONFIG_PATH, _data, watch)
 
     def exists(self, path: str, watcher: W | None = None) -> Request[Stat, W]:
         """The Stat (a missing node is a NoNodeError, for the caller to turn into None); with ``watcher``
@@ -473,7 +491,9 @@ class RequestBuilder(Generic[W]):
 
     def reconfig(
         self, joining: str | None, leaving: str | None, members: str | None, from_config: int
-    ) -> Request[tuple[bytes, Stat], W]:
+    ) -> Request[EnsembleConfig, W]:
+        """A reconfig request: ``joining``, ``leaving``, ``members`` as the server takes them (comma
+        separated member lines, ids, member lines; None: left out); the answer is the new configuration."""
         for name, value in (("joining", joining), ("leaving", leaving), ("members", members)):
             if value is not None and (not isinstance(value, str) or not encodable(value)):
                 raise InvalidArgumentError(
@@ -485,7 +505,7 @@ class RequestBuilder(Generic[W]):
             or not -(1 << 63) <= from_config < (1 << 63)
         ):
             raise InvalidArgumentError(f"from_config must be an int64 config version (-1: any), not {from_config!r}")
-        return Request(OpCode.RECONFIG, ReconfigRequest(joining, leaving, members, from_config), None, _data)
+        return Request(OpCode.RECONFIG, ReconfigRequest(joining, leaving, members, from_config), None, _config)
 
     def who_am_i(self) -> Request[list[tuple[str | None, str | None]], W]:
         return Request(OpCode.WHO_AM_I, None, None, _identities)

@@ -84,6 +84,8 @@ class RoutedSession(Protocol[TokenT, WatcherT]):
 
     def auth_failed(self, events: list[Event[TokenT, WatcherT]], error: ZKError, *, drop: bool = True) -> None: ...
 
+    def _opened(self, events: list[Event[TokenT, WatcherT]], state: SessionState) -> None: ...
+
 
 class FrameRouter(Generic[TokenT, WatcherT]):
     """The frames of the current connection, each routed to the part it answers (see the module).
@@ -256,8 +258,7 @@ class FrameRouter(Generic[TokenT, WatcherT]):
         session = self._session
         if session._phase is Phase.SYNCING and self._handshake.done:
             session._phase = Phase.OPEN
-            state = SessionState.READ_ONLY if self.read_only else SessionState.CONNECTED
-            session._set_state(events, state)
+            session._opened(events, SessionState.READ_ONLY if self.read_only else SessionState.CONNECTED)
 
     def _handle_frame(self, payload: bytes | memoryview, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
         if len(payload) < 16:

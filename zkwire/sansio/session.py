@@ -65,6 +65,7 @@ from .events import (
     DeadlineMoved,
     DropConnection,
     Event,
+    Moved,
     Reply,
     SaslStep,
     SessionState,
@@ -86,6 +87,7 @@ from .handshake import (
 from .hosts import HostPort, HostRotation
 from .liveness import Liveness
 from .matching import RequestQueue
+from .moves import DEFAULT_MOVE_SPREAD, PlannedMove
 from .options import check_max_frame, check_session_timeout
 from .routing import FrameRouter
 from .watches import WatchKind, WatchRegistry
@@ -102,6 +104,7 @@ __all__ = [
     "AuthResult",
     "SaslStep",
     "DeadlineMoved",
+    "Moved",
     "WatchRequest",
     "Event",
     "HostPort",
@@ -124,9 +127,11 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     __slots__ = (
         "_clock",
+        "_draining",
         "_ended_by",
         "_handshake",
         "_hosts",
+        "_move",
         "_out",
         "_passwd",
         "_pending",
@@ -159,6 +164,11 @@ class SessionCore(Generic[TokenT, WatcherT]):
         max_frame = check_max_frame(max_frame)
         #: The servers, their order and the back-off between attempts.
         self._hosts = HostRotation(hosts, rng or SHARED_RNG)
+        #: A move to another server decided by a host-list change (:mod:`~zkwire.sansio.moves`).
+        self._move = PlannedMove(rng or SHARED_RNG)
+        #: The move's draining step is under way: no new request is sent (mirrors ``_move.draining``,
+        #: read on every request).
+        self._draining = False
         self._clock = Liveness(session_timeout)
         self.chroot = chroot
         self.allow_read_only = allow_read_only
@@ -255,7 +265,10 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if self.state.is_terminal:
             return math.inf
         oldest = self._pending[0].sent if self._pending else None
-        return self._clock.next_deadline(self._phase, self.state.is_connected, oldest, not self._handshake.sasl_running)
+        deadline = self._clock.next_deadline(
+            self._phase, self.state.is_connected, oldest, not self._handshake.sasl_running
+        )
+        return min(deadline, self._move.deadline())
 
     def handle_timer(self, now: float) -> list[Event[TokenT, WatcherT]]:
         """The clocks' decisions at ``now`` (:meth:`~zkwire.sansio.liveness.Liveness.due`), carried out:
@@ -275,6 +288,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if due.drop is not None:
             events.append(DropConnection(due.drop))
             return events
+        if now >= self._move.deadline():
+            self._advance_move(now, events)
         if due.suspend is not None:
             # Answers keep coming, but to requests sent before the read timeout (a deep pipeline
             # draining; our pings wait behind it).  The application is told now, as it would be by a
@@ -337,7 +352,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
         rolling restart, a certificate rotation under way): it may come back, and the session with its
         ephemeral nodes lives until it expires; only when every server refuses does it end at once."""
         events: list[Event[TokenT, WatcherT]] = []
-        self._attempt_failed(events, reason)
+        if not self._attempt_failed(events, reason) and self._move.reattaching:
+            self._move_failed(events)
         return events
 
     def _attempt_failed(self, events: list[Event[TokenT, WatcherT]], reason: ZKError | None) -> bool:
@@ -377,8 +393,17 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self._phase = Phase.IDLE
         self.current_host = None
         self._out.clear()
+        if self._draining and not self._pending and phase is Phase.OPEN:
+            # The move's own close (or the server's, at the moment the client was about to close):
+            # nothing was in flight, nothing is lost; the state stays as it is.
+            self._draining = False
+            self._move.reattach()
+            self._handshake.connection_lost()
+            return events
         if (phase is Phase.IDLE or phase is Phase.HANDSHAKE) and self._attempt_failed(events, reason):
             return events
+        if self._move.active:
+            self._move_failed(events)
         # The state change comes first: whoever watches the session (a lock's lease) has heard of the
         # loss before any caller's request fails with it.
         if phase is Phase.CLOSING:
@@ -392,6 +417,86 @@ class SessionCore(Generic[TokenT, WatcherT]):
         """Fail every outstanding request with a fresh copy of ``error`` (carrying the request's path)."""
         events.extend(self._pending.fail_all(error))
         self._handshake.connection_lost()
+
+    # ------------------------------------------------------------------ host list and planned moves
+
+    def update_hosts(self, hosts: Sequence[HostPort], now: float, spread: float = DEFAULT_MOVE_SPREAD) -> bool:
+        """Install a new list of servers (the ensemble's configuration changed, or the application says
+        so).  The session decides at random whether it moves, so that sessions spread evenly over the
+        new list (:func:`~zkwire.sansio.hosts.move_decision`).  A session connected read-write that
+        moves does so at a moment drawn from the next ``spread`` seconds, as a planned move
+        (:mod:`~zkwire.sansio.moves`: no request fails, the state stays CONNECTED); one not connected
+        simply tries the move's targets first.  Returns whether the session moves (the I/O layer then
+        reads :meth:`next_deadline` again).
+
+        Raises:
+            InvalidArgumentError: ``hosts`` is empty (nothing changes).
+        """
+        if self.state.is_terminal:
+            return False
+        connected = self._phase is Phase.OPEN and self.state is SessionState.CONNECTED
+        moves = self._hosts.update(hosts, self.current_host if connected else None)
+        if moves and connected:
+            self._move.schedule(now, spread, self.current_host)
+            log.info("session 0x%x: host list changed; moving from %s", self.session_id, self.current_host)
+        elif not moves and self._move.scheduled:
+            self._move.cancel()
+        return moves
+
+    @property
+    def ready(self) -> bool:
+        """Requests can be sent now (the connection is open and no move is draining it)."""
+        return self._phase is Phase.OPEN and not self._draining
+
+    @property
+    def moving(self) -> bool:
+        """A planned move is scheduled or under way."""
+        return self._move.active
+
+    def _advance_move(self, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
+        """The move's clock is due: start draining, close the drained connection, or give the move up."""
+        move = self._move
+        if move.draining:
+            if not self._pending:
+                events.append(DropConnection("moving to another server"))
+                return
+            log.info("session 0x%x: requests still in flight; staying on %s", self.session_id, self.current_host)
+            move.cancel()
+            self._draining = False
+            events.append(Moved(move.source, None))
+            return
+        if self._phase is not Phase.OPEN or self.state is not SessionState.CONNECTED:
+            move.cancel()  # the session is reconnecting anyway (to the move's targets first)
+            return
+        move.start_draining(now + self._clock.read_timeout)
+        self._draining = True
+        if not self._pending:
+            events.append(DropConnection("moving to another server"))
+
+    def _drained(self, events: list[Event[TokenT, WatcherT]]) -> None:
+        """While draining for a move: the last request in flight was answered."""
+        if not self._pending and not any(isinstance(e, DropConnection) for e in events):
+            events.append(DropConnection("moving to another server"))
+
+    def _move_failed(self, events: list[Event[TokenT, WatcherT]]) -> None:
+        """The connection ended, or a new one failed, while a move was scheduled or under way: the move
+        is over; a session that was re-attaching elsewhere is suspended (the application is told)."""
+        move = self._move
+        reattaching = move.reattaching
+        move.cancel()
+        self._draining = False
+        if reattaching and self.state.is_connected:
+            log.info("session 0x%x: moving from %s failed; reconnecting", self.session_id, move.source)
+            self._set_state(events, SessionState.SUSPENDED)
+
+    def _opened(self, events: list[Event[TokenT, WatcherT]], state: SessionState) -> None:
+        """The connection's handshake is over: the session is open (ends a planned move)."""
+        move = self._move
+        if move.reattaching:
+            move.cancel()
+            log.info("session 0x%x: moved from %s to %s", self.session_id, move.source, self.current_host)
+            events.append(Moved(move.source, self.current_host))
+        self._set_state(events, state)
 
     @property
     def outstanding(self) -> int:
@@ -428,10 +533,10 @@ class SessionCore(Generic[TokenT, WatcherT]):
         watch: WatchRequest[WatcherT] | None = None,
     ) -> int:
         """Queue a request on the open connection; its Reply will carry ``token``.  Returns the xid."""
-        if self._phase is not Phase.OPEN:
+        if self._phase is not Phase.OPEN or self._draining:
             if self.state.is_terminal:
                 raise self.terminal_error()
-            raise ConnectionLossError(path, "not connected")
+            raise ConnectionLossError(path, "moving to another server" if self._draining else "not connected")
         xid = self._pending.send(self._out, op, record, token, now, self.max_frame, path, watch)
         self._clock.last_send = now
         return xid
@@ -558,7 +663,10 @@ class SessionCore(Generic[TokenT, WatcherT]):
         answers fails with :class:`~zkwire.errors.ReplyTooLargeError`; a watch notification that long
         is dropped with a warning (its watchers cannot be told apart without its path).
         """
-        return self._router.receive_data(data, now)
+        events = self._router.receive_data(data, now)
+        if self._draining:
+            self._drained(events)
+        return events
 
     def receive_buffer(self) -> memoryview | None:
         """Where the I/O layer may read the next bytes directly (``recv_into``), then report them with
@@ -569,7 +677,10 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     def received_into(self, n: int, now: float) -> list[Event[TokenT, WatcherT]]:
         """``n`` bytes were read into the view :meth:`receive_buffer` returned."""
-        return self._router.received_into(n, now)
+        events = self._router.received_into(n, now)
+        if self._draining:
+            self._drained(events)
+        return events
 
     # ------------------------------------------------------------------ state
 

@@ -239,7 +239,10 @@ def test_watch_administration() -> None:
 
 def test_reconfig_and_who_am_i() -> None:
     b = builder()
-    assert b.reconfig("server.4=h:1:2;3", None, None, -1).convert(GetDataResponse(b"cfg", STAT)) == (b"cfg", STAT)
+    config = b.reconfig("server.4=h:1:2;3", None, None, -1).convert(
+        GetDataResponse(b"server.4=h:1:2;h:3\nversion=a", STAT)
+    )
+    assert config.version == 10 and config.member(4) is not None and config.stat == STAT
     with pytest.raises(InvalidArgumentError, match="joining"):
         b.reconfig("\ud800", None, None, -1)
     with pytest.raises(InvalidArgumentError, match="from_config"):

@@ -1,0 +1,239 @@
+"""Following the ensemble: a client keeps its host list in step with the ensemble's configuration.
+
+:class:`EnsembleFollower` is one task of a client (on by default; ``open_client(follow_ensemble=False)``
+turns it off).  It reads ``/zookeeper/config`` with a watch whenever the session is connected and
+again each time the watch fires, and applies each newer configuration:
+
+1. the configuration's client addresses become the host list by the rule of
+   :func:`~zkwire.sansio.ensemble.client_hosts` (a wildcard client host replaced by the member's quorum
+   host; an address the connect string's host names resolve to replaced by that name: the names, and
+   the chroot, are kept; the names are resolved again at each change);
+2. the session core decides whether this session moves (:meth:`~zkwire.sansio.session.SessionCore.update_hosts`:
+   sessions spread evenly over the new members, each move a planned one, spread over time).
+
+A configuration that cannot be used -- unreadable, older than the one applied, naming no client
+address -- is not applied: the host list is kept and an :class:`~zkwire.errors.EnsembleConfigWarning`
+is issued (and logged).  A server without a configuration node (before 3.5, or standalone) ends the
+task quietly.  The task never fails the client: any error it meets is logged and it goes on.
+
+A TLS client does not follow by default: a configuration names the members' plain client ports, not
+their TLS ones.
+
+Also here: the argument conversions of :meth:`~zkwire.Client.reconfig` (members as
+:class:`~zkwire.sansio.ensemble.Member` objects or lines, ids as ints).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import warnings
+from collections.abc import Iterable, Sequence
+from typing import Protocol, TypeVar
+
+import trio
+
+from ..errors import (
+    ClientClosedError,
+    ConnectionLossError,
+    EnsembleConfigError,
+    InvalidArgumentError,
+    NoNodeError,
+    ZKError,
+)
+from ..sansio.ensemble import (
+    EnsembleConfig,
+    EnsembleConfigWarning,
+    Member,
+    client_hosts,
+    member_specs,
+    parse_config,
+)
+from ..sansio.hosts import HostPort, parse_connect_string, parse_host_port
+from ..sansio.requests import Request, RequestBuilder
+from ..sansio.session import SessionState
+from .calls import ClientCore
+from .connection import ConnectionDriver
+from .watchers import Watch, Watcher
+
+__all__ = ["EnsembleFollower", "host_list", "joining_arg", "leaving_arg", "members_arg"]
+
+log = logging.getLogger("zkwire.ensemble")
+
+T = TypeVar("T")
+
+
+class FollowedClient(Protocol):
+    """What the follower uses of its client (:class:`~zkwire.client.handle.SessionHandle`)."""
+
+    _core: ClientCore
+    _driver: ConnectionDriver
+    _requests: RequestBuilder[Watcher]
+
+    @property
+    def state(self) -> SessionState: ...
+
+    async def wait_connected(self) -> None: ...
+
+    async def _send(self, request: Request[T, Watcher]) -> T: ...
+
+
+def host_list(hosts: str | Iterable[str | HostPort]) -> list[HostPort]:
+    """Hosts given to :meth:`~zkwire.Client.update_hosts`: a connect string without a chroot, or items.
+
+    Raises:
+        InvalidArgumentError: a malformed item, no host, or a chroot (it cannot change).
+    """
+    if isinstance(hosts, str):
+        parsed, chroot = parse_connect_string(hosts)
+        if chroot:
+            raise InvalidArgumentError(f"update_hosts takes hosts only; the chroot ({chroot}) cannot change")
+        return parsed
+    items = [h if isinstance(h, HostPort) else parse_host_port(h) for h in hosts]
+    if not items:
+        raise InvalidArgumentError("at least one host is needed")
+    return items
+
+
+def _specs(name: str, members: object) -> str:
+    if isinstance(members, bytes | bytearray | memoryview) or not isinstance(members, Iterable):
+        raise InvalidArgumentError(
+            f"{name} must be members (Member objects or lines) or a str, not {type(members).__name__}"
+        )
+    try:
+        return member_specs(members)
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"{name}: {e}") from None
+
+
+def joining_arg(joining: str | Iterable[Member | str] | None) -> str | None:
+    """``joining`` as the request carries it (see :meth:`~zkwire.Client.reconfig`)."""
+    if joining is None or isinstance(joining, str):
+        return joining
+    return _specs("joining", joining)
+
+
+def members_arg(members: str | EnsembleConfig | Iterable[Member | str] | None) -> str | None:
+    """``members`` as the request carries it."""
+    if members is None or isinstance(members, str):
+        return members
+    if isinstance(members, EnsembleConfig):
+        return _specs("members", members.members)
+    return _specs("members", members)
+
+
+def leaving_arg(leaving: str | int | Iterable[int] | None) -> str | None:
+    """``leaving`` as the request carries it (ids joined by commas)."""
+    if leaving is None or isinstance(leaving, str):
+        return leaving
+    if isinstance(leaving, bytes | bytearray | memoryview) or not isinstance(leaving, int | Iterable):
+        raise InvalidArgumentError(f"leaving must be server ids or a str, not {type(leaving).__name__}")
+    ids = [leaving] if isinstance(leaving, int) else list(leaving)
+    for i in ids:
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < 1 << 63:
+            raise InvalidArgumentError(f"leaving takes server ids (ints >= 0), not {i!r}")
+    return ",".join(str(i) for i in ids)
+
+
+class EnsembleFollower:
+    """One client's task following its ensemble's configuration (see the module)."""
+
+    def __init__(self, client: FollowedClient, seeds: Sequence[HostPort], spread: float) -> None:
+        self._client = client
+        #: The hosts of the connect string: their names are kept when they resolve to a member.
+        self._seeds = list(seeds)
+        self._spread = spread
+        #: The newest configuration seen (applied, or found to name no client address).
+        self.config: EnsembleConfig | None = None
+        #: Configurations applied (each a host-list change) and moves decided, for tests and metrics.
+        self.applied = 0
+        self.moves = 0
+
+    async def run(self) -> None:
+        client = self._client
+        while not client.state.is_terminal:
+            try:
+                await client.wait_connected()
+                watch = Watch("/zookeeper/config")
+                data, stat = await client._send(client._requests.get_config_data(watch))
+            except ConnectionLossError:
+                continue
+            except NoNodeError:
+                log.debug("the servers keep no configuration node (before 3.5): not following the ensemble")
+                return
+            except ZKError as e:
+                if client.state.is_terminal or isinstance(e, ClientClosedError):
+                    return
+                log.warning("reading the ensemble's configuration failed: %s", e)
+                await trio.sleep(1.0)
+                continue
+            try:
+                await self.apply(parse_config(data, stat))
+            except EnsembleConfigError as e:
+                self._refuse(f"the ensemble's configuration cannot be read ({e})")
+            try:
+                await watch.wait()
+            except ZKError:
+                continue  # the session ended (the loop ends) or the watch was dropped: read again
+
+    async def apply(self, config: EnsembleConfig) -> bool:
+        """Apply ``config`` if it is newer than the last one; True when the host list changed."""
+        if not config.members:
+            log.debug("the server is standalone (empty configuration): not following the ensemble")
+            return False
+        if self.config is not None:
+            if config.version < self.config.version:
+                self._refuse(
+                    f"configuration version {config.version:x} is older than {self.config.version:x}, the one applied"
+                )
+                return False
+            if config.version == self.config.version:
+                return False
+        self.config = config
+        hosts = client_hosts(config, await self._aliases())
+        if not hosts:
+            self._refuse(f"configuration version {config.version:x} names no client address")
+            return False
+        core = self._client._core
+        if set(hosts) == set(core.hosts):
+            return False
+        log.info("ensemble configuration %x: %s", config.version, ",".join(str(h) for h in hosts))
+        self.applied += 1
+        if core.update_hosts(hosts, trio.current_time(), self._spread):
+            self.moves += 1
+        self._client._driver.wake_timer()
+        return True
+
+    def _refuse(self, why: str) -> None:
+        message = f"{why}; keeping the host list {','.join(str(h) for h in self._client._core.hosts)}"
+        log.warning("%s", message)
+        try:
+            warnings.warn(EnsembleConfigWarning(message), stacklevel=2)
+        except Warning:
+            pass  # warnings turned into errors: the log line says it, and the follower goes on
+
+    async def _aliases(self) -> dict[HostPort, HostPort]:
+        """The addresses the connect string's host names resolve to now, each mapped to its name."""
+        aliases: dict[HostPort, HostPort] = {}
+        for seed in self._seeds:
+            if _is_address(seed.host):
+                continue
+            with trio.move_on_after(self._client._core.connect_timeout):
+                try:
+                    found = await trio.socket.getaddrinfo(seed.host, seed.port, type=socket.SOCK_STREAM)
+                except OSError as e:
+                    log.info("resolving %s failed: %s", seed.host, e)
+                    continue
+                for *_, sockaddr in found:
+                    address = str(sockaddr[0]).partition("%")[0]
+                    aliases.setdefault(HostPort(address, seed.port), seed)
+        return aliases
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
