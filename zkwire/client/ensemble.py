@@ -190,10 +190,15 @@ class EnsembleFollower:
                 return False
             if config.version == self.config.version:
                 return False
-        self.config = config
+        previous, self.config = self.config, config
         hosts = client_hosts(config, await self._aliases())
         if not hosts:
-            self._refuse(f"configuration version {config.version:x} names no client address")
+            if previous is None or not client_hosts(previous):
+                # The members' client ports are in their static configuration: a deployment, not an
+                # anomaly; there is nothing to follow.
+                log.info("the ensemble's configuration names no client address: not following it")
+            else:
+                self._refuse(f"configuration version {config.version:x} names no client address")
             return False
         core = self._client._core
         if set(hosts) == set(core.hosts):
