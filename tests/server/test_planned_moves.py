@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import trio
 
-import zkwire
 import zklock
+import zkwire
 from zkwire import EventType, SessionState
 from zkwire.testing import ZooKeeperEnsemble
 
