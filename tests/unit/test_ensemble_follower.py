@@ -1,0 +1,76 @@
+"""The ensemble follower against a server whose configuration node misbehaves: garbage, a member given
+twice, no client address any more, a version going backwards.  Each is refused with an
+EnsembleConfigWarning, the host list applied before is kept, the session carries on; a newer good
+configuration is applied after them."""
+
+from __future__ import annotations
+
+import warnings
+
+import trio
+
+import zkwire
+from helpers.fakeserver import STAT
+from helpers.hostileserver import HostileConnection, bounded, open_hostile_server, reply_for
+from zkwire import EventType, HostPort
+from zkwire.constants import OpCode
+from zkwire.protocol.records import GetDataRequest, GetDataResponse
+from zkwire.sansio.ensemble import EnsembleConfigWarning
+
+
+def member_lines(port: int, *others: int) -> str:
+    lines = [f"server.1=127.0.0.1:1:2:participant;127.0.0.1:{port}"]
+    lines += [f"server.{i + 2}=127.0.0.1:1:2:participant;127.0.0.1:{p}" for i, p in enumerate(others)]
+    return "\n".join(lines)
+
+
+async def test_hostile_configurations_are_refused_and_the_list_kept() -> None:
+    served: list[bytes] = []
+    configs: list[bytes] = []
+
+    async def config_server(conn: HostileConnection) -> None:
+        if await conn.accept() is None:
+            return
+        while (req := await conn.request()) is not None:
+            if isinstance(req.record, GetDataRequest) and req.record.path == "/zookeeper/config":
+                data = configs[min(len(served), len(configs) - 1)]
+                served.append(data)
+                await conn.send(conn.fake.reply(req, GetDataResponse(data, STAT)))
+                if len(served) < len(configs):
+                    await conn.send(conn.fake.event(EventType.NODE_DATA_CHANGED, "/zookeeper/config"))
+                continue
+            reply = reply_for(req)
+            if reply is not None:
+                await conn.send(reply)
+            if req.op == OpCode.CLOSE_SESSION:
+                return
+
+    async with open_hostile_server(config_server) as server:
+        port = int(server.hosts.rpartition(":")[2])
+        good = f"{member_lines(port, 1001)}\nversion=100".encode()
+        configs += [
+            good,
+            b"\xffgarbage\x00",
+            f"{member_lines(port, 1001)}\nserver.2=127.0.0.1:1:2;127.0.0.1:1003\nversion=101".encode(),
+            b"server.1=127.0.0.1:1:2:participant\nversion=102",
+            f"{member_lines(port, 1005)}\nversion=99".encode(),
+            f"{member_lines(port, 1001, 1002)}\nversion=200".encode(),
+        ]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            async with bounded(20), zkwire.open_client(server.hosts, move_spread=600) as zk:
+                while len(served) < len(configs):
+                    await trio.sleep(0.01)
+                while zk.ensemble is None or zk.ensemble.version != 0x200:
+                    await trio.sleep(0.01)
+                assert await zk.get_data("/x") == (b"honest", STAT)  # the session carried on
+                hosts = set(zk._core.hosts)
+    assert hosts == {HostPort("127.0.0.1", p) for p in (port, 1001, 1002)}
+    refused = [str(w.message) for w in caught if issubclass(w.category, EnsembleConfigWarning)]
+    assert len(refused) == 4, refused
+    assert "cannot be read (the configuration is not UTF-8" in refused[0]
+    assert "server.2 is given twice" in refused[1]
+    assert "names no client address" in refused[2]
+    assert "version 99 is older than 102" in refused[3]
+    # Each refusal names the list kept (the one of version 100).
+    assert all(f"127.0.0.1:{port}" in r and "127.0.0.1:1001" in r for r in refused)
