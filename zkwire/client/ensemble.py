@@ -11,7 +11,7 @@ again each time the watch fires, and applies each newer configuration:
 2. the session core decides whether this session moves (:meth:`~zkwire.sansio.session.SessionCore.update_hosts`:
    sessions spread evenly over the new members, each move a planned one, spread over time).
 
-A configuration that cannot be used -- unreadable, older than the one applied, naming no client
+A configuration that cannot be used -- unreadable, older than the newest seen, naming no client
 address -- is not applied: the host list is kept and an :class:`~zkwire.errors.EnsembleConfigWarning`
 is issued (and logged).  A server without a configuration node (before 3.5, or standalone) ends the
 task quietly.  The task never fails the client: any error it meets is logged and it goes on.
@@ -185,7 +185,7 @@ class EnsembleFollower:
         if self.config is not None:
             if config.version < self.config.version:
                 self._refuse(
-                    f"configuration version {config.version:x} is older than {self.config.version:x}, the one applied"
+                    f"configuration version {config.version:x} is older than {self.config.version:x}, the newest seen"
                 )
                 return False
             if config.version == self.config.version:
