@@ -7,7 +7,8 @@ shapes:
 * :class:`ZooKeeperServer`: one server (``hosts``, ``start``/``stop``/``restart``, ``log_tail``, ...);
 * :class:`ZooKeeperEnsemble`: numbered members (``member_hosts(i)``, ``stop_member(i)``,
   ``leader_index()``, ...), whose waiting and leader logic lives here, on top of a few per-member
-  primitives that each backend implements.
+  primitives that each backend implements; a backend that can also change the membership at run time
+  (dynamic reconfiguration) implements ``add_member``/``remove_member``.
 
 :class:`ServerOptions` describes the server the same way for all of them: it becomes a ``zoo.cfg`` and
 JVM system properties for a local JVM, and the official image's environment variables for a container.
@@ -31,12 +32,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypedDict, Unpack
+from typing import Any, NamedTuple, Self, TypedDict, Unpack
 
 from ..errors import InvalidArgumentError
-from .errors import EmbeddedZooKeeperError, PortInUseError, ZooKeeperNotInstalledError, ZooKeeperStartError
+from .errors import (
+    EmbeddedZooKeeperError,
+    PortInUseError,
+    ReconfigError,
+    ServerRefusedError,
+    ZooKeeperNotInstalledError,
+    ZooKeeperStartError,
+)
 from .wire import (
     PROBE_TIMEOUT,
+    RawSession,
     client_address_seen_by,
     delete_tree,
     ensure_path,
@@ -47,11 +56,14 @@ from .wire import (
 )
 
 __all__ = [
+    "AuthCredential",
     "EmbeddedZooKeeperError",
     "ExternalZooKeeper",
     "LocalPortServer",
     "PortInUseError",
+    "ReconfigError",
     "ServerOptions",
+    "ServerRefusedError",
     "ZooKeeperEnsemble",
     "ZooKeeperNotInstalledError",
     "ZooKeeperServer",
@@ -66,6 +78,9 @@ __all__ = [
     "split_address",
     "srvr_mode",
 ]
+
+#: The node holding the ensemble's configuration (never under a chroot).
+CONFIG_NODE = "/zookeeper/config"
 
 # Commands the readiness checks need; always added to the 4lw whitelist.
 REQUIRED_4LW = ("ruok", "srvr", "conf")
@@ -194,6 +209,20 @@ class ServerOptionChanges(TypedDict, total=False):
     sync_limit: int | None
     extra_config: Mapping[str, str] | None
     jvm_flags: Sequence[str] | None
+
+
+class AuthCredential(NamedTuple):
+    """A ``(scheme, credential)`` pair for :func:`zkwire.open_client`'s ``auth``, whose ``repr`` hides
+    the credential (an ensemble's super user: ``open_client(hosts, auth=[ensemble.super_auth])``)."""
+
+    scheme: str
+    credential: bytes
+
+    def __repr__(self) -> str:
+        return f"AuthCredential(scheme={self.scheme!r}, credential=<{len(self.credential)} bytes hidden>)"
+
+    def __str__(self) -> str:
+        return repr(self)
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -418,9 +447,17 @@ class ZooKeeperEnsemble(_Started):
     Stopped members keep their address and data, so :meth:`start_member` brings a member back as the
     same server. Subclasses provide the per-member primitives (``_member_address``, ``_member_alive``,
     ``_launch_member``, ``_halt_members``, ``_member_log``, ...); waiting, leader and log logic is here.
+
+    An ensemble whose membership changes at run time (``reconfigurable``: :meth:`add_member`,
+    :meth:`remove_member`) keeps its indices: an added member takes the next index (and ``myid``), a
+    removed one leaves a gap. :meth:`members` lists the indices of the current configuration, ``size``
+    counts them, and everything that enumerates members (``hosts``, :meth:`running_members`,
+    :meth:`wait_until_serving`...) follows them.
     """
 
     backend = "?"
+    #: The membership may be changed with :meth:`add_member` and :meth:`remove_member`.
+    reconfigurable = False
 
     def __init__(self, size: int, options: ServerOptions) -> None:
         if size < 1:
@@ -476,11 +513,20 @@ class ZooKeeperEnsemble(_Started):
 
     # -- addresses
 
+    def members(self) -> list[int]:
+        """The indices of the members of the current configuration, in order (``0 .. size - 1`` until
+        members are added or removed)."""
+        return list(range(self.size))
+
+    def _known_indices(self) -> range:
+        """Every index a member ever had (members removed since included)."""
+        return range(self.size)
+
     def _check_index(self, index: int) -> None:
         if not self.started:
             raise EmbeddedZooKeeperError("the ensemble is not started")
-        if not 0 <= index < self.size:
-            raise IndexError(f"no member {index} in an ensemble of {self.size}")
+        if index not in self._known_indices():
+            raise IndexError(f"no member {index} in the ensemble (members: {self.members()})")
 
     _client_address: str | None = None
 
@@ -494,7 +540,7 @@ class ZooKeeperEnsemble(_Started):
     @property
     def hosts(self) -> str:
         """The connect string of all members, ``"host1:p1,host2:p2,..."``."""
-        return ",".join(self.member_hosts(i) for i in range(self.size))
+        return ",".join(self.member_hosts(i) for i in self.members())
 
     def member_hosts(self, index: int) -> str:
         self._check_index(index)
@@ -510,7 +556,7 @@ class ZooKeeperEnsemble(_Started):
         return self._member_alive(index)
 
     def running_members(self) -> list[int]:
-        return [i for i in range(self.size) if self.started and self._member_alive(i)]
+        return [i for i in self.members() if self.started and self._member_alive(i)]
 
     def member_mode(self, index: int, timeout: float = 2.0) -> str | None:
         """``leader``, ``follower``, ``read-only``..., or None if the member does not serve."""
@@ -527,7 +573,7 @@ class ZooKeeperEnsemble(_Started):
             return "\n".join(
                 f"==== member {i} ({'running' if self.started and self._member_alive(i) else 'stopped'})\n"
                 + self._member_log(i, lines)
-                for i in range(self.size)
+                for i in self.members()
             )
         return self._member_log(index, lines)
 
@@ -559,7 +605,7 @@ class ZooKeeperEnsemble(_Started):
         deadline = time.monotonic() + timeout
         while True:
             running = self.running_members()
-            for i in range(self.size):
+            for i in self.members():
                 code = self._member_exit_code(i)
                 if code is not None:
                     raise ZooKeeperStartError(f"ensemble member {i} exited with code {code}", self.log_tail(i, 60))
@@ -592,6 +638,61 @@ class ZooKeeperEnsemble(_Started):
             if time.monotonic() > deadline:
                 raise EmbeddedZooKeeperError(f"no leader within {timeout} s")
             time.sleep(0.05)
+
+    # -- membership (dynamic reconfiguration)
+
+    def _not_reconfigurable(self) -> ReconfigError:
+        return ReconfigError(
+            f"{type(self).__name__} (backend {self.backend}) cannot change its membership: dynamic "
+            "reconfiguration is supported by the local backend's EmbeddedEnsemble(reconfigurable=True)"
+        )
+
+    def add_member(self, *, role: str = "participant", timeout: float = 60.0) -> int:
+        """Start a new server and make it a member (a reconfiguration); its index. Blocking.
+
+        Raises:
+            ReconfigError: the backend cannot change the membership, the server refused it, or it did not
+                happen within ``timeout`` s.
+        """
+        raise self._not_reconfigurable()
+
+    def remove_member(self, index: int, *, stop: bool = True, timeout: float = 60.0) -> None:
+        """Remove a member from the configuration (a reconfiguration), then stop it unless ``stop`` is
+        False. Blocking.
+
+        Raises:
+            ReconfigError: the backend cannot change the membership, the server refused it, or it did not
+                happen within ``timeout`` s.
+        """
+        raise self._not_reconfigurable()
+
+    def config_text(self, index: int | None = None, timeout: float = 10.0) -> str:
+        """The configuration as a member reports it: the text of ``/zookeeper/config`` (after a sync),
+        read over a session of its own on member ``index``, or on the first running member that answers.
+
+        Raises:
+            EmbeddedZooKeeperError: no member answered within ``timeout`` s (the last failure is chained).
+        """
+        if index is not None:
+            self._check_index(index)
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while True:
+            for i in [index] if index is not None else self.running_members():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    with RawSession(self._member_address(i), min(remaining, 5.0)) as session:
+                        session.sync("/")
+                        data, _ = session.get_data(CONFIG_NODE, chroot=False)
+                    return data.decode()
+                except (OSError, EmbeddedZooKeeperError) as exc:
+                    last = exc
+            if time.monotonic() >= deadline:
+                who = f"member {index} did not answer" if index is not None else "no running member answered"
+                raise EmbeddedZooKeeperError(f"{who} with the configuration within {timeout} s") from last
+            time.sleep(0.1)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} size={self.size} running={self.running_members()}>"

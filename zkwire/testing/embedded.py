@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import base64
 import contextlib
 import ctypes
+import hashlib
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -41,10 +44,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Unpack
 
+from ..errors import InvalidArgumentError, NewConfigNoQuorumError, ReconfigInProgressError
 from .base import (
+    AuthCredential,
     EmbeddedZooKeeperError,
     LocalPortServer,
     PortInUseError,
+    ReconfigError,
     ServerOptionChanges,
     ServerOptions,
     ZooKeeperEnsemble,
@@ -57,7 +63,8 @@ from .base import (
 )
 from .base import free_port as _base_free_port
 from .certs import TestCertificates
-from .wire import PROBE_TIMEOUT, four_letter_word, serving
+from .errors import ServerRefusedError
+from .wire import PROBE_TIMEOUT, RawSession, four_letter_word, serving
 
 __all__ = [
     "DEFAULT_JVM_FLAGS",
@@ -236,9 +243,19 @@ class ServerProcess:
         self.process: subprocess.Popen[bytes] | None = None
         self._launch_offset = 0  # where the log of the current run starts
 
-    def launch(self, cfg: Mapping[str, str], system_properties: Mapping[str, str], jvm_flags: Sequence[str]) -> None:
+    def launch(
+        self,
+        cfg: Mapping[str, str],
+        system_properties: Mapping[str, str],
+        jvm_flags: Sequence[str],
+        *,
+        keep_config: bool = False,
+    ) -> None:
+        """Start the JVM on ``cfg`` written as ``zoo.cfg`` -- unless ``keep_config`` and the file exists
+        already (a reconfigurable server rewrites its own configuration files as the membership changes)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.cfg_path.write_text("".join(f"{key}={value}\n" for key, value in cfg.items()))
+        if not (keep_config and self.cfg_path.exists()):
+            self.cfg_path.write_text("".join(f"{key}={value}\n" for key, value in cfg.items()))
         self.log4j_path.write_text(_LOG4J_PROPERTIES)
         props = {
             "log4j.configuration": self.log4j_path.as_uri(),
@@ -559,6 +576,13 @@ class _Member:
         self.client_port = client_port
         self.quorum_port = quorum_port
         self.election_port = election_port
+        #: ``participant`` or ``observer`` (the role it was given in a reconfigurable ensemble).
+        self.role = "participant"
+        #: In the ensemble's current configuration (False: being added, or removed).
+        self.in_config = True
+        #: The server lines of a reconfigurable member's first dynamic configuration file (None: the
+        #: ensemble's first members).
+        self.initial_servers: list[str] | None = None
         #: The TLS client port (members of an ensemble with ``certificates`` only).
         self.secure_port: int | None = None
         self.server: ServerProcess | None = None
@@ -578,6 +602,13 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
     for TLS clients on a port of its own (:attr:`secure_hosts`), requiring a client certificate unless
     ``tls_client_auth`` says otherwise, as :class:`EmbeddedZooKeeper` does (the quorum's own traffic
     stays plain).
+
+    ``reconfigurable=True``: the members allow dynamic reconfiguration (``reconfigEnabled=true``,
+    ``standaloneEnabled=false``), their membership lives in a dynamic configuration file whose lines carry
+    each member's client address (``server.N=host:quorum:election:participant;host:clientPort``, with no
+    static ``clientPort``), and a digest super user with a password chosen at random for the ensemble
+    may change it: :attr:`super_auth` is its credential for :func:`zkwire.open_client`'s ``auth``.
+    :meth:`add_member` and :meth:`remove_member` change the membership; :meth:`config_text` reads it.
     """
 
     backend = "local"
@@ -591,11 +622,16 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         client_ports: Sequence[int] | None = None,
         certificates: TestCertificates | None = None,
         tls_client_auth: str | None = None,
+        reconfigurable: bool = False,
         java: str | None = None,
         classpath: Sequence[str] | None = None,
         **changes: Unpack[ServerOptionChanges],
     ) -> None:
         super().__init__(size, (options or ServerOptions()).replace(**changes))
+        self._first_size = size
+        self.reconfigurable = reconfigurable
+        # The super user's password: in super_auth (whose repr hides it), never in a repr, log or file.
+        self.__super_password = secrets.token_urlsafe(24) if reconfigurable else None
         if tls_client_auth not in (None, "none", "want", "need"):
             raise ValueError(f"tls_client_auth must be 'none', 'want' or 'need', not {tls_client_auth!r}")
         self.certificates = certificates
@@ -618,11 +654,35 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
     def client_address(self) -> str:
         return self.host
 
+    @property
+    def super_auth(self) -> AuthCredential:
+        """The super user's credential, ``("digest", b"super:<password>")``, for :func:`zkwire.open_client`'s
+        ``auth`` (``auth=[ensemble.super_auth]``); its repr hides the password. Reconfigurable ensembles only.
+
+        The super user passes every ACL check, including the admin check of a reconfiguration.
+        """
+        if self.__super_password is None:
+            raise EmbeddedZooKeeperError("the ensemble has no super user (reconfigurable=True makes one)")
+        return AuthCredential("digest", f"super:{self.__super_password}".encode())
+
+    def _super_digest(self) -> str:
+        """``super:<base64 of the SHA-1 of "super:<password>">``: what the servers are given."""
+        digest = hashlib.sha1(self.super_auth.credential).digest()
+        return f"super:{base64.b64encode(digest).decode()}"
+
     # -- primitives
 
     @property
     def started(self) -> bool:
         return bool(self._members)
+
+    def members(self) -> list[int]:
+        if not self._members:
+            return list(range(self.size))
+        return [m.index for m in self._members if m.in_config]
+
+    def _known_indices(self) -> range:
+        return range(len(self._members)) if self._members else range(self.size)
 
     def _member_address(self, index: int) -> tuple[str, int]:
         return self.host, self._members[index].client_port
@@ -651,7 +711,7 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         """The members' TLS client addresses, as a connect string (with ``certificates`` only)."""
         if self.certificates is None or not self._members:
             raise EmbeddedZooKeeperError("TLS is not configured (no certificates), or the ensemble is not started")
-        return ",".join(f"{self._member_address(m.index)[0]}:{m.secure_port}" for m in self._members)
+        return ",".join(f"{self._member_address(i)[0]}:{self._members[i].secure_port}" for i in self.members())
 
     def member_data_dir(self, index: int) -> Path:
         if self._workdir is None:
@@ -678,6 +738,16 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
     def _command_prefix(self, index: int) -> list[str]:
         return []
 
+    def _server_line(self, member: _Member) -> str:
+        """The member's line in a dynamic configuration: quorum and election addresses, role, client address."""
+        peer = f"{self._peer_host(member.index)}:{member.quorum_port}:{member.election_port}:{member.role}"
+        host, port = self._member_address(member.index)
+        return f"server.{member.myid}={peer};{host}:{port}"
+
+    def _dynamic_config_path(self, member: _Member) -> Path:
+        assert self._workdir is not None
+        return self._workdir / f"member{member.index}" / "zoo.cfg.dynamic"
+
     def _config(self, member: _Member) -> dict[str, str]:
         cfg = self.options.zoo_cfg(ensemble=True)
         cfg.update(
@@ -688,8 +758,15 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
                 "quorumListenOnAllIPs": "false",
             }
         )
-        for m in self._members:
-            cfg[f"server.{m.myid}"] = f"{self._peer_host(m.index)}:{m.quorum_port}:{m.election_port}"
+        if self.reconfigurable:
+            # The client address is in each member's dynamic line instead.
+            del cfg["clientPort"], cfg["clientPortAddress"]
+            cfg["reconfigEnabled"] = "true"
+            cfg["standaloneEnabled"] = "false"
+            cfg["dynamicConfigFile"] = str(self._dynamic_config_path(member))
+        else:
+            for m in self._members:
+                cfg[f"server.{m.myid}"] = f"{self._peer_host(m.index)}:{m.quorum_port}:{m.election_port}"
         if self.certificates is not None:
             if member.secure_port is None:
                 member.secure_port = free_port(self._member_address(member.index)[0])
@@ -714,7 +791,17 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         props = self.options.system_properties(ensemble=True)
         if self.certificates is not None:
             props["zookeeper.serverCnxnFactory"] = "org.apache.zookeeper.server.NettyServerCnxnFactory"
-        member.server.launch(self._config(member), props, self.options.jvm_flags)
+        if self.reconfigurable:
+            props["zookeeper.DigestAuthenticationProvider.superDigest"] = self._super_digest()
+            if not member.server.cfg_path.exists():  # its first start
+                lines = member.initial_servers
+                if lines is None:
+                    lines = [self._server_line(m) for m in self._members if m.initial_servers is None]
+                path = self._dynamic_config_path(member)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text("".join(f"{line}\n" for line in lines))
+        # A reconfigurable member started again keeps the files the server rewrote (the membership now).
+        member.server.launch(self._config(member), props, self.options.jvm_flags, keep_config=self.reconfigurable)
 
     def _halt_members(self, indices: Sequence[int], *, kill: bool, grace: float) -> None:
         servers = [s for i in indices if (s := self._members[i].server) is not None]
@@ -733,7 +820,7 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
 
     def start(self, timeout: float = 60.0) -> None:
         """Start every member at once and wait for a quorum in which every member serves."""
-        if self._members and all(self._member_alive(i) for i in range(self.size)):
+        if self._members and all(self._member_alive(i) for i in self.members()):
             return
         if self._workdir is None:
             # Fail early, before any port is chosen, if Java or ZooKeeper is missing.
@@ -743,7 +830,7 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
                 server_classpath()
             self._workdir = make_temp_dir("zkwire-ensemble-")
         if self._members:
-            for i in range(self.size):
+            for i in self.members():
                 if not self._member_alive(i):
                     self._launch_member(i)
             self.wait_until_serving(timeout)
@@ -780,15 +867,188 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
                 self._last_logs[m.index] = m.server.log_tail(1000)
 
     def stop(self, *, grace: float = 5.0) -> None:
-        """Stop every member and remove the ensemble's temporary directory. Idempotent."""
+        """Stop every member (and every server the ensemble ever started: members added, or removed but
+        left running) and remove the ensemble's temporary directory. Idempotent; a later :meth:`start`
+        begins afresh with the first membership."""
         if self._members:
-            self._halt_members(range(self.size), grace=grace, kill=False)
+            self._halt_members(range(len(self._members)), grace=grace, kill=False)
             self._keep_logs()
         self._cleanup()
         if self._workdir is not None:
             remove_temp_dir(self._workdir)
         self._workdir = None
         self._members = []
+        self.size = self._first_size
+
+    # -- membership (reconfigurable ensembles)
+
+    def _require_reconfigurable(self) -> None:
+        if not self.reconfigurable:
+            raise ReconfigError(
+                f"{type(self).__name__} was made without reconfigurable=True: its membership cannot change"
+            )
+        if not self._members:
+            raise ReconfigError("the ensemble is not started")
+
+    def add_member(self, *, role: str = "participant", timeout: float = 60.0) -> int:
+        """Start a new server and make it a member; its index (its ``myid`` is the next one: index + 1).
+
+        The new server's dynamic configuration is the ensemble's current one (read from a member) plus its
+        own line; once it serves (synced with the leader, not yet voting), a session of the super user on
+        a current member asks for the reconfiguration (``joining``). ``role``: ``participant`` or
+        ``observer``. Blocking (from trio, call it through ``trio.to_thread.run_sync``), at most about
+        ``timeout`` seconds; returns once every running member serves.
+
+        Raises:
+            ReconfigError: the ensemble is not reconfigurable, the server refused the change (``code``:
+                its error), or it did not take effect within ``timeout`` s. The new server is stopped.
+            ZooKeeperStartError: the new server exited or did not serve within ``timeout`` s.
+        """
+        self._require_reconfigurable()
+        if role not in ("participant", "observer"):
+            raise InvalidArgumentError(f"role must be 'participant' or 'observer', not {role!r}")
+        deadline = time.monotonic() + timeout
+        current = self.config_text(timeout=timeout)
+        client_port, quorum_port, election_port = free_ports(3, self.host)
+        member = _Member(len(self._members), client_port, quorum_port, election_port)
+        member.role = role
+        member.in_config = False
+        self._members.append(member)
+        member.initial_servers = [line for line in current.splitlines() if line.startswith("server.")]
+        member.initial_servers.append(self._server_line(member))
+        try:
+            self._launch_member(member.index)
+            self._wait_joiner_serving(member.index, deadline, timeout)
+            line = self._server_line(member)
+            self._reconfig(
+                f"joining {line}",
+                (line, None),
+                lambda config: line in config.splitlines(),
+                member.index,
+                deadline,
+                timeout,
+            )
+        except BaseException:
+            self._keep_logs()
+            self._halt_members([member.index], kill=True, grace=2.0)
+            raise
+        member.in_config = True
+        self.size += 1
+        self.wait_until_serving(max(deadline - time.monotonic(), 1.0))
+        return member.index
+
+    def remove_member(self, index: int, *, stop: bool = True, timeout: float = 60.0) -> None:
+        """Remove member ``index`` from the configuration (``leaving``, asked by the super user over a
+        session on another member), then stop it unless ``stop`` is False (a removed member left running
+        is still stopped by :meth:`stop`; it cannot be started again). Blocking, at most about
+        ``timeout`` seconds; returns once every remaining running member serves.
+
+        Raises:
+            ReconfigError: the ensemble is not reconfigurable, the member is not in the configuration,
+                the server refused the change (``code``: its error), or it did not take effect in time.
+        """
+        self._require_reconfigurable()
+        self._check_index(index)
+        if index not in self.members():
+            raise ReconfigError(f"member {index} is not in the configuration (members: {self.members()})")
+        if len(self.members()) == 1:
+            raise ReconfigError(f"member {index} is the last member: it cannot be removed")
+        deadline = time.monotonic() + timeout
+        member = self._members[index]
+        prefix = f"server.{member.myid}="
+        self._reconfig(
+            f"leaving {member.myid} (member {index})",
+            (None, str(member.myid)),
+            lambda config: not any(line.startswith(prefix) for line in config.splitlines()),
+            index,
+            deadline,
+            timeout,
+        )
+        member.in_config = False
+        self.size -= 1
+        if stop:
+            self._halt_members([index], kill=False, grace=5.0)
+        self.wait_until_serving(max(deadline - time.monotonic(), 1.0))
+
+    def start_member(self, index: int, timeout: float = 60.0) -> None:
+        self._check_index(index)
+        if index not in self.members():
+            raise EmbeddedZooKeeperError(f"member {index} was removed from the configuration: it cannot start again")
+        super().start_member(index, timeout)
+
+    def _wait_joiner_serving(self, index: int, deadline: float, timeout: float) -> None:
+        """Wait until a server that is joining serves clients (a non-voting follower, or an observer)."""
+        address = self._admin_address(index)
+        while True:
+            code = self._member_exit_code(index)
+            if code is not None:
+                raise ZooKeeperStartError(f"the new member {index} exited with code {code}", self.log_tail(index, 60))
+            if serving(address, ("follower", "observer"), lambda: self._member_is_ours(index)):
+                return
+            if time.monotonic() > deadline:
+                raise ZooKeeperStartError(
+                    f"the new member {index} did not serve within {timeout} s", self.log_tail(index, 60)
+                )
+            time.sleep(0.05)
+
+    def _reconfig(
+        self,
+        what: str,
+        change: tuple[str | None, str | None],
+        applied: Callable[[str], bool],
+        concerned: int,
+        deadline: float,
+        timeout: float,
+    ) -> str:
+        """Send a reconfiguration (``change``: joining, leaving) as the super user from a session on a
+        running member other than ``concerned``, until a reply comes or ``applied(config)`` says a reply
+        lost with its connection was applied; the new configuration's text. A refusal that may pass (no
+        quorum for the new configuration yet, a reconfiguration in progress) is tried again until
+        ``deadline``."""
+        last: BaseException | None = None
+        while True:
+            for i in [i for i in self.running_members() if i != concerned]:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    with RawSession(self._member_address(i), min(remaining, 10.0)) as session:
+                        session.authenticate(*self.super_auth)
+                        data, _ = session.reconfig(joining=change[0], leaving=change[1])
+                    return data.decode()
+                except ServerRefusedError as exc:
+                    if exc.code not in (NewConfigNoQuorumError.code, ReconfigInProgressError.code):
+                        raise ReconfigError(
+                            f"reconfig ({what}) refused by member {i}: {exc}", exc.code, self.log_tail(concerned, 40)
+                        ) from exc
+                    last = exc
+                except OSError as exc:  # the connection broke (a leader change): the change may be made
+                    last = exc
+                    config = self._config_from_others(concerned, deadline)
+                    if config is not None and applied(config):
+                        return config
+            if time.monotonic() >= deadline:
+                code = last.code if isinstance(last, ServerRefusedError) else None
+                raise ReconfigError(
+                    f"reconfig ({what}) not done within {timeout} s (last: {last})", code, self.log_tail(concerned, 40)
+                ) from last
+            time.sleep(0.2)
+
+    def _config_from_others(self, concerned: int, deadline: float) -> str | None:
+        """The configuration as a running member other than ``concerned`` reports it, or None."""
+        for i in [i for i in self.running_members() if i != concerned]:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            with contextlib.suppress(EmbeddedZooKeeperError):
+                return self.config_text(i, timeout=min(remaining, 5.0))
+        return None
+
+    def __repr__(self) -> str:
+        extra = " reconfigurable" if self.reconfigurable else ""
+        return (
+            f"<{type(self).__name__}{extra} size={self.size} members={self.members()} running={self.running_members()}>"
+        )
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 Two kinds: a four-letter word (:func:`four_letter_word`, the blocking front of
 :class:`~zkwire.protocol.fourletter.FourLetterExchange`, as :func:`zkwire.client.fourletter.four_letter_word`
 is its trio front), and a session opened by hand (:class:`RawSession`) for the few requests fixtures
-make without the client under test: whoAmI, create, getChildren, delete.  Every frame is written and
-read by the project's codec (:mod:`zkwire.protocol.codec`).
+make without the client under test: whoAmI, create, getChildren, delete, and for an ensemble's
+membership an auth packet, sync, getData and reconfig.  Every frame is written and read by the
+project's codec (:mod:`zkwire.protocol.codec`).
 
 Standard library only (no pytest, no trio, no docker).
 """
@@ -18,21 +19,33 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from ..constants import OpCode
-from ..errors import NoNodeError, NotEmptyError, ProtocolError, error_name
-from ..protocol.codec import decode_connect_response, decode_reply, encode_connect_request, encode_request
+from ..constants import AUTH_XID, PING_XID, WATCH_XID, OpCode
+from ..errors import NoNodeError, NotEmptyError, ProtocolError
+from ..protocol.codec import (
+    decode_connect_response,
+    decode_reply,
+    decode_reply_header,
+    encode_connect_request,
+    encode_request,
+)
 from ..protocol.fourletter import FourLetterExchange, FourLetterWordError, server_mode
 from ..protocol.framing import LENGTH
 from ..protocol.records import (
+    AuthPacket,
     ConnectRequest,
     DeleteRequest,
     GetChildrenRequest,
     GetChildrenResponse,
+    GetDataRequest,
+    GetDataResponse,
+    ReconfigRequest,
     Record,
+    Stat,
+    SyncRequest,
     WhoAmIResponse,
 )
 from ..sansio.hosts import parse_host_port
-from .errors import EmbeddedZooKeeperError
+from .errors import EmbeddedZooKeeperError, ServerRefusedError
 
 __all__ = [
     "PROBE_TIMEOUT",
@@ -186,18 +199,73 @@ class RawSession:
         """``path`` under the chroot."""
         return (self.chroot + "/" + path.strip("/")).rstrip("/") or "/"
 
-    def request(self, op: OpCode, record: Record | None = None) -> tuple[int, Record | None]:
-        """One request and its reply: the error code (0: ok) and the reply's record."""
-        self._xid += 1
-        self.sock.sendall(encode_request(self._xid, op, record))
-        try:
-            header, body = decode_reply(op, self._frame())
-        except ProtocolError as e:
-            raise ConnectionError(f"{self.server}: {e}") from None
-        return header.err, body
+    def request(self, op: OpCode, record: Record | None = None, *, xid: int | None = None) -> tuple[int, Record | None]:
+        """One request and its reply: the error code (0: ok) and the reply's record.
 
-    def failure(self, what: str, err: int) -> EmbeddedZooKeeperError:
-        return EmbeddedZooKeeperError(f"{what} on {self.server}: ZooKeeper error {err} ({error_name(err)})")
+        ``xid``: a special one (the auth packet's); by default the next of the session's own. Watch
+        notifications and ping replies that arrive before the reply are skipped.
+        """
+        if xid is None:
+            self._xid += 1
+            xid = self._xid
+        self.sock.sendall(encode_request(xid, op, record))
+        while True:
+            payload = self._frame()
+            try:
+                if decode_reply_header(payload).xid in (WATCH_XID, PING_XID):
+                    continue
+                header, body = decode_reply(op, payload)
+            except ProtocolError as e:
+                raise ConnectionError(f"{self.server}: {e}") from None
+            if header.xid == xid:
+                return header.err, body
+
+    def failure(self, what: str, err: int) -> ServerRefusedError:
+        return ServerRefusedError(f"{what} on {self.server}", err)
+
+    def authenticate(self, scheme: str, credential: bytes) -> None:
+        """Send an auth packet (``addauth``) and wait for its answer.
+
+        Raises:
+            ServerRefusedError: the server refused the credential (it then closes the connection).
+        """
+        err, _ = self.request(OpCode.AUTH, AuthPacket(0, scheme, credential), xid=AUTH_XID)
+        if err != 0:
+            raise self.failure(f"auth ({scheme})", err)
+
+    def sync(self, path: str = "/") -> None:
+        """sync: the server catches up with the leader before it answers later reads of this session."""
+        err, _ = self.request(OpCode.SYNC, SyncRequest(self.path(path)))
+        if err != 0:
+            raise self.failure(f"sync {path}", err)
+
+    def get_data(self, path: str, *, chroot: bool = True) -> tuple[bytes, Stat]:
+        """A node's data and Stat (``chroot=False``: ``path`` as given, e.g. ``/zookeeper/config``)."""
+        full = self.path(path) if chroot else path
+        err, body = self.request(OpCode.GET_DATA, GetDataRequest(full, False))
+        if err != 0 or not isinstance(body, GetDataResponse):
+            raise self.failure(f"getData {full}", err)
+        return body.data or b"", body.stat
+
+    def reconfig(
+        self,
+        *,
+        joining: str | None = None,
+        leaving: str | None = None,
+        members: str | None = None,
+        from_config: int = -1,
+    ) -> tuple[bytes, Stat]:
+        """reconfig (incremental with ``joining``/``leaving``, bulk with ``members``): the new
+        configuration's text and the config node's Stat.
+
+        Raises:
+            ServerRefusedError: the server's error (``code``), e.g. NOAUTH without admin rights.
+            ConnectionError: the connection broke before the reply (the change may have been made).
+        """
+        err, body = self.request(OpCode.RECONFIG, ReconfigRequest(joining, leaving, members, from_config))
+        if err != 0 or not isinstance(body, GetDataResponse):
+            raise self.failure("reconfig", err)
+        return body.data or b"", body.stat
 
     def children(self, path: str) -> list[str]:
         """The names of ``path``'s children ([] when it does not exist)."""
