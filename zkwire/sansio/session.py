@@ -139,6 +139,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         "_router",
         "abandoned",
         "allow_read_only",
+        "attachments",
         "chroot",
         "current_host",
         "last_zxid",
@@ -199,6 +200,9 @@ class SessionCore(Generic[TokenT, WatcherT]):
         #: Why the session ended, when a server's answer or the client's own check ended it (a refused
         #: credential, a session that needs SASL): :meth:`terminal_error` raises copies of it.
         self._ended_by: ZKError | None = None
+        #: Connections on which the session opened (the first, then one per re-attach: a reconnection
+        #: or a planned move).
+        self.attachments = 0
 
     # ------------------------------------------------------------------ timeouts and deadlines
 
@@ -491,6 +495,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     def _opened(self, events: list[Event[TokenT, WatcherT]], state: SessionState) -> None:
         """The connection's handshake is over: the session is open (ends a planned move)."""
+        self.attachments += 1
         move = self._move
         if move.reattaching:
             move.cancel()

@@ -1,0 +1,140 @@
+"""Clients following a reconfigurable ensemble (real 3.8 servers, members added and removed with
+``reconfig``): sessions spread over new members, survive the removal of their member with their ephemeral
+nodes, watches and locks, under a chroot too."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+
+import pytest
+import trio
+
+import zkwire
+from zkwire import SessionState
+from zkwire.testing.embedded import EmbeddedEnsemble
+
+pytestmark = pytest.mark.ensemble
+
+SESSIONS = 30
+
+
+@pytest.fixture
+async def reconfigurable(local_zookeeper: None) -> AsyncIterator[EmbeddedEnsemble]:
+    ens = EmbeddedEnsemble(3, reconfigurable=True)
+    await trio.to_thread.run_sync(ens.start)
+    try:
+        yield ens
+    finally:
+        await trio.to_thread.run_sync(ens.stop)
+
+
+def sessions_by_member(ens: EmbeddedEnsemble, ids: dict[int, int]) -> Counter[int]:
+    """How many of the sessions ``ids`` (session id -> client number) each running member serves, counted
+    with ``cons`` on the member."""
+    counts: Counter[int] = Counter()
+    for index in ens.running_members():
+        cons = ens.four_letter_word(index, "cons")
+        counts[index] = sum(f"sid=0x{sid:x}" in cons for sid in ids)
+    return counts
+
+
+async def settled(clients: list[zkwire.Client], members: int, timeout: float = 30.0) -> None:
+    """Until every client has followed the configuration of ``members`` members and finished moving."""
+    with trio.fail_after(timeout):
+        while not all(
+            zk.ensemble is not None and len(zk.ensemble.members) == members and not zk._core.moving for zk in clients
+        ):
+            await trio.sleep(0.05)
+
+
+async def test_sessions_spread_over_new_members_and_survive_their_removal(
+    reconfigurable: EmbeddedEnsemble, zk_path: str
+) -> None:
+    """3 -> 5 -> 3 members with 30 sessions, each sending a request every 20 ms throughout.
+
+    Growing, one member at a time: at each change a session moves with probability 1 - M/N (1/4, then
+    1/5), always to the new member, so the two new members hold 6 sessions each in expectation (12
+    together, standard deviation 2.7); the test asks for at least 4 together and at least one each (a
+    chance below 1 in 1000 of failing a correct client), every move exactly one planned re-attach and no
+    other connection.  Shrinking: the sessions on the removed members reconnect (their
+    in-flight requests may fail with ConnectionLossError, nothing else), no session expires, every
+    ephemeral node stays.
+    """
+    ens = reconfigurable
+    hosts = ens.hosts
+    failures: dict[int, list[BaseException]] = {i: [] for i in range(SESSIONS)}
+    states: dict[int, list[SessionState]] = {i: [] for i in range(SESSIONS)}
+    async with zkwire.open_client(hosts, auth=[ens.super_auth]) as admin:
+        await admin.ensure_path(zk_path)
+        async with trio.open_nursery() as nursery:
+            clients: list[zkwire.Client] = [None] * SESSIONS  # type: ignore[list-item]  # filled below
+            opened = trio.Event()
+
+            async def session(i: int) -> None:
+                async with zkwire.open_client(hosts, move_spread=1.0) as zk:
+                    zk.add_state_listener(states[i].append)
+                    await zk.create(f"{zk_path}/s{i}", ephemeral=True)
+                    clients[i] = zk
+                    if all(c is not None for c in clients):
+                        opened.set()
+                    while True:
+                        try:
+                            await zk.get_data(f"{zk_path}/s{i}")
+                        except zkwire.ZKError as e:
+                            failures[i].append(e)
+                        await trio.sleep(0.02)
+
+            for i in range(SESSIONS):
+                nursery.start_soon(session, i)
+            await opened.wait()
+            await settled(clients, 3)
+            ids = {zk.session_id: i for i, zk in enumerate(clients)}
+            before = sessions_by_member(ens, ids)
+            assert sum(before.values()) == SESSIONS
+
+            new = []
+            for size in (4, 5):  # one member per reconfiguration, as an operator adds them
+                attached = [zk._core.attachments for zk in clients]
+                where = sessions_by_member(ens, ids)
+                new.append(await trio.to_thread.run_sync(ens.add_member))
+                await settled(clients, size)
+                await trio.sleep(0.5)
+                now = sessions_by_member(ens, ids)
+                moves = [zk._core.attachments - a for zk, a in zip(clients, attached, strict=True)]
+                assert set(moves) <= {0, 1}  # at most one re-attach per session and change
+                # A session moved exactly when it re-attached: the newest member got all of them.
+                assert sum(moves) == now[new[-1]] == sum(where.values()) - sum(now[i] for i in where), (
+                    moves,
+                    where,
+                    now,
+                )
+            grown = sessions_by_member(ens, ids)
+            assert sum(grown.values()) == SESSIONS, grown
+            assert grown[new[0]] + grown[new[1]] >= 4 and grown[new[0]] >= 1 and grown[new[1]] >= 1, grown
+            assert all(states[i] == [] for i in range(SESSIONS)), states  # no state change seen
+            assert all(f == [] for f in failures.values()), failures
+
+            on_removed = {
+                ids[sid] for sid in ids if any(f"sid=0x{sid:x}" in ens.four_letter_word(n, "cons") for n in new)
+            }
+            for index in new:
+                await trio.to_thread.run_sync(ens.remove_member, index)
+            await settled(clients, 3)
+            await trio.sleep(0.5)
+            shrunk = sessions_by_member(ens, ids)
+            assert sum(shrunk.values()) == SESSIONS and set(shrunk) <= {0, 1, 2}, shrunk
+            for i, zk in enumerate(clients):
+                assert zk.state is SessionState.CONNECTED
+                if i not in on_removed:
+                    assert failures[i] == [], (
+                        i,
+                        hex(clients[i].session_id),
+                        failures[i],
+                        states[i],
+                        on_removed,
+                        shrunk,
+                    )
+                assert all(isinstance(e, zkwire.ConnectionLossError) for e in failures[i]), failures[i]
+            assert len(await admin.get_children(zk_path)) == SESSIONS  # every ephemeral node stayed
+            nursery.cancel_scope.cancel()
