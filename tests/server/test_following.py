@@ -39,9 +39,9 @@ def sessions_by_member(ens: EmbeddedEnsemble, ids: dict[int, int]) -> Counter[in
     return counts
 
 
-async def settled(clients: list[zkwire.Client], members: int, timeout: float = 30.0) -> None:
+async def settled(clients: list[zkwire.Client], members: int) -> None:
     """Until every client has followed the configuration of ``members`` members and finished moving."""
-    with trio.fail_after(timeout):
+    with trio.fail_after(30):
         while not all(
             zk.ensemble is not None and len(zk.ensemble.members) == members and not zk._core.moving for zk in clients
         ):
