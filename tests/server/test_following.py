@@ -10,13 +10,16 @@ from collections.abc import AsyncIterator
 import pytest
 import trio
 
+import zklock
 import zkwire
-from zkwire import SessionState
+from zkwire import EventType, SessionState
 from zkwire.testing.embedded import EmbeddedEnsemble
 
 pytestmark = pytest.mark.ensemble
 
 SESSIONS = 30
+#: The runs of the removal test in which the client was cut before it could move (reported, not failed).
+CUT: list[str] = []
 
 
 @pytest.fixture
@@ -138,3 +141,55 @@ async def test_sessions_spread_over_new_members_and_survive_their_removal(
                 assert all(isinstance(e, zkwire.ConnectionLossError) for e in failures[i]), failures[i]
             assert len(await admin.get_children(zk_path)) == SESSIONS  # every ephemeral node stayed
             nursery.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("chroot", ["", "/app"])
+async def test_a_client_given_one_member_survives_its_removal(
+    reconfigurable: EmbeddedEnsemble, zk_path: str, chroot: str
+) -> None:
+    """The client's connect string names member 1 only; it learns the others from the configuration
+    (and may move to one of them, planned).  Member 1 is then removed and stopped: the session lives on
+    elsewhere with its ephemeral node, its one-shot, persistent and recursive watches and its lock; the
+    lock holder is told "lost" only if its own connection was cut by the removal (never by a move)."""
+    ens = reconfigurable
+    async with zkwire.open_client(ens.hosts, auth=[ens.super_auth]) as admin:
+        await admin.ensure_path(chroot + zk_path + "/tree")
+        async with zkwire.open_client(ens.member_hosts(0) + chroot, move_spread=0.2) as zk:
+            states: list[SessionState] = []
+            zk.add_state_listener(states.append)
+            await zk.create(f"{zk_path}/eph", ephemeral=True)
+            _, _, one_shot = await zk.get_data(f"{zk_path}/tree", watch=True)
+            async with (
+                zk.add_watch(f"{zk_path}/tree") as persistent,
+                zk.add_watch(zk_path, recursive=True) as recursive,
+                zklock.Mutex(zk, f"{zk_path}/lock") as lease,
+            ):
+                with trio.fail_after(10):
+                    while zk.ensemble is None or zk._core.moving:
+                        await trio.sleep(0.02)
+                assert len(zk._core.hosts) == 3
+                moved_before = zk._core.attachments == 2
+                on_first = str(zk.connected_host) == ens.member_hosts(0)
+                assert moved_before != on_first
+                await trio.to_thread.run_sync(ens.remove_member, 0)
+                with trio.fail_after(20):
+                    while (
+                        zk.ensemble is None or len(zk.ensemble.members) != 2 or zk.state is not SessionState.CONNECTED
+                    ):
+                        await trio.sleep(0.02)
+                assert str(zk.connected_host) != ens.member_hosts(0)
+                if states == []:  # moved, planned, before the removal or on the news of it
+                    assert not lease.lost
+                else:  # on member 1 and cut by its removal before the news came: as for any cut
+                    assert not moved_before and states == [SessionState.SUSPENDED, SessionState.CONNECTED]
+                    CUT.append(chroot)
+                # The session is the one it was: its node, its watches.
+                stat = await admin.exists(f"{chroot}{zk_path}/eph")
+                assert stat is not None and stat.ephemeral_owner == zk.session_id
+                await admin.set_data(f"{chroot}{zk_path}/tree", b"x")
+                with trio.fail_after(5):
+                    assert (await one_shot.wait()).type is EventType.NODE_DATA_CHANGED
+                    assert (await persistent.__anext__()).type is EventType.NODE_DATA_CHANGED
+                    while (await recursive.__anext__()).path != f"{zk_path}/tree":
+                        pass
+            assert zk.state is SessionState.CONNECTED

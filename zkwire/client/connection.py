@@ -275,6 +275,10 @@ class ConnectionDriver(RequestPath):
         refused after the TLS handshake (TLS 1.3 servers alert on the first read) is told to the core
         as the reason (:meth:`~zkwire.sansio.session.SessionCore.connection_lost`)."""
         host = self.core.current_host
+        if host is None:  # the connection was dropped already (this is its socket closing under a read)
+            log.debug("%s the dropped connection: %s", action, error)
+            self.drop_connection()
+            return
         reason = tls_failure(error, host)
         log.info("%s %s failed: %s", action, host, reason or error)
         self.drop_connection(reason)

@@ -428,7 +428,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
         """Install a new list of servers (the ensemble's configuration changed, or the application says
         so).  The session decides at random whether it moves, so that sessions spread evenly over the
         new list (:func:`~zkwire.sansio.hosts.move_decision`).  A session connected read-write that
-        moves does so at a moment drawn from the next ``spread`` seconds, as a planned move
+        moves does so at a moment drawn from the next ``spread`` seconds (at once if its server left the
+        list), as a planned move
         (:mod:`~zkwire.sansio.moves`: no request fails, the state stays CONNECTED); one not connected
         simply tries the move's targets first.  Returns whether the session moves (the I/O layer then
         reads :meth:`next_deadline` again).
@@ -441,7 +442,9 @@ class SessionCore(Generic[TokenT, WatcherT]):
         connected = self._phase is Phase.OPEN and self.state is SessionState.CONNECTED
         moves = self._hosts.update(hosts, self.current_host if connected else None)
         if moves and connected:
-            self._move.schedule(now, spread, self.current_host)
+            # A session whose server left the list moves at once: that server is leaving the ensemble
+            # and will cut its connections; the spread is for sessions that move to balance the load.
+            self._move.schedule(now, spread if self.current_host in hosts else 0.0, self.current_host)
             log.info("session 0x%x: host list changed; moving from %s", self.session_id, self.current_host)
         elif not moves and self._move.scheduled:
             self._move.cancel()
