@@ -110,6 +110,27 @@ async def test_three_to_five_to_three(reconfigurable: EmbeddedEnsemble) -> None:
             assert (await zk.get_data("/reconfig-test"))[0] == b"written on member 4"
 
 
+async def test_removing_the_leader_moves_the_leadership(reconfigurable: EmbeddedEnsemble) -> None:
+    ens = reconfigurable
+    leader = ens.leader_index()
+    follower = next(i for i in ens.members() if i != leader)
+    with trio.fail_after(120):
+        async with zkwire.open_client(ens.member_hosts(follower), session_timeout=20) as zk:
+            session = zk.session_id
+            _, stat, watch = await zk.get_data(CONFIG, watch=True)
+            await trio.to_thread.run_sync(ens.remove_member, leader)
+            assert (await watch.wait()).type is zkwire.EventType.NODE_DATA_CHANGED
+            assert not ens.is_running(leader) and leader not in ens.members()
+            new_leader = ens.leader_index()
+            assert new_leader != leader and new_leader in ens.members()
+            members = await config_seen(zk)  # the session lives on (its member dropped it while the leader moved)
+            assert zk.session_id == session
+            assert members == {i + 1: expected_line(ens, i) for i in ens.members()}
+            await zk.ensure_path("/after-the-leader-left")
+            _, written = await zk.get_data("/after-the-leader-left")
+            assert written.czxid >> 32 > stat.mzxid >> 32  # the new leader writes in a new epoch
+
+
 async def test_a_member_removed_but_left_running_is_stopped_with_the_ensemble(reconfigurable: EmbeddedEnsemble) -> None:
     ens = reconfigurable
     with trio.fail_after(120):
