@@ -193,3 +193,33 @@ async def test_a_client_given_one_member_survives_its_removal(
                     while (await recursive.__anext__()).path != f"{zk_path}/tree":
                         pass
             assert zk.state is SessionState.CONNECTED
+
+
+@pytest.fixture
+async def wildcard_ensemble(local_zookeeper: None) -> AsyncIterator[EmbeddedEnsemble]:
+    ens = EmbeddedEnsemble(3, reconfigurable=True, wildcard_client_addresses=True)
+    await trio.to_thread.run_sync(ens.start)
+    try:
+        yield ens
+    finally:
+        await trio.to_thread.run_sync(ens.stop)
+
+
+async def test_wildcard_client_addresses_become_the_quorum_hosts(wildcard_ensemble: EmbeddedEnsemble) -> None:
+    """Members given a bare client port show ``0.0.0.0:<port>`` in the config node: the client connects to
+    their quorum host (127.0.0.1) instead, and follows a change."""
+    ens = wildcard_ensemble
+    assert all(";0.0.0.0:" in line for line in ens.config_text().splitlines() if line.startswith("server."))
+    async with zkwire.open_client(ens.member_hosts(0), move_spread=0.2) as zk:
+        with trio.fail_after(10):
+            while zk.ensemble is None or zk._core.moving:
+                await trio.sleep(0.02)
+        expected = {zkwire.HostPort("127.0.0.1", ens.member_port(i)) for i in range(3)}
+        assert set(zk._core.hosts) == expected
+        added = await trio.to_thread.run_sync(ens.add_member)
+        with trio.fail_after(10):
+            while len(zk._core.hosts) != 4:
+                await trio.sleep(0.02)
+        assert zkwire.HostPort("127.0.0.1", ens.member_port(added)) in zk._core.hosts
+        assert zk.connected_host is not None and zk.connected_host.host == "127.0.0.1"
+        assert zk.state is SessionState.CONNECTED

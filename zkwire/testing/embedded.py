@@ -609,6 +609,8 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
     static ``clientPort``), and a digest super user with a password chosen at random for the ensemble
     may change it: :attr:`super_auth` is its credential for :func:`zkwire.open_client`'s ``auth``.
     :meth:`add_member` and :meth:`remove_member` change the membership; :meth:`config_text` reads it.
+    With ``wildcard_client_addresses`` each member is given a bare client port: it listens on every
+    address and the config node shows ``0.0.0.0:<port>`` for it.
     """
 
     backend = "local"
@@ -623,6 +625,7 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         certificates: TestCertificates | None = None,
         tls_client_auth: str | None = None,
         reconfigurable: bool = False,
+        wildcard_client_addresses: bool = False,
         java: str | None = None,
         classpath: Sequence[str] | None = None,
         **changes: Unpack[ServerOptionChanges],
@@ -630,6 +633,9 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         super().__init__(size, (options or ServerOptions()).replace(**changes))
         self._first_size = size
         self.reconfigurable = reconfigurable
+        #: Reconfigurable members are given a bare client port (``...;<port>``): each listens on every
+        #: address and the config node shows ``0.0.0.0:<port>`` (a client must find the host elsewhere).
+        self.wildcard_client_addresses = wildcard_client_addresses
         # The super user's password: in super_auth (whose repr hides it), never in a repr, log or file.
         self.__super_password = secrets.token_urlsafe(24) if reconfigurable else None
         if tls_client_auth not in (None, "none", "want", "need"):
@@ -742,7 +748,19 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
         """The member's line in a dynamic configuration: quorum and election addresses, role, client address."""
         peer = f"{self._peer_host(member.index)}:{member.quorum_port}:{member.election_port}:{member.role}"
         host, port = self._member_address(member.index)
-        return f"server.{member.myid}={peer};{host}:{port}"
+        return (
+            f"server.{member.myid}={peer};{port}"
+            if self.wildcard_client_addresses
+            else f"server.{member.myid}={peer};{host}:{port}"
+        )
+
+    def _shown_line(self, member: _Member) -> str:
+        """The member's line as the config node shows it (a bare client port as ``0.0.0.0:<port>``)."""
+        line = self._server_line(member)
+        if self.wildcard_client_addresses:
+            head, _, port = line.rpartition(";")
+            line = f"{head};0.0.0.0:{port}"
+        return line
 
     def _dynamic_config_path(self, member: _Member) -> Path:
         assert self._workdir is not None
@@ -920,10 +938,11 @@ class EmbeddedEnsemble(ZooKeeperEnsemble):
             self._launch_member(member.index)
             self._wait_joiner_serving(member.index, deadline, timeout)
             line = self._server_line(member)
+            shown = self._shown_line(member)
             self._reconfig(
                 f"joining {line}",
                 (line, None),
-                lambda config: line in config.splitlines(),
+                lambda config: shown in config.splitlines(),
                 member.index,
                 deadline,
                 timeout,
