@@ -19,17 +19,28 @@ the move is carried out in four steps, each the session core's:
 If the new server cannot be reached or refuses, the move is over: the session is SUSPENDED as after
 any lost connection (the application is told) and reconnects as usual.
 
-This module holds the move's state and clock; the core carries the steps out.
+:class:`PlannedMove` holds the move's state and clock; :class:`MoveSteps` is the session core's part that
+carries the steps out (the core hands it the host list, the timer, the connection's end and the
+handshake's; it sets the core's ``_draining`` flag, which the request path reads).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import random
+from collections.abc import Sequence
+from typing import Generic, Protocol
 
-from .hosts import HostPort
+from .events import DropConnection, Event, Moved, SessionState, TokenT, WatcherT
+from .handshake import Phase
+from .hosts import HostPort, HostRotation
+from .liveness import Liveness
+from .matching import RequestQueue
 
-__all__ = ["PlannedMove", "DEFAULT_MOVE_SPREAD"]
+__all__ = ["PlannedMove", "MoveSteps", "MovingSession", "DEFAULT_MOVE_SPREAD"]
+
+log = logging.getLogger("zkwire.session")
 
 #: Over how many seconds the moves of one host-list change are spread (each session draws its moment).
 DEFAULT_MOVE_SPREAD = 2.0
@@ -92,3 +103,107 @@ class PlannedMove:
         if self.drain_until is not None:
             return self.drain_until
         return self.due
+
+
+class MovingSession(Protocol[TokenT, WatcherT]):
+    """What the move's steps read and change in the session core."""
+
+    state: SessionState
+    session_id: int
+    current_host: HostPort | None
+    _phase: Phase
+    _draining: bool
+
+    def _set_state(self, events: list[Event[TokenT, WatcherT]], new: SessionState) -> None: ...
+
+
+class MoveSteps(Generic[TokenT, WatcherT]):
+    """The session core's part that carries a planned move out (see the module)."""
+
+    __slots__ = ("_clock", "_hosts", "_pending", "_session", "move")
+
+    def __init__(
+        self,
+        session: MovingSession[TokenT, WatcherT],
+        pending: RequestQueue[TokenT, WatcherT],
+        clock: Liveness,
+        hosts: HostRotation,
+        rng: random.Random,
+    ) -> None:
+        self._session = session
+        self._pending = pending
+        self._clock = clock
+        self._hosts = hosts
+        self.move = PlannedMove(rng)
+
+    def update_hosts(self, hosts: Sequence[HostPort], now: float, spread: float) -> bool:
+        """See :meth:`~zkwire.sansio.session.SessionCore.update_hosts`."""
+        session = self._session
+        if session.state.is_terminal:
+            return False
+        connected = session._phase is Phase.OPEN and session.state is SessionState.CONNECTED
+        current = session.current_host
+        moves = self._hosts.update(hosts, current if connected else None)
+        if moves and connected:
+            # A session whose server left the list moves at once: that server is leaving the ensemble
+            # and will cut its connections; the spread is for sessions that move to balance the load.
+            self.move.schedule(now, spread if current in hosts else 0.0, current)
+            log.info("session 0x%x: host list changed; moving from %s", session.session_id, current)
+        elif not moves and self.move.scheduled:
+            self.move.cancel()
+        return moves
+
+    def advance(self, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
+        """The move's clock is due: start draining, close the drained connection, or give the move up."""
+        move, session = self.move, self._session
+        if move.draining:
+            if not self._pending:
+                events.append(DropConnection("moving to another server"))
+                return
+            log.info("session 0x%x: requests still in flight; staying on %s", session.session_id, session.current_host)
+            move.cancel()
+            session._draining = False
+            events.append(Moved(move.source, None))
+            return
+        if session._phase is not Phase.OPEN or session.state is not SessionState.CONNECTED:
+            move.cancel()  # the session is reconnecting anyway (to the move's targets first)
+            return
+        move.start_draining(now + self._clock.read_timeout)
+        session._draining = True
+        if not self._pending:
+            events.append(DropConnection("moving to another server"))
+
+    def drained(self, events: list[Event[TokenT, WatcherT]]) -> None:
+        """While draining: once the last request in flight is answered, the connection is to be closed."""
+        if not self._pending and not any(isinstance(e, DropConnection) for e in events):
+            events.append(DropConnection("moving to another server"))
+
+    def closed_for_move(self, phase: Phase) -> bool:
+        """The connection (in ``phase`` when it ended) is gone: True when that was the move's own close
+        (nothing was in flight; the state is left as it is), which starts the re-attach."""
+        session = self._session
+        if session._draining and not self._pending and phase is Phase.OPEN:
+            session._draining = False
+            self.move.reattach()
+            return True
+        return False
+
+    def failed(self, events: list[Event[TokenT, WatcherT]]) -> None:
+        """The connection ended, or a new one failed, while a move was scheduled or under way: the move
+        is over; a session that was re-attaching elsewhere is suspended (the application is told)."""
+        move, session = self.move, self._session
+        reattaching = move.reattaching
+        move.cancel()
+        session._draining = False
+        if reattaching and session.state.is_connected:
+            log.info("session 0x%x: moving from %s failed; reconnecting", session.session_id, move.source)
+            session._set_state(events, SessionState.SUSPENDED)
+
+    def opened(self, events: list[Event[TokenT, WatcherT]]) -> None:
+        """The session is open on a new connection: a move re-attaching is over."""
+        move = self.move
+        if move.reattaching:
+            move.cancel()
+            session = self._session
+            log.info("session 0x%x: moved from %s to %s", session.session_id, move.source, session.current_host)
+            events.append(Moved(move.source, session.current_host))

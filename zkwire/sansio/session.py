@@ -8,6 +8,8 @@ and the liveness clocks.  It composes one part per job, each a module of its own
 * :mod:`~zkwire.sansio.routing`: the incoming side, each frame the server sends routed to the part it
   answers (the core's ``receive_*`` methods hand the bytes to it);
 * :mod:`~zkwire.sansio.hosts`: the servers, their order, and the back-off between attempts;
+* :mod:`~zkwire.sansio.moves`: a planned move to another server when the host list changes
+  (:meth:`SessionCore.update_hosts`), carried out without a state change or a failed request;
 * :mod:`~zkwire.sansio.liveness`: ping, read timeout, suspension and client-side expiry, and what the
   timer is to do at a moment (the core carries it out);
 * :mod:`~zkwire.sansio.handshake`: the connection's phases (ConnectRequest and its answer, auth,
@@ -87,7 +89,7 @@ from .handshake import (
 from .hosts import HostPort, HostRotation
 from .liveness import Liveness
 from .matching import RequestQueue
-from .moves import DEFAULT_MOVE_SPREAD, PlannedMove
+from .moves import DEFAULT_MOVE_SPREAD, MoveSteps
 from .options import check_max_frame, check_session_timeout
 from .routing import FrameRouter
 from .watches import WatchKind, WatchRegistry
@@ -131,7 +133,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         "_ended_by",
         "_handshake",
         "_hosts",
-        "_move",
+        "_moves",
         "_out",
         "_passwd",
         "_pending",
@@ -165,9 +167,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         max_frame = check_max_frame(max_frame)
         #: The servers, their order and the back-off between attempts.
         self._hosts = HostRotation(hosts, rng or SHARED_RNG)
-        #: A move to another server decided by a host-list change (:mod:`~zkwire.sansio.moves`).
-        self._move = PlannedMove(rng or SHARED_RNG)
-        #: The move's draining step is under way: no new request is sent (mirrors ``_move.draining``,
+        #: The move's draining step is under way: no new request is sent (mirrors ``_moves.move.draining``,
         #: read on every request).
         self._draining = False
         self._clock = Liveness(session_timeout)
@@ -191,6 +191,10 @@ class SessionCore(Generic[TokenT, WatcherT]):
         #: The incoming side: each frame the server sends, routed to the part it answers.
         self._router: FrameRouter[TokenT, WatcherT] = FrameRouter(
             self, self._pending, self._clock, self._handshake, self._hosts
+        )
+        #: Moves to another server decided by a host-list change (:mod:`~zkwire.sansio.moves`).
+        self._moves: MoveSteps[TokenT, WatcherT] = MoveSteps(
+            self, self._pending, self._clock, self._hosts, rng or SHARED_RNG
         )
         #: The id and password of the session once the client has declared it expired by itself (no
         #: server reached for the session timeout): the server may still hold it, and its ephemeral
@@ -272,7 +276,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         deadline = self._clock.next_deadline(
             self._phase, self.state.is_connected, oldest, not self._handshake.sasl_running
         )
-        return min(deadline, self._move.deadline())
+        return min(deadline, self._moves.move.deadline())
 
     def handle_timer(self, now: float) -> list[Event[TokenT, WatcherT]]:
         """The clocks' decisions at ``now`` (:meth:`~zkwire.sansio.liveness.Liveness.due`), carried out:
@@ -292,8 +296,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if due.drop is not None:
             events.append(DropConnection(due.drop))
             return events
-        if now >= self._move.deadline():
-            self._advance_move(now, events)
+        if now >= self._moves.move.deadline():
+            self._moves.advance(now, events)
         if due.suspend is not None:
             # Answers keep coming, but to requests sent before the read timeout (a deep pipeline
             # draining; our pings wait behind it).  The application is told now, as it would be by a
@@ -356,8 +360,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
         rolling restart, a certificate rotation under way): it may come back, and the session with its
         ephemeral nodes lives until it expires; only when every server refuses does it end at once."""
         events: list[Event[TokenT, WatcherT]] = []
-        if not self._attempt_failed(events, reason) and self._move.reattaching:
-            self._move_failed(events)
+        if not self._attempt_failed(events, reason) and self._moves.move.reattaching:
+            self._moves.failed(events)
         return events
 
     def _attempt_failed(self, events: list[Event[TokenT, WatcherT]], reason: ZKError | None) -> bool:
@@ -397,17 +401,15 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self._phase = Phase.IDLE
         self.current_host = None
         self._out.clear()
-        if self._draining and not self._pending and phase is Phase.OPEN:
+        if self._moves.closed_for_move(phase):
             # The move's own close (or the server's, at the moment the client was about to close):
             # nothing was in flight, nothing is lost; the state stays as it is.
-            self._draining = False
-            self._move.reattach()
             self._handshake.connection_lost()
             return events
         if (phase is Phase.IDLE or phase is Phase.HANDSHAKE) and self._attempt_failed(events, reason):
             return events
-        if self._move.active:
-            self._move_failed(events)
+        if self._moves.move.active:
+            self._moves.failed(events)
         # The state change comes first: whoever watches the session (a lock's lease) has heard of the
         # loss before any caller's request fails with it.
         if phase is Phase.CLOSING:
@@ -437,18 +439,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         Raises:
             InvalidArgumentError: ``hosts`` is empty (nothing changes).
         """
-        if self.state.is_terminal:
-            return False
-        connected = self._phase is Phase.OPEN and self.state is SessionState.CONNECTED
-        moves = self._hosts.update(hosts, self.current_host if connected else None)
-        if moves and connected:
-            # A session whose server left the list moves at once: that server is leaving the ensemble
-            # and will cut its connections; the spread is for sessions that move to balance the load.
-            self._move.schedule(now, spread if self.current_host in hosts else 0.0, self.current_host)
-            log.info("session 0x%x: host list changed; moving from %s", self.session_id, self.current_host)
-        elif not moves and self._move.scheduled:
-            self._move.cancel()
-        return moves
+        return self._moves.update_hosts(hosts, now, spread)
 
     @property
     def ready(self) -> bool:
@@ -458,52 +449,12 @@ class SessionCore(Generic[TokenT, WatcherT]):
     @property
     def moving(self) -> bool:
         """A planned move is scheduled or under way."""
-        return self._move.active
-
-    def _advance_move(self, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
-        """The move's clock is due: start draining, close the drained connection, or give the move up."""
-        move = self._move
-        if move.draining:
-            if not self._pending:
-                events.append(DropConnection("moving to another server"))
-                return
-            log.info("session 0x%x: requests still in flight; staying on %s", self.session_id, self.current_host)
-            move.cancel()
-            self._draining = False
-            events.append(Moved(move.source, None))
-            return
-        if self._phase is not Phase.OPEN or self.state is not SessionState.CONNECTED:
-            move.cancel()  # the session is reconnecting anyway (to the move's targets first)
-            return
-        move.start_draining(now + self._clock.read_timeout)
-        self._draining = True
-        if not self._pending:
-            events.append(DropConnection("moving to another server"))
-
-    def _drained(self, events: list[Event[TokenT, WatcherT]]) -> None:
-        """While draining for a move: the last request in flight was answered."""
-        if not self._pending and not any(isinstance(e, DropConnection) for e in events):
-            events.append(DropConnection("moving to another server"))
-
-    def _move_failed(self, events: list[Event[TokenT, WatcherT]]) -> None:
-        """The connection ended, or a new one failed, while a move was scheduled or under way: the move
-        is over; a session that was re-attaching elsewhere is suspended (the application is told)."""
-        move = self._move
-        reattaching = move.reattaching
-        move.cancel()
-        self._draining = False
-        if reattaching and self.state.is_connected:
-            log.info("session 0x%x: moving from %s failed; reconnecting", self.session_id, move.source)
-            self._set_state(events, SessionState.SUSPENDED)
+        return self._moves.move.active
 
     def _opened(self, events: list[Event[TokenT, WatcherT]], state: SessionState) -> None:
         """The connection's handshake is over: the session is open (ends a planned move)."""
         self.attachments += 1
-        move = self._move
-        if move.reattaching:
-            move.cancel()
-            log.info("session 0x%x: moved from %s to %s", self.session_id, move.source, self.current_host)
-            events.append(Moved(move.source, self.current_host))
+        self._moves.opened(events)
         self._set_state(events, state)
 
     @property
@@ -673,7 +624,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         """
         events = self._router.receive_data(data, now)
         if self._draining:
-            self._drained(events)
+            self._moves.drained(events)
         return events
 
     def receive_buffer(self) -> memoryview | None:
@@ -687,7 +638,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         """``n`` bytes were read into the view :meth:`receive_buffer` returned."""
         events = self._router.received_into(n, now)
         if self._draining:
-            self._drained(events)
+            self._moves.drained(events)
         return events
 
     # ------------------------------------------------------------------ state
