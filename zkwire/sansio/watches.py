@@ -170,3 +170,11 @@ class WatchRegistry(Generic[W]):
 
     def __bool__(self) -> bool:
         return any(self._tables.values())
+
+    def beyond(self, path: str) -> bool:
+        """Some watch is registered on a path other than ``path`` (five table checks, in a loop rather than
+        ``any()`` over a generator: it is on the request path)."""
+        for table in self._tables.values():  # noqa: SIM110
+            if table and (len(table) > 1 or path not in table):
+                return True
+        return False

@@ -27,7 +27,7 @@ from zkwire.constants import EventType, KeeperState, WatcherType
 from zkwire.errors import NoAuthError, NoNodeError
 from zkwire.protocol.records import ErrorResponse, ExistsResponse, GetChildrenResponse
 from zkwire.sansio.session import DropConnection, Event, HostPort, SessionCore, WatchNotification
-from zkwire.sansio.watches import WatchKind
+from zkwire.sansio.watches import WatchKind, WatchRegistry
 
 # ------------------------------------------------------------------------------------------------ watches
 
@@ -229,3 +229,16 @@ def test_removing_any_empties_every_table_of_the_path() -> None:
     assert [w for _, w in removed] == ["data", "data-2", "exist", "child", "persistent", "recursive"]
     assert {e for e, _ in removed[3:]} == {EventType.CHILD_WATCH_REMOVED, EventType.PERSISTENT_WATCH_REMOVED}
     assert not core.watches.has_any("/a") and core.watches.has_any("/b")
+
+
+def test_watches_beyond_one_path() -> None:
+    """The fast path's question: is any watch registered on a path other than the config node's."""
+    registry: WatchRegistry[str] = WatchRegistry()
+    assert not registry.beyond("/zookeeper/config")
+    registry.add(WatchKind.DATA, "/zookeeper/config", "follower")
+    assert registry and not registry.beyond("/zookeeper/config")
+    registry.add(WatchKind.CHILD, "/app", "app")
+    assert registry.beyond("/zookeeper/config")
+    registry.discard(WatchKind.CHILD, "/app", "app")
+    registry.add(WatchKind.DATA, "/app", "app")
+    assert registry.beyond("/zookeeper/config")
