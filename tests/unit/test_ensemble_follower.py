@@ -8,10 +8,10 @@ from __future__ import annotations
 import warnings
 
 import trio
-
-import zkwire
 from helpers.fakeserver import STAT
 from helpers.hostileserver import HostileConnection, bounded, open_hostile_server, reply_for
+
+import zkwire
 from zkwire import EventType, HostPort
 from zkwire.constants import OpCode
 from zkwire.protocol.records import GetDataRequest, GetDataResponse

@@ -34,9 +34,8 @@ def test_the_observed_text() -> None:
     assert config.version == 0x100000008
     assert [m.id for m in config.members] == [1, 2, 3]  # by id, whatever the node's order
     two = config.member(2)
-    assert two == Member(
-        2, (HostPort("::1", 40003), HostPort("10.0.0.2", 40013)), (40004, 40014), Role.OBSERVER, HostPort("0.0.0.0", 2182)
-    )
+    quorum = (HostPort("::1", 40003), HostPort("10.0.0.2", 40013))
+    assert two == Member(2, quorum, (40004, 40014), Role.OBSERVER, HostPort("0.0.0.0", 2182))
     assert [m.id for m in config.participants] == [1, 3] and config.observers == (two,)
     assert parse_config(config.text()) == config  # written back, read again: the same
     assert config.client_connect_string() == "100000008 127.0.0.1:2181,0.0.0.0:2182,127.0.0.1:2183"
