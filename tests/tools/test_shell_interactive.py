@@ -293,6 +293,14 @@ def test_what_a_word_completes_to() -> None:
         candidates("ls ", "/app/missing/", tree)
     assert candidates("connect ", "/", tree) == []  # not a path: connect needs no session
     assert candidates("ls ", "relative", tree) == []
+    # Options named by a word (reconfig's, as ZooKeeper's shell spells them) complete whole.
+    assert candidates("", "conf", tree) == ["config "]
+    assert candidates("config ", "-", tree) == ["-c ", "-s ", "-w "]
+    assert candidates("reconfig ", "-", tree) == ["-add ", "-file ", "-members ", "-remove ", "-s ", "-v "]
+    assert candidates("reconfig ", "-re", tree) == ["-remove "]
+    assert candidates("reconfig -remove ", "", tree) == []  # the option's value
+    assert candidates("reconfig -add ", "-", tree) == []
+    assert candidates("help ", "reco", tree) == ["reconfig "]
 
 
 async def test_the_completer_never_raises_into_readline() -> None:

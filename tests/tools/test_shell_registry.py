@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,7 @@ from zkwire.errors import InvalidInputError
 from zkwire.sansio.session import HostPort
 from zkwire.shell.commands import COMMANDS
 from zkwire.shell.commands.access import AddAuthArguments, SetAclArguments
+from zkwire.shell.commands.ensemble import ConfigArguments, ReconfigArguments
 from zkwire.shell.commands.nodes import CreateArguments, DeleteAllArguments, LsArguments, SetArguments
 from zkwire.shell.commands.quotas import DelQuotaArguments, SetQuotaArguments
 from zkwire.shell.commands.server import FourArguments
@@ -76,6 +78,48 @@ def test_words_become_typed_arguments() -> None:
     assert parse("delquota -N /a") == DelQuotaArguments(path="/a", count_hard_limit=True)
     removewatches = parse("removewatches /a")
     assert isinstance(removewatches, RemoveWatchesArguments) and removewatches.kind is WatcherType.ANY
+    assert parse("config -sc") == ConfigArguments(stat=True, client=True)
+    assert parse("reconfig -remove 3,4 -v 1000000a -s") == ReconfigArguments(
+        leaving=(3, 4), from_config=0x1000000A, stat=True
+    )
+    # Member lines are checked and sent as given, each as server.N= (a bare N= is taken too).
+    assert parse("reconfig -add 'server.4=h:1:2;3, 5=[::1]:1:2:observer;0.0.0.0:9' -v 0x1F") == ReconfigArguments(
+        joining=("server.4=h:1:2;3", "server.5=[::1]:1:2:observer;0.0.0.0:9"), from_config=0x1F
+    )
+    members = parse("reconfig -members server.1=a:1:2;3,server.2=b:1:2;3")
+    assert isinstance(members, ReconfigArguments) and members.new_members == ("server.1=a:1:2;3", "server.2=b:1:2;3")
+
+
+def test_reconfig_reads_the_server_lines_of_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "dynamic.cfg"
+    path.write_text(
+        "# copied from config\n\nserver.1 = a:1:2:participant;3\n  server.2=b:1:2;0.0.0.0:3\nversion=10000000a\n"
+    )
+    parsed = parse(f"reconfig -file {path}")
+    assert isinstance(parsed, ReconfigArguments)
+    assert parsed.new_members == ("server.1=a:1:2:participant;3", "server.2=b:1:2;0.0.0.0:3")
+    assert parsed.from_config == -1  # the file's version= line is not a condition: -v is
+    (tmp_path / "empty.cfg").write_text("version=1\n")
+    assert (
+        usage_error(f"reconfig -file {tmp_path / 'empty.cfg'}")
+        == f"reconfig: {tmp_path / 'empty.cfg'} has no server.N= line"
+    )
+    (tmp_path / "binary.cfg").write_bytes(b"server.1=\xff")
+    assert (
+        usage_error(f"reconfig -file {tmp_path / 'binary.cfg'}")
+        == f"reconfig: {tmp_path / 'binary.cfg'} is not UTF-8 text"
+    )
+    (tmp_path / "secret.cfg").write_text("password=hunter2\n")
+    message = usage_error(f"reconfig -file {tmp_path / 'secret.cfg'}")
+    assert "line 1: not a server.N= line" in message and "hunter2" not in message
+    assert "line 1: not a server id" in usage_error(f"reconfig -file {_file(tmp_path, 'server.x=a:1:2;3')}")
+    assert usage_error(f"reconfig -file {tmp_path}") == f"reconfig: cannot read {tmp_path}: Is a directory"
+
+
+def _file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "one.cfg"
+    path.write_text(text)
+    return path
 
 
 def test_options_before_or_after_positionals_combined_or_attached() -> None:
@@ -176,6 +220,33 @@ ERRORS = [
     ("four RUOK", f"four: unknown four-letter word 'RUOK' (one of {', '.join(FOUR_LETTER_WORDS)})"),
     ("version x", "version: unexpected argument 'x'; usage: version"),
     ("help a b", "help: unexpected argument 'b'; usage: help [command]"),
+    ("config /a", "config: unexpected argument '/a'; usage: config [-c] [-w] [-s]"),
+    ("reconfig", "reconfig: give -add and/or -remove, or -members, or -file"),
+    ("reconfig -v 1", "reconfig: give -add and/or -remove, or -members, or -file"),
+    ("reconfig -remove", "reconfig: option -remove needs a value; usage: " + COMMANDS["reconfig"].usage),
+    ("reconfig -remove 1 -x", "reconfig: unknown option -x; usage: " + COMMANDS["reconfig"].usage),
+    ("reconfig -remove 1 -sremove", "reconfig: unknown option -r; usage: " + COMMANDS["reconfig"].usage),
+    ("reconfig -remove 1 /a", "reconfig: unexpected argument '/a'; usage: " + COMMANDS["reconfig"].usage),
+    ("reconfig -remove 1,,2", "reconfig: -remove takes server ids separated by commas, not ''"),
+    (
+        "reconfig -remove 9223372036854775808",
+        "reconfig: -remove takes server ids separated by commas, not '9223372036854775808'",
+    ),
+    (
+        "reconfig -remove 1 -v -1",
+        "reconfig: -v takes the configuration's version in hexadecimal (as config shows it), not '-1'",
+    ),
+    (
+        "reconfig -remove 1 -v 8000000000000000",
+        "reconfig: -v takes the configuration's version in hexadecimal (as config shows it), not '8000000000000000'",
+    ),
+    ("reconfig -add server.4=h:1:2;3,", "reconfig: an empty member line (two commas in a row, or one at an end?)"),
+    ("reconfig -add server.4=h:1:2:voter;3", "reconfig: unknown role in 'server.4=h:1:2:voter;3'"),
+    (
+        "reconfig -add 'server.4=h:1:2;3' -members 'server.4=h:1:2;3'",
+        "reconfig: -members cannot be combined with -add or -remove"
+        " (a whole new membership, or a change to the current one)",
+    ),
 ]
 
 
@@ -272,6 +343,10 @@ def test_declarations_the_registry_refuses() -> None:
     class LongLetter:
         a: bool = flag("xy")
 
+    @dataclass(frozen=True, kw_only=True)
+    class NotAWord:
+        a: int | None = option("x-y", int)
+
     class NotADataclass:
         pass
 
@@ -280,12 +355,35 @@ def test_declarations_the_registry_refuses() -> None:
         (RequiredAfterOptional, "required positional after an optional"),
         (SameLetter, "letter 'x' unusable"),
         (LongLetter, "letter 'xy' unusable"),
+        (NotAWord, "letter 'x-y' unusable"),
         (NotADataclass, "not a dataclass"),
     ]:
         with pytest.raises(TypeError, match=message):
             Command("probe", "probe", "probe", arguments, handler)
     with pytest.raises(TypeError, match="exclusive letters"):
         Command("probe", "probe", "probe", LsArguments, handler, exclusive="sq")
+
+
+def test_an_option_named_by_a_word() -> None:
+    async def handler(ctx: Context, a: object) -> None:
+        pass
+
+    @dataclass(frozen=True, kw_only=True)
+    class Words:
+        add: str | None = option("add", str)
+        all: bool = flag("a")
+        depth: int | None = option("d", int)
+
+    probe = Command("probe", "probe [-a] [-d n] [-add x]", "probe", Words, handler)
+    assert probe.parse(["-add", "-1"]) == Words(add="-1")  # the next word, whatever it looks like
+    assert probe.parse(["-ad3"]) == Words(all=True, depth=3)  # letters still combine
+    assert probe.parse(["-a", "-add", "x", "-d", "4"]) == Words(add="x", all=True, depth=4)
+    with pytest.raises(UsageError, match=r"^probe: option -add needs a value;"):
+        probe.parse(["-add"])
+    with pytest.raises(UsageError, match=r"^probe: unknown option -x;"):
+        probe.parse(["-add", "1", "-ax"])  # not the word: its letters, and x is none
+    with pytest.raises(UsageError, match=r"^probe: unknown option -bogus;"):
+        probe.parse(["-bogus"])
 
 
 def test_a_converter_or_check_error_names_the_command() -> None:

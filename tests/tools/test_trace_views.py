@@ -30,6 +30,7 @@ from zkwire.protocol.records import (
     ErrorResponse,
     GetDataRequest,
     GetDataResponse,
+    ReplyHeader,
     SetDataRequest,
     SetDataResponse,
     Stat,
@@ -353,3 +354,66 @@ async def test_zkwire_trace_prints_the_summary_on_sigusr1_and_on_exit_and_saves(
         )
     assert done.returncode == 0
     assert json.loads(done.stdout)["requests"] == summaries[-1]["requests"]
+
+
+# ------------------------------------------------------------------------------- reconfiguration
+
+
+def _config_conversation(data: list[bytes | None]) -> tuple[bytes, bytes]:
+    """A reconfig (members and ids, some null, some not what they should be), then getData replies of
+    /zookeeper/config holding each of ``data``."""
+    from zkwire.protocol.records.access import ReconfigRequest
+
+    client = bytearray(encode_connect_request(ConnectRequest(0, 0, 10000, 0, bytes(16), False)))
+    server = bytearray(frame(_body(ConnectResponse(0, 10000, 0x77, bytes(16), False))))
+    client += encode_request(
+        1, OpCode.RECONFIG, ReconfigRequest("server.4=h:1:2;3, 5=h:1:2;4", "3,x,", None, 0x10000000A)
+    )
+    config = b"server.1=h:1:2:participant;h:2181\nserver.2=h:3:4:observer\nversion=10000000b"
+    server += frame(_body(ReplyHeader(1, 0x10000000B, 0)) + _body(GetDataResponse(config, STAT)))
+    client += encode_request(2, OpCode.RECONFIG, ReconfigRequest(None, "", "server.1=h:1:2;3", -1))
+    server += frame(_body(ReplyHeader(2, 0x10000000C, -123)))
+    for xid, d in enumerate(data, 3):
+        client += encode_request(xid, OpCode.GET_DATA, GetDataRequest("/zookeeper/config", False))
+        server += frame(_body(ReplyHeader(xid, 0x10000000C, 0)) + _body(GetDataResponse(d, STAT)))
+    client += encode_request(99, OpCode.GET_DATA, GetDataRequest("/other", False))
+    server += frame(_body(ReplyHeader(99, 0x10000000C, 0)) + _body(GetDataResponse(config, STAT)))
+    return bytes(client), bytes(server)
+
+
+def test_reconfigurations_are_shown_readably_and_configurations_by_version() -> None:
+    from zkwire.trace.decoder import decode_conversation, format_frame, frame_to_json
+
+    hostile = [b"", b"version=zz", b"\xff\xfe", None, b"server.1=" + b"x" * 5000, b"version=1\n" * 3, b"version=1f"]
+    client, server = _config_conversation(hostile)
+    for compiled in (False, True):
+        frames = decode_conversation(client, server, compiled=compiled)
+        assert not [f for f in frames if f.kind == "malformed"]
+        lines = [format_frame(f) for f in frames]
+        notes = [f.note for f in frames if f.op_name in ("reconfig", "getData") and f.kind in ("request", "reply")]
+        assert notes == [
+            "joining 2 [server.4=h:1:2;3, 5=h:1:2;4]; leaving 2 [3, x]; from config 0x10000000a",
+            "members 1 [server.1=h:1:2;3]; from any config",
+            *[None] * 8,  # the getData requests
+            "config version 0x10000000b, members 1, 2",
+            None,  # the refused reconfig
+            "config empty (a standalone server)",
+            *[None] * 5,  # data that is not a configuration: shown as any other reply
+            "config version 0x1f, members none",
+            None,  # getData of /other: its data is not a configuration's, whatever it holds
+        ]
+        assert any(line.endswith("[config version 0x10000000b, members 1, 2]") for line in lines)
+        configs = [frame_to_json(f)["config"] for f in frames if f.kind in ("request", "reply")]
+        assert [c for c in configs if c is not None] == [
+            {
+                "joining": ["server.4=h:1:2;3", "5=h:1:2;4"],
+                "leaving": [3, "x"],
+                "members": None,
+                "from_config": 0x10000000A,
+            },
+            {"joining": None, "leaving": None, "members": ["server.1=h:1:2;3"], "from_config": -1},
+            {"version": 0x10000000B, "members": [1, 2]},
+            {"version": 0, "members": []},
+            {"version": 0x1F, "members": []},
+        ]
+        assert json.dumps(frame_to_json(frames[2], max_line=200))  # cut to the budget, still JSON

@@ -4,8 +4,8 @@
 
 * the first word is a command name (or alias) and completes with a space after it, as does the word
   after ``help``;
-* a word starting with ``-`` is one of the command's options (``-s``, ``-w``, ...), from its arguments
-  dataclass in the registry (:mod:`zkwire.shell.registry`);
+* a word starting with ``-`` is one of the command's options (``-s``, ``-w``, ``-add``, ...), from its
+  arguments dataclass in the registry (:mod:`zkwire.shell.registry`);
 * a word starting with ``/``, for a command that works on the session, is a znode path: the children of
   its parent, listed from the live session.  Names that could not be shown as they are (control, format or
   separator characters: :func:`zkwire.terminal.escape_controls` would change them) are never offered, so
@@ -70,7 +70,7 @@ def candidates(before: str, text: str, list_children: Callable[[str], list[str]]
     except UsageError:
         return []
     syntax = found.syntax
-    if len(words[-1]) == 2 and words[-1][0] == "-" and words[-1][1] in syntax.options:
+    if words[-1].startswith("-") and words[-1][1:] in syntax.options:
         return []  # the option's value
     if text.startswith("-"):
         letters = sorted(set(syntax.flags) | set(syntax.options), key=lambda x: (x.lower(), x))

@@ -22,6 +22,9 @@ The words of a command line (:meth:`Command.parse`):
 
 * options may come before or after the positional arguments (``removewatches /x -a``), flags may be
   combined (``-sw``) and an option's value may be attached (``-v3``) or the next word (``-v 3``);
+* an option may also be a word (``option("add", ...)``, given as ``-add VALUE``, as ZooKeeper's shell
+  spells ``reconfig``'s): the whole word after the dash names it, never combined with others, and its
+  value is always the next word;
 * ``--`` ends the options, and a word that looks like a negative number (``-5``) is positional;
 * every word must be valid UTF-8 text; one that is not is refused by position, never repeated (it may be
   a credential).
@@ -105,7 +108,9 @@ def option(letter: str, convert: Callable[[str], T], *, default: T) -> T: ...
 
 
 def option(letter: str, convert: Callable[[str], T], *, default: T | None = None) -> T | None:
-    """``-letter VALUE`` (or ``-letterVALUE``): ``convert`` makes the value; ``default`` when not given."""
+    """``-letter VALUE`` (or ``-letterVALUE``): ``convert`` makes the value; ``default`` when not given.
+
+    ``letter`` may be a word of ASCII letters (``"add"``): the option is then ``-add VALUE`` only."""
     return dataclasses.field(default=default, metadata={_DECLARATION: _Declaration("option", letter, convert)})
 
 
@@ -122,6 +127,11 @@ class _Syntax:
     required: int
     flags: dict[str, str]
     options: dict[str, tuple[str, Callable[[str], object]]]
+
+    @property
+    def words(self) -> frozenset[str]:
+        """The options named by a word (``-add``) rather than a letter."""
+        return frozenset(name for name in self.options if len(name) > 1)
 
     @classmethod
     def of(cls, arguments: type[object]) -> _Syntax:
@@ -143,7 +153,10 @@ class _Syntax:
                     required += 1
                 positionals.append((f.name, declared.convert))
                 continue
-            if len(declared.letter) != 1 or declared.letter in flags or declared.letter in options:
+            usable = len(declared.letter) == 1 or (
+                declared.kind == "option" and declared.letter.isascii() and declared.letter.isalpha()
+            )
+            if not usable or declared.letter in flags or declared.letter in options:
                 raise TypeError(f"{arguments.__name__}.{f.name}: option letter {declared.letter!r} unusable")
             if declared.kind == "flag":
                 flags[declared.letter] = f.name
@@ -233,6 +246,14 @@ class Command(Generic[A]):
             if word.startswith("--"):
                 raise self._usage(f"unknown option {word} (zkwire's own options go before the command)")
             letters = word[1:]
+            if letters in syntax.words:
+                if i >= len(words):
+                    raise self._usage(f"option {word} needs a value")
+                out.values[letters] = words[i]
+                i += 1
+                continue
+            if syntax.words and letters[0] not in syntax.flags and letters[0] not in syntax.options:
+                raise self._usage(f"unknown option {word}")
             for j, letter in enumerate(letters):
                 if letter in syntax.options:
                     value = letters[j + 1 :]

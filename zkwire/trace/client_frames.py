@@ -13,7 +13,7 @@ from ..protocol.framing import REQUEST_HEADER as _REQUEST_HEADER
 from .bodies import BodyDecoder
 from .frames import DecodedFrame, FrameKind
 from .masking import request_role, secret_spans
-from .notes import multi_ops, path_of, request_note
+from .notes import multi_ops, path_of, reconfig_request, request_note
 from .pairing import Pending, RequestLedger
 from .streams import TELNET_CLOSE, Side, SideFrames
 
@@ -88,7 +88,10 @@ class ClientFrames(SideFrames):
         note = "; ".join(notes) or None
         if error is not None:
             return side.malformed(payload, offset, error, now, note=note, secret_spans=spans, **fields)
-        return side.frame(kind, payload, offset, now, path=path, record=record, note=note, secret_spans=spans, **fields)
+        config = reconfig_request(op, record)
+        return side.frame(
+            kind, payload, offset, now, path=path, record=record, note=note, secret_spans=spans, config=config, **fields
+        )
 
     def connect(self, side: Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
         """The connection's first client frame, its ConnectRequest."""

@@ -45,6 +45,12 @@ class DecodedFrame:
     byte stream.  ``secret_spans`` are (start, end) ranges of ``payload`` holding a password or
     auth credential, which :func:`~zkwire.trace.render.format_frame` and
     :func:`~zkwire.trace.render.frame_to_json` mask.
+
+    ``config`` is set for the frames of a dynamic reconfiguration: a reconfig request's ``joining``,
+    ``leaving`` and ``members`` lists and ``from_config`` version (see
+    :func:`zkwire.trace.notes.reconfig_request`), or, for a reconfig reply or a getData reply of
+    ``/zookeeper/config`` whose data is a configuration, its ``version`` and member ids (see
+    :func:`zkwire.trace.notes.config_reply`); None otherwise.
     """
 
     direction: Direction
@@ -66,6 +72,7 @@ class DecodedFrame:
     time: float | None = None
     latency: float | None = None
     secret_spans: tuple[tuple[int, int], ...] = ()
+    config: Any = None
 
 
 def format_zxid(zxid: int) -> str:

@@ -1,5 +1,6 @@
 """What a frame's note says of its record: a create's mode, a multi's operations and outcomes, the
-watches a SetWatches re-registers, a watch event's type and state.
+watches a SetWatches re-registers, a watch event's type and state, a reconfiguration's members and the
+version of an ensemble configuration a reply carries.
 
 Text for people, made while decoding (it needs the request a reply answers); the renderers only print it.
 """
@@ -9,11 +10,21 @@ from __future__ import annotations
 from typing import Any
 
 from ..constants import CreateMode, EventType, KeeperState, OpCode
-from ..errors import error_name
+from ..errors import ZKError, error_name
 from ..protocol.codec import op_name
+from ..sansio.ensemble import CONFIG_PATH, parse_config
 from .frames import format_zxid
 
-__all__ = ["CREATES", "path_of", "multi_ops", "request_note", "event_note", "reply_note"]
+__all__ = [
+    "CREATES",
+    "path_of",
+    "multi_ops",
+    "request_note",
+    "event_note",
+    "reply_note",
+    "reconfig_request",
+    "config_reply",
+]
 
 CREATES = frozenset({OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER, OpCode.CREATE_TTL})
 _MULTI = (OpCode.MULTI, OpCode.MULTI_READ)
@@ -129,11 +140,78 @@ def _request_detail(op: int, record: Any) -> str | None:
 
 
 def request_note(op: int, record: Any) -> str | None:
-    """The note of a request: a multi's operations, or :func:`_request_detail`."""
+    """The note of a request: a multi's operations, a reconfiguration's members, or :func:`_request_detail`."""
     if op in _MULTI and isinstance(record, dict):
         ops = record["ops"]
         return "ops: " + _listing([_op_text(o["op"], o["request"]) for o in ops[:_LISTED]], len(ops))
+    config = reconfig_request(op, record)
+    if config is not None:
+        return _reconfig_text(config)
     return _request_detail(op, record)
+
+
+def _items(text: Any) -> list[str] | None:
+    """A reconfig field (comma-separated, as sent) as its items; None when not given (null or empty)."""
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _server_id(item: str) -> int | str:
+    return int(item) if item.isascii() and item.isdigit() and len(item) <= 19 else item
+
+
+def reconfig_request(op: int, record: Any) -> dict[str, Any] | None:
+    """What a reconfig request asks, as plain values: ``joining`` and ``members`` (member lines),
+    ``leaving`` (server ids; an item that is no id stays text), each None when not given, and
+    ``from_config`` (the version it applies to; -1: any).  None for another op."""
+    if op != OpCode.RECONFIG or not isinstance(record, dict):
+        return None
+    leaving = _items(record.get("leaving_servers"))
+    version = record.get("cur_config_id")
+    return {
+        "joining": _items(record.get("joining_servers")),
+        "leaving": None if leaving is None else [_server_id(i) for i in leaving],
+        "members": _items(record.get("new_members")),
+        "from_config": version if isinstance(version, int) else -1,
+    }
+
+
+def _reconfig_text(config: dict[str, Any]) -> str:
+    """ "joining 1 [server.4=...]; leaving 1 [3]; from config 0x100000008"."""
+    parts = [
+        f"{name} {len(items)} [" + _listing([str(i) for i in items[:_LISTED]], len(items)) + "]"
+        for name in ("joining", "leaving", "members")
+        if (items := config[name]) is not None
+    ]
+    version = config["from_config"]
+    parts.append("from any config" if version == -1 else f"from config {format_zxid(version)}")
+    return "; ".join(parts)
+
+
+def config_reply(op: int, path: str | None, record: Any) -> dict[str, Any] | None:
+    """The ensemble configuration a reconfig reply, or a getData reply of ``/zookeeper/config``, carries:
+    its ``version`` and member ``ids``.  None for another reply, or data that is not a configuration
+    (the reply is then shown as any other)."""
+    if op != OpCode.RECONFIG and not (op == OpCode.GET_DATA and path == CONFIG_PATH):
+        return None
+    data = record.get("data") if isinstance(record, dict) else None
+    if not isinstance(data, bytes):
+        return None
+    try:
+        config = parse_config(data)
+    except (ZKError, ValueError):
+        return None
+    return {"version": config.version, "members": [m.id for m in config.members]}
+
+
+def _config_text(config: dict[str, Any]) -> str:
+    """ "config version 0x100000008, members 1, 2"."""
+    ids = config["members"]
+    if not ids and not config["version"]:
+        return "config empty (a standalone server)"
+    members = _listing([str(i) for i in ids[:_LISTED]], len(ids)) if ids else "none"
+    return f"config version {format_zxid(config['version'])}, members {members}"
 
 
 def event_note(record: Any) -> str:
@@ -141,9 +219,11 @@ def event_note(record: Any) -> str:
     return f"{_enum_name(EventType, record['type'])} {_enum_name(KeeperState, record['state'])}"
 
 
-def reply_note(op: int, record: Any, sub_ops: tuple[str, ...]) -> str | None:
-    """The note of a successful reply: a multi's outcomes (``sub_ops``: what its request listed), or the
-    node a create made."""
+def reply_note(op: int, record: Any, sub_ops: tuple[str, ...], config: dict[str, Any] | None = None) -> str | None:
+    """The note of a successful reply: a multi's outcomes (``sub_ops``: what its request listed), the
+    node a create made, or the ensemble configuration (``config``, from :func:`config_reply`)."""
+    if config is not None:
+        return _config_text(config)
     if op in _MULTI and isinstance(record, dict):
         return _multi_summary(record["results"], sub_ops)
     if op in CREATES and isinstance(record, dict) and isinstance(record.get("path"), str):

@@ -209,7 +209,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line: int | None = None) -> dict[str, Any]:
-    """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``.
+    """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``;
+    ``config`` is the frame's :attr:`~zkwire.trace.frames.DecodedFrame.config` (or null).
 
     With ``max_line``, the values are shortened so that the object's JSON stays near that many
     characters: the payload stops after ``max_line // 8`` bytes (``payload_truncated`` is then true),
@@ -235,6 +236,7 @@ def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line
         "size": frame.size,
         "latency": frame.latency,
         "record": _jsonable(_abridged(record, max_line // 4) if max_line else record),
+        "config": _jsonable(_abridged(frame.config, max_line // 4) if max_line else frame.config),
         "error": frame.error if frame.error is None else capped(frame.error, text_limit),
         "note": frame.note if frame.note is None else capped(frame.note, text_limit),
         "payload": payload_hex,

@@ -13,7 +13,7 @@ from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
 from .bodies import BodyDecoder
 from .frames import SERVER, DecodedFrame, FrameKind
 from .masking import secret_spans
-from .notes import event_note, path_of, reply_note
+from .notes import config_reply, event_note, path_of, reply_note
 from .pairing import OUT_OF_BAND, RequestLedger
 from .streams import Side, SideFrames, elapsed
 
@@ -123,7 +123,8 @@ class ServerFrames(SideFrames):
             fields["path"] = path_of(record)
             notes.insert(0, event_note(record))
         else:
-            outcome = reply_note(op, record, sub_ops)
+            fields["config"] = config_reply(op, path, record) if kind == "reply" else None
+            outcome = reply_note(op, record, sub_ops, fields["config"])
             if outcome:
                 notes.append(outcome)
         return side.frame(kind, payload, offset, now, record=record, note="; ".join(notes) or None, **fields)

@@ -7,6 +7,7 @@
 * :mod:`~zkwire.shell.commands.watches` -- ``addWatch``, ``removewatches``, ``printwatches``;
 * :mod:`~zkwire.shell.commands.quotas` -- ``setquota``, ``listquota``, ``delquota``;
 * :mod:`~zkwire.shell.commands.server` -- ``four`` (four-letter words), ``version``;
+* :mod:`~zkwire.shell.commands.ensemble` -- ``config``, ``reconfig`` (the ensemble's membership);
 * :mod:`~zkwire.shell.commands.session` -- the shell's own: ``history``, ``redo``, ``connect``, ``close``,
   ``quit``, ``help``;
 * :mod:`~zkwire.shell.commands.tree` -- walking subtrees, for the commands above.
@@ -15,6 +16,6 @@
 from __future__ import annotations
 
 from ..registry import COMMANDS
-from . import access, nodes, quotas, server, session, watches
+from . import access, ensemble, nodes, quotas, server, session, watches
 
-__all__ = ["COMMANDS", "access", "nodes", "quotas", "server", "session", "watches"]
+__all__ = ["COMMANDS", "access", "ensemble", "nodes", "quotas", "server", "session", "watches"]
