@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import AsyncIterator
+from types import ModuleType
 
 import pytest
 import trio
@@ -223,3 +224,25 @@ async def test_wildcard_client_addresses_become_the_quorum_hosts(wildcard_ensemb
         assert zkwire.HostPort("127.0.0.1", ens.member_port(added)) in zk._core.hosts
         assert zk.connected_host is not None and zk.connected_host.host == "127.0.0.1"
         assert zk.state is SessionState.CONNECTED
+
+
+async def test_a_client_through_a_proxy_keeps_its_way_in(
+    reconfigurable: EmbeddedEnsemble, faultproxy: ModuleType
+) -> None:
+    """Reached through a proxy (as through NAT or a container's published ports), the ensemble's
+    configuration names addresses that are not the client's way in: the client keeps its connect string's
+    servers, through a change too, instead of moving where it cannot follow."""
+    ens = reconfigurable
+    host, port = ens._member_address(0)
+    async with faultproxy.open_fault_proxy(host, port) as proxy, zkwire.open_client(proxy.hosts) as zk:
+        config = await zk.get_config()
+        assert len(config.members) == 3
+        await trio.sleep(0.5)
+        assert [str(h) for h in zk._core.hosts] == [proxy.hosts]
+        await trio.to_thread.run_sync(ens.add_member)
+        with trio.fail_after(10):
+            while len((await zk.get_config()).members) != 4:
+                await trio.sleep(0.05)
+        await trio.sleep(0.5)
+        assert [str(h) for h in zk._core.hosts] == [proxy.hosts]
+        assert zk.state is SessionState.CONNECTED and zk._core.attachments == 1

@@ -7,7 +7,10 @@ again each time the watch fires, and applies each newer configuration:
 1. the configuration's client addresses become the host list by the rule of
    :func:`~zkwire.sansio.ensemble.client_hosts` (a wildcard client host replaced by the member's quorum
    host; an address the connect string's host names resolve to replaced by that name: the names, and
-   the chroot, are kept; the names are resolved again at each change);
+   the chroot, are kept; the names are resolved again at each change).  A configuration that names
+   none of the servers the client uses (by name, or by address and port) is not followed: the client
+   reaches the ensemble by other addresses (through a proxy, NAT, a container's published ports), which
+   the configuration cannot know;
 2. the session core decides whether this session moves (:meth:`~zkwire.sansio.session.SessionCore.update_hosts`:
    sessions spread evenly over the new members, each move a planned one, spread over time).
 
@@ -149,6 +152,8 @@ class EnsembleFollower:
         #: Configurations applied (each a host-list change) and moves decided, for tests and metrics.
         self.applied = 0
         self.moves = 0
+        #: The newest configuration not followed because it does not name the client's server.
+        self._foreign: int | None = None
 
     async def run(self) -> None:
         client = self._client
@@ -203,6 +208,15 @@ class EnsembleFollower:
         core = self._client._core
         if set(hosts) == set(core.hosts):
             return False
+        if not await self._shares_a_server(hosts, core.hosts):
+            if self._foreign is None:
+                log.info(
+                    "the ensemble's configuration names none of the servers this client uses (%s): the client "
+                    "reaches the ensemble by other addresses (a proxy, NAT, published ports); keeping them",
+                    ",".join(str(h) for h in core.hosts),
+                )
+            self._foreign = config.version
+            return False
         log.info("ensemble configuration %x: %s", config.version, ",".join(str(h) for h in hosts))
         self.applied += 1
         if core.update_hosts(hosts, trio.current_time(), self._spread):
@@ -217,6 +231,33 @@ class EnsembleFollower:
             warnings.warn(EnsembleConfigWarning(message), stacklevel=2)
         except Warning:
             pass  # warnings turned into errors: the log line says it, and the follower goes on
+
+    async def _shares_a_server(self, hosts: list[HostPort], mine: list[HostPort]) -> bool:
+        """Whether ``hosts`` (a configuration's) name one of the servers the client uses now (``mine``),
+        written the same way or resolving to the same address and port.  If none, the configuration's
+        addresses are not the ones this client reaches the ensemble by, and following them would lead it
+        nowhere."""
+        if set(hosts) & set(mine):
+            return True
+        theirs: set[tuple[str, int]] = set()
+        for host in hosts:
+            theirs |= {(a, host.port) for a in await self._addresses(host)}
+        for host in mine:
+            if {(a, host.port) for a in await self._addresses(host)} & theirs:
+                return True
+        return False
+
+    async def _addresses(self, host: HostPort) -> set[str]:
+        """The addresses ``host`` resolves to now (itself for an address; none if it does not resolve)."""
+        if _is_address(host.host):
+            return {host.host}
+        with trio.move_on_after(self._client._core.connect_timeout):
+            try:
+                found = await trio.socket.getaddrinfo(host.host, host.port, type=socket.SOCK_STREAM)
+            except OSError:
+                return set()
+            return {str(sockaddr[0]).partition("%")[0] for *_, sockaddr in found}
+        return set()
 
     async def _aliases(self) -> dict[HostPort, HostPort]:
         """The addresses the connect string's host names resolve to now, each mapped to its name."""
