@@ -106,6 +106,7 @@ async def test_sessions_spread_over_new_members_and_survive_their_removal(
                 await trio.sleep(0.5)
                 now = sessions_by_member(ens, ids)
                 moves = [zk._core.attachments - a for zk, a in zip(clients, attached, strict=True)]
+                print(f"adding member {size}: {sum(moves)} of {SESSIONS} sessions moved, each re-attaching once")
                 assert set(moves) <= {0, 1}  # at most one re-attach per session and change
                 # A session moved exactly when it re-attached: the newest member got all of them.
                 assert sum(moves) == now[new[-1]] == sum(where.values()) - sum(now[i] for i in where), (
@@ -114,6 +115,7 @@ async def test_sessions_spread_over_new_members_and_survive_their_removal(
                     now,
                 )
             grown = sessions_by_member(ens, ids)
+            print(f"sessions by member: before {dict(before)}, grown {dict(grown)}")  # for the report (-s)
             assert sum(grown.values()) == SESSIONS, grown
             assert grown[new[0]] + grown[new[1]] >= 4 and grown[new[0]] >= 1 and grown[new[1]] >= 1, grown
             assert all(states[i] == [] for i in range(SESSIONS)), states  # no state change seen
@@ -127,6 +129,7 @@ async def test_sessions_spread_over_new_members_and_survive_their_removal(
             await settled(clients, 3)
             await trio.sleep(0.5)
             shrunk = sessions_by_member(ens, ids)
+            print(f"sessions by member: shrunk {dict(shrunk)}; on removed members before: {len(on_removed)}")
             assert sum(shrunk.values()) == SESSIONS and set(shrunk) <= {0, 1, 2}, shrunk
             for i, zk in enumerate(clients):
                 assert zk.state is SessionState.CONNECTED
@@ -246,3 +249,18 @@ async def test_a_client_through_a_proxy_keeps_its_way_in(
         await trio.sleep(0.5)
         assert [str(h) for h in zk._core.hosts] == [proxy.hosts]
         assert zk.state is SessionState.CONNECTED and zk._core.attachments == 1
+
+
+async def test_the_connect_strings_names_are_kept(reconfigurable: EmbeddedEnsemble) -> None:
+    """Given ``localhost:<port>`` for member 1, the client keeps that name in its host list (it resolves
+    to the address the configuration names); the members it did not name come from the configuration."""
+    ens = reconfigurable
+    named = zkwire.HostPort("localhost", ens.member_port(0))
+    async with zkwire.open_client(f"{named}/app", move_spread=60, wait_connected=False) as zk:
+        await zk.wait_connected()
+        with trio.fail_after(10):
+            while zk.ensemble is None:
+                await trio.sleep(0.02)
+        others = {zkwire.HostPort("127.0.0.1", ens.member_port(i)) for i in (1, 2)}
+        assert set(zk._core.hosts) == {named} | others
+        assert zk.chroot == "/app"
