@@ -10,6 +10,7 @@ from types import ModuleType
 
 import pytest
 import trio
+from helpers.sessiontools import expire
 
 import zklock
 import zkwire
@@ -264,3 +265,25 @@ async def test_the_connect_strings_names_are_kept(reconfigurable: EmbeddedEnsemb
         others = {zkwire.HostPort("127.0.0.1", ens.member_port(i)) for i in (1, 2)}
         assert set(zk._core.hosts) == {named} | others
         assert zk.chroot == "/app"
+
+
+async def test_the_next_session_opens_on_the_members_followed(reconfigurable: EmbeddedEnsemble) -> None:
+    """A ``sessions()`` stream given member 1 only: member 1 leaves the ensemble and stops, then the session
+    expires; the next session opens on the members the first one followed, not on the connect string's
+    member that is gone."""
+    ens = reconfigurable
+    seen: list[int] = []
+    with trio.fail_after(60):
+        async with zkwire.sessions(ens.member_hosts(0), session_timeout=4, move_spread=0.2) as stream:
+            async for zk in stream:
+                seen.append(zk.session_id)
+                if len(seen) == 2:
+                    assert zk.connected_host is not None and str(zk.connected_host) != ens.member_hosts(0)
+                    break
+                while zk.ensemble is None or zk._core.moving:
+                    await trio.sleep(0.02)
+                await trio.to_thread.run_sync(ens.remove_member, 0)
+                while zk.ensemble is None or len(zk.ensemble.members) != 2 or zk.connected_host is None:
+                    await trio.sleep(0.02)
+                await expire(zk, str(zk.connected_host))
+    assert len(set(seen)) == 2

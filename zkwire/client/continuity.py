@@ -29,6 +29,7 @@ import trio
 
 from ..errors import AuthFailedError, ClientClosedError, InvalidInputError, SessionExpiredError, ZKError
 from ..sansio.backoff import Backoff
+from ..sansio.hosts import parse_connect_string
 from ..sansio.session import SessionState
 from .aio import require_trio
 from .api import Client, make_client, open_client, running
@@ -121,6 +122,7 @@ class Sessions:
                     await close_abandoned(hosts, abandoned, options)
                     abandoned = None
                 async with open_client(hosts, **options) as zk:
+                    seeds = hosts
                     self._publish(zk)
                     lived = trio.current_time()
                     async for _ in zk.states():
@@ -129,6 +131,7 @@ class Sessions:
                         ended = zk.ended  # the refusal as the session saw it: a credential, SASL, TLS
                         raise ended if isinstance(ended, AuthFailedError) else AuthFailedError(detail="rejected")
                     log.warning("session 0x%x %s; opening a new one", zk.session_id, zk.state.value)
+                    hosts = followed_hosts(seeds, zk)
                     abandoned = zk._core.abandoned
                     timeout = zk.session_timeout or options.get("session_timeout", 10.0)
                     if trio.current_time() - lived >= max(float(timeout), 1.0):
@@ -141,6 +144,16 @@ class Sessions:
             failures += 1
             if failures > 1 or trio.current_time() - opened_at < min_delay:
                 await trio.sleep(waits.delay(failures - 1))
+
+
+def followed_hosts(given: str, zk: Client) -> str:
+    """The connect string for the session after ``zk``'s: ``given`` plus the servers ``zk`` learnt while
+    following its ensemble (the ones ``given`` named may all have left it since), with its chroot."""
+    if zk.ensemble is None:
+        return given
+    seeds, chroot = parse_connect_string(given)
+    learnt = [h for h in zk._core.hosts if h not in seeds]
+    return ",".join(str(h) for h in [*seeds, *learnt]) + chroot
 
 
 async def close_abandoned(hosts: str, session: tuple[int, bytes], options: dict[str, Any]) -> None:
