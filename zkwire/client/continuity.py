@@ -191,6 +191,9 @@ async def sessions(
 ) -> AsyncIterator[Sessions]:
     """Open a session now and a new one after each expiry, until the block is left.
 
+    Each new session is opened on ``hosts``'s servers and the ones the session before it followed (the
+    ensemble's members may have changed since ``hosts`` was written: see docs/reconfig.rst).
+
     ``client_options`` go to :func:`~zkwire.open_client` (``session_timeout``, ``auth``, ``ssl_context``
     ...).  A session that ends (expired, or closed by the application with ``zk.close()``) is replaced at
     once; when sessions end in quick succession the next opening waits, with exponential back-off from
