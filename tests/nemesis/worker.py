@@ -2,8 +2,10 @@
 
 ``python -m <package>.worker '<WorkerConfig as JSON>'`` (started by ``fleet.py``).  The worker:
 
-- opens ``sessions`` sessions (default one) through its own fault proxies (one per ensemble member)
-  and, when a session expires (expiry is final for a Client), opens a new client in its place;
+- opens ``sessions`` sessions (default one) through its own fault proxies (one per ensemble member),
+  or to the members directly while following the ensemble's configuration (``follow_ensemble``, the
+  membership mode), and, when a session expires (expiry is final for a Client), opens a new client in
+  its place; it records the server each session is connected to whenever that changes;
 - runs ``contenders`` lock contenders (default one; trio tasks, contender k on session k mod
   ``sessions``), so that the waiters of one process share one client on one lock path; each records
   with its own ``c`` and loops: acquire the recipe under test, record the grant, do a version-checked
@@ -76,6 +78,9 @@ class WorkerConfig:
     contenders: int = 1
     #: zkwire sessions in this process; contender k uses session k mod ``sessions``.
     sessions: int = 1
+    #: ``open_client``'s ``follow_ensemble``: off when ``hosts`` names fault proxies (following the
+    #: configuration would replace them with the members' own addresses), on when it names the members.
+    follow_ensemble: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -238,7 +243,12 @@ class Worker:
         cfg = self.cfg
         reason = "stopped"
         try:
-            async with zkwire.open_client(cfg.hosts, session_timeout=cfg.session_timeout, wait_connected=False) as zk:
+            async with zkwire.open_client(
+                cfg.hosts,
+                session_timeout=cfg.session_timeout,
+                wait_connected=False,
+                follow_ensemble=cfg.follow_ensemble,
+            ) as zk:
                 with trio.move_on_after(3 * cfg.session_timeout) as connecting:
                     await zk.wait_connected()
                 if connecting.cancelled_caught:
@@ -248,6 +258,7 @@ class Worker:
                 self._write_slot("session", slot, timeout=zk.session_timeout)
                 try:
                     async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._watch_server, zk, slot)
                         if cfg.watch_path:
                             nursery.start_soon(self._watch_traffic, zk)
                         async with trio.open_nursery() as contenders:
@@ -264,6 +275,18 @@ class Worker:
             if slot.session_id == 0:
                 self._write_slot("session_end", slot, reason=f"connect failed: {type(e).__name__}", connected=False)
             slot.session_id = 0
+
+    async def _watch_server(self, zk: zkwire.Client, slot: _Slot) -> None:
+        """Record the server the session is connected to each time it changes (None: no connection);
+        the nemesis aims at a holder's member with it, and the report counts the moves."""
+        last: str | None = ""
+        while True:
+            host = zk.connected_host
+            now = None if host is None else str(host)
+            if now != last:
+                self._write_slot("server", slot, host=now)
+                last = now
+            await trio.sleep(0.02)
 
     async def _watch_traffic(self, zk: zkwire.Client) -> None:
         while not zk.state.is_terminal:
