@@ -490,7 +490,7 @@ MAX_DURATION: dict[str, tuple[float, float]] = {
     "kill_holder": (0.0, 3.5),
     "kill_leader": (0.0, 12.0),
     "pause_member": (0.0, 3.0),
-    "reconfig": (0.0, 15.0),
+    "reconfig": (0.0, 10.0),
 }
 
 

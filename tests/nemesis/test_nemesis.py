@@ -10,7 +10,7 @@ loses every lease of the process at once.
 
 ``test_nemesis_reconfig`` runs the membership mode on a reconfigurable ensemble of its own: workers
 connected to the members directly, following the configuration, while members are removed (the
-leader, a holder's member, another) and fresh ones added (about 20 s of faults, mostly ``reconfig``).
+leader, a holder's member, another) and fresh ones added (about 30 s of faults, mostly ``reconfig``).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ async def test_nemesis_reconfig(reconfigurable_ensemble: EmbeddedEnsemble, tmp_p
     seed_env = os.environ.get("NEMESIS_SEED")
     cfg = RunConfig(
         recipe="mutex",
-        duration=float(os.environ.get("NEMESIS_DURATION", "20")),
+        duration=float(os.environ.get("NEMESIS_DURATION", "30")),
         workers=int(os.environ.get("NEMESIS_WORKERS", "6")),
         seed=None if not seed_env else int(seed_env) + 20,
         weights={"reconfig": 3.0, "pause_short": 0.5, "kill_holder": 0.5},
