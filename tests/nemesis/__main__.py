@@ -1,9 +1,13 @@
 """``python -m tests.nemesis``: a nemesis run on a 3-member ensemble this command starts (and stops).
 
     .venv/bin/python -m tests.nemesis --recipe mutex --duration 600 --workers 8 --seed 1234 --json out.json
+    .venv/bin/python -m tests.nemesis --recipe all --duration 120 --reconfig --seed 1   # membership changes
 
 Prints the seed first and the summary at the end; exits 0 if the verdict is PASS, 1 if FAIL, 2 on a
 usage error.  ``--recipe all`` runs the three recipes one after the other on the same ensemble.
+``--reconfig`` (implied by ``--faults reconfig``) is the membership mode: a reconfigurable ensemble,
+workers connected to its members directly and following its configuration, the ``reconfig`` fault
+(a member removed, a fresh one added) with the faults that need no proxy (see faults.py).
 Ctrl-C stops the run: faults are undone and every process started is killed.
 """
 
@@ -18,24 +22,32 @@ import trio
 
 from zkwire.testing.embedded import EmbeddedEnsemble
 
-from .faults import DEFAULT_WEIGHTS, FAULTS
+from .faults import DEFAULT_WEIGHTS, FAULTS, PROXY_FAULTS, RECONFIG_WEIGHTS, check_weights, default_weights
 from .harness import RECIPES, RunConfig, RunResult, run_nemesis
 from .report import summary_text, write_json
 
 
-def _weights(spec: str | None, only: str | None) -> dict[str, float]:
-    weights = dict(DEFAULT_WEIGHTS)
+def _weights(spec: str | None, only: str | None, membership: bool) -> dict[str, float]:
+    defaults = default_weights(membership)
+    weights = dict(defaults)
     if only:
         kinds = [k.strip() for k in only.split(",") if k.strip()]
-        weights = {k: DEFAULT_WEIGHTS.get(k, 1.0) for k in kinds}
+        weights = {k: defaults.get(k, 1.0) for k in kinds}
     if spec:
         for item in spec.split(","):
             kind, _, w = item.partition("=")
             weights[kind.strip()] = float(w)
-    unknown = set(weights) - set(FAULTS)
-    if unknown:
-        raise SystemExit(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(sorted(FAULTS))}")
+    try:
+        check_weights(weights, membership)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     return weights
+
+
+def _membership(args: argparse.Namespace) -> bool:
+    """The membership mode: asked for, or implied by a ``reconfig`` fault named in --faults/--weights."""
+    named = f"{args.faults or ''},{args.weights or ''}".replace("=", ",").split(",")
+    return bool(args.reconfig or "reconfig" in (k.strip() for k in named))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -61,6 +73,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--session-timeout", type=float, default=4.0)
     p.add_argument("--max-leases", type=int, default=2, help="semaphore leases (default 2)")
     p.add_argument("--faults", default=None, help="only these kinds, comma-separated (default: all)")
+    p.add_argument(
+        "--reconfig",
+        action="store_true",
+        help="membership mode: a reconfigurable ensemble, workers connected directly and following it, "
+        "the reconfig fault and the faults that need no proxy (implied by --faults reconfig)",
+    )
     p.add_argument("--weights", default=None, help="kind=weight,... (0 disables a kind)")
     p.add_argument(
         "--gap",
@@ -96,7 +114,8 @@ async def _on_sigterm() -> None:
 
 async def _recipes(args: argparse.Namespace, ensemble: EmbeddedEnsemble, results: list[RunResult]) -> None:
     recipes = list(RECIPES) if args.recipe == "all" else [args.recipe]
-    weights = _weights(args.weights, args.faults)
+    membership = _membership(args)
+    weights = _weights(args.weights, args.faults, membership)
     for i, recipe in enumerate(recipes):
         cfg = RunConfig(
             recipe=recipe,
@@ -110,6 +129,7 @@ async def _recipes(args: argparse.Namespace, ensemble: EmbeddedEnsemble, results
             weights=weights,
             gap=tuple(args.gap),
             out_dir=args.out,
+            reconfig=membership,
         )
         result = await run_nemesis(cfg, ensemble)
         print(summary_text(result), flush=True)
@@ -121,9 +141,12 @@ async def _recipes(args: argparse.Namespace, ensemble: EmbeddedEnsemble, results
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list_faults:
+        print(f"{'kind':24} {'weights':13} (default mode / --reconfig; 'proxy': needs the proxies)")
         for kind, fn in FAULTS.items():
             doc = (fn.__doc__ or "").strip().splitlines()
-            print(f"{kind:24} weight {DEFAULT_WEIGHTS.get(kind, 0):<4} {doc[0] if doc else ''}")
+            weights = f"{DEFAULT_WEIGHTS.get(kind, 0):g} / {RECONFIG_WEIGHTS.get(kind, 0):g}"
+            proxy = "proxy" if kind in PROXY_FAULTS else ""
+            print(f"{kind:24} {weights:13} {proxy:5} {doc[0] if doc else ''}")
         return 0
     if args.workers < 1 or args.duration <= 0:
         print("--workers and --duration must be positive", file=sys.stderr)
@@ -135,7 +158,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     # Started from the main thread, so that the kernel kills the servers if this process dies
     # (members restarted during the run are stopped by the cleanup below and at exit).
-    ensemble = EmbeddedEnsemble(3, tick_time_ms=args.tick, extended_types=True, four_letter_words="*")
+    membership = _membership(args)
+    _weights(args.weights, args.faults, membership)  # a usage error before any server starts
+    ensemble = EmbeddedEnsemble(
+        3, tick_time_ms=args.tick, extended_types=True, four_letter_words="*", reconfigurable=membership
+    )
     results: list[RunResult] = []
     try:
         ensemble.start()

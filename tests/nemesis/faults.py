@@ -4,6 +4,24 @@ and returns what it did -- or None when it found no target (the fault is then no
 
 Durations are relative to the session timeout T: "short" faults end before the client's read timeout
 (2T/3) or the session's expiry, "long" ones last past T so that the session expires.
+
+Two modes, because of the ``reconfig`` fault (a member removed, a fresh one added):
+
+- the *proxied* mode (the default): each worker reaches the members through fault proxies of its own,
+  its connect string names those proxies, and it does not follow the ensemble's configuration
+  (``follow_ensemble=False``): a following client would replace the proxies' addresses with the
+  members' real ones, read from ``/zookeeper/config``, and the proxy faults would then hit nothing.
+  The ensemble's membership is fixed; every kind but ``reconfig`` applies.
+- the *membership* mode (``--reconfig``, ``RunConfig(reconfig=True)``): the ensemble is reconfigurable
+  and the workers connect to the members directly, following the configuration as applications do by
+  default (``open_client``'s ``follow_ensemble``).  There is no proxy, so the proxy kinds
+  (:data:`PROXY_FAULTS`) are left out; ``reconfig`` and the process and member faults apply.
+
+Proxying the new members too (a proxy per worker for each member added, ``follow_ensemble=False``,
+and the harness telling every worker to call ``update_hosts``) was not chosen: it would test a list
+handed over by the application through a side channel of the harness, not the client following its
+ensemble by itself, which is what an application gets by default, and the proxy faults gain nothing
+from a reconfiguration that they do not already cover (a member that goes away is a connection loss).
 """
 
 from __future__ import annotations
@@ -18,12 +36,24 @@ import trio
 
 import zkwire
 from zkwire.constants import OpCode
+from zkwire.testing.base import ReconfigError, ZooKeeperStartError
 
 from .fleet import Fleet, WorkerProc
 from .members import Members
 from .proxies import ProxySet
 
-__all__ = ["FAULTS", "DEFAULT_WEIGHTS", "MAX_DURATION", "FaultContext", "Fault", "max_duration"]
+__all__ = [
+    "FAULTS",
+    "DEFAULT_WEIGHTS",
+    "RECONFIG_WEIGHTS",
+    "PROXY_FAULTS",
+    "MAX_DURATION",
+    "FaultContext",
+    "Fault",
+    "check_weights",
+    "default_weights",
+    "max_duration",
+]
 
 CREATE_OPS = (OpCode.CREATE, OpCode.CREATE2)
 
@@ -261,7 +291,7 @@ async def kill_leader(ctx: FaultContext) -> dict[str, Any] | None:
 async def pause_member(ctx: FaultContext) -> dict[str, Any] | None:
     """SIGSTOP a follower's JVM for a moment: it falls behind (or out of the quorum), then catches up."""
     leader = await ctx.members.find_leader(within=5.0)
-    followers = [i for i in range(ctx.members.size) if i != leader and i not in ctx.members.paused]
+    followers = [i for i in ctx.members.indices if i != leader and i not in ctx.members.paused]
     if leader is None or not followers:
         return None
     member = ctx.rng.choice(followers)
@@ -280,7 +310,7 @@ async def _load(ctx: FaultContext, member: int, writes: int) -> int:
     stopped member will have to apply before anything that comes after them."""
     if ctx.load_path is None:
         return 0
-    host, port = ctx.members.addresses[member]
+    host, port = ctx.members.address(member)
     done = 0
     with trio.move_on_after(4.0):
         async with zkwire.open_client(f"{host}:{port}", session_timeout=ctx.T) as zk:
@@ -307,15 +337,15 @@ async def swallow_create_lagging(ctx: FaultContext) -> dict[str, Any] | None:
     if wp is None or leader is None:
         return None
     ps = ctx.proxies[wp.worker]
-    pids = {i: await trio.to_thread.run_sync(ctx.members.pid, i) for i in range(ctx.members.size)}
+    pids = {i: await trio.to_thread.run_sync(ctx.members.pid, i) for i in ctx.members.indices}
     rest = ctx.rng.uniform(1.0, 2.0)
     ctx.fleet.request_idle(wp, time.monotonic() + rest)
     if not await ctx.fleet.wait_for_worker(wp, ("resting",), within=3.0):
         return None
     await _sleep(0.2)  # every member has applied what the worker saw last
     via = ps.connected_members()
-    candidates = [i for i in range(ctx.members.size) if i not in (*via, leader) and pids.get(i)]
-    candidates = candidates or [i for i in range(ctx.members.size) if i not in via and pids.get(i)]
+    candidates = [i for i in ctx.members.indices if i not in (*via, leader) and pids.get(i)]
+    candidates = candidates or [i for i in ctx.members.indices if i not in via and pids.get(i)]
     if not candidates:
         return None
     lagging = ctx.rng.choice(candidates)
@@ -356,6 +386,75 @@ async def swallow_create_lagging(ctx: FaultContext) -> dict[str, Any] | None:
     }
 
 
+# ------------------------------------------------------------------------------------------ membership
+
+
+async def reconfig(ctx: FaultContext) -> dict[str, Any] | None:
+    """Remove a member (the leader, a lock holder's member, or another), then add a fresh one (back to 3).
+
+    The member removed is, at random: the leader (the leadership moves and every member drops its
+    clients for a moment), the member a lock holder's session is on (the holder is asked to keep holding
+    through the change: its session has to move while it holds), or a follower.  The removed member is
+    either stopped at once or left running for a moment first (a removed follower keeps serving its
+    clients, which hear the new configuration and move by themselves).  After a short pause with two
+    members, a fresh server (the next index, new ports) is added; about a third of the sessions then
+    move to it, spread over the client's ``move_spread``.  Whatever happens, the ``finally`` stops the
+    removed member and adds members until the ensemble has its first size again.
+    """
+    m = ctx.members
+    if not m.reconfigurable or m.size < m.target_size or m.paused:
+        return None
+    leader = await m.find_leader(within=5.0)
+    if leader is None:
+        return None
+    aim = ctx.rng.choices(("leader", "holder", "other"), weights=(1.0, 2.0, 1.0))[0]
+    target: int | None = None
+    holder: WorkerProc | None = None
+    if aim == "holder":
+        holder = await ctx.holder()
+        on = [m.member_of(h) for h in (holder.holding_servers() if holder is not None else [])]
+        candidates = [i for i in on if i is not None and i in m.indices]
+        if holder is not None and candidates:
+            target = candidates[0]
+            await ctx.aim(holder, 4.0)
+        else:
+            aim, holder = "other", None
+    if aim == "leader":
+        target = leader
+    elif aim == "other":
+        target = ctx.rng.choice([i for i in m.indices if i != leader])
+    assert target is not None
+    linger = 0.0 if ctx.rng.random() < 0.5 else ctx.rng.uniform(0.5, 2.0)
+    between = ctx.rng.uniform(0.2, 1.5)
+    info: dict[str, Any] = {
+        "target": f"member{target}",
+        "aim": aim,
+        "was_leader": target == leader,
+        "holder": None if holder is None else holder.worker,
+        "linger": linger,
+        "between": between,
+    }
+    t0 = time.monotonic()
+    try:
+        await m.remove(target, within=20.0)
+        info["remove_s"] = time.monotonic() - t0
+        await _sleep(linger)
+        await m.stop_removed(target)
+        await _sleep(between)
+        t1 = time.monotonic()
+        info["added"] = f"member{await m.add(within=30.0)}"
+        info["add_s"] = time.monotonic() - t1
+    except (ReconfigError, ZooKeeperStartError) as e:
+        info["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    finally:
+        with trio.CancelScope(shield=True), trio.move_on_after(90):
+            healed = await m.restore_membership(within=30.0)
+            if healed:
+                info["added_in_heal"] = [f"member{i}" for i in healed]
+    info["members"] = m.indices
+    return info
+
+
 FAULTS: dict[str, Fault] = {
     "sever": sever,
     "freeze_short": freeze_short,
@@ -371,6 +470,7 @@ FAULTS: dict[str, Fault] = {
     "kill_holder": kill_holder,
     "kill_leader": kill_leader,
     "pause_member": pause_member,
+    "reconfig": reconfig,
 }
 
 #: The longest each kind may take, as (multiple of T, seconds): the scheduler starts a fault only if
@@ -390,6 +490,7 @@ MAX_DURATION: dict[str, tuple[float, float]] = {
     "kill_holder": (0.0, 3.5),
     "kill_leader": (0.0, 12.0),
     "pause_member": (0.0, 3.0),
+    "reconfig": (0.0, 10.0),
 }
 
 
@@ -416,3 +517,49 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "kill_leader": 0.4,
     "pause_member": 0.5,
 }
+
+#: The kinds that act through the workers' fault proxies: left out when workers connect directly.
+PROXY_FAULTS = frozenset(
+    {
+        "sever",
+        "freeze_short",
+        "freeze_long",
+        "oneway_out",
+        "oneway_in",
+        "refuse",
+        "swallow_create",
+        "swallow_create_lagging",
+        "drop_request",
+    }
+)
+
+#: Relative frequencies in the membership mode (workers connect directly and follow the ensemble):
+#: the kinds that need no proxy, and ``reconfig``.
+RECONFIG_WEIGHTS: dict[str, float] = {
+    "reconfig": 2.0,
+    "pause_short": 1.0,
+    "pause_long": 1.0,
+    "kill_holder": 1.0,
+    "kill_leader": 0.4,
+    "pause_member": 0.5,
+}
+
+
+def default_weights(membership: bool) -> dict[str, float]:
+    """The default weights of a mode: ``membership`` (reconfigurable ensemble, direct connections) or not."""
+    return dict(RECONFIG_WEIGHTS if membership else DEFAULT_WEIGHTS)
+
+
+def check_weights(weights: dict[str, float], membership: bool) -> None:
+    """Refuse fault kinds that the mode cannot apply (ValueError naming them)."""
+    unknown = set(weights) - set(FAULTS)
+    if unknown:
+        raise ValueError(f"unknown fault kinds {sorted(unknown)}; known: {', '.join(sorted(FAULTS))}")
+    active = {k for k, w in weights.items() if w > 0}
+    if membership and active & PROXY_FAULTS:
+        raise ValueError(
+            f"{sorted(active & PROXY_FAULTS)} act through the fault proxies, which the membership mode "
+            "(--reconfig) has none of: workers connect to the members directly"
+        )
+    if not membership and "reconfig" in active:
+        raise ValueError("the reconfig fault needs the membership mode (--reconfig)")

@@ -81,6 +81,8 @@ class WorkerProc:
     contenders: dict[int, ContenderState] = field(default_factory=dict)
     #: session slot -> its current session id (the worker's ``session`` is slot 0's)
     slot_sessions: dict[int, int] = field(default_factory=dict)
+    #: session slot -> the server ("host:port") its connection is open to now (None: none)
+    slot_servers: dict[int, str | None] = field(default_factory=dict)
 
     def contender(self, c: int) -> ContenderState:
         cs = self.contenders.get(c)
@@ -98,6 +100,11 @@ class WorkerProc:
             cs.state == "holding" and cs.node is not None and cs.node.endswith("/" + name)
             for cs in self.contenders.values()
         )
+
+    def holding_servers(self) -> list[str]:
+        """The servers the sessions of its holding contenders are connected to (as last recorded)."""
+        slots = sorted({c % self.session_count for c, cs in self.contenders.items() if cs.state == "holding"})
+        return [h for s in slots if (h := self.slot_servers.get(s))]
 
     def any_in(self, *states: str) -> bool:
         return any(cs.state in states for cs in self.contenders.values())
@@ -303,9 +310,12 @@ class Fleet:
             if info is not None:
                 info.end, info.end_reason = t, r.get("reason")
             wp.slot_sessions.pop(slot, None)
+            wp.slot_servers.pop(slot, None)
             for c in range(slot, wp.contender_count, wp.session_count):
                 cs = wp.contender(c)
                 cs.state, cs.since = "idle", t
+        elif ev == "server":
+            wp.slot_servers[r.get("s", 0)] = r.get("host")
         elif ev == "exit":
             for c in range(wp.contender_count):
                 cs = wp.contender(c)

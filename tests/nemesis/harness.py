@@ -1,11 +1,15 @@
 """One nemesis run, from an ensemble to a verdict.
 
 1. An observer session (direct, not proxied) creates ``/nemesis/<run>/`` with the counter at "0".
-2. Per worker, one fault proxy per member; the workers start, each through its own proxies.
+2. Per worker, one fault proxy per member; the workers start, each through its own proxies.  In the
+   membership mode (``reconfig``: a reconfigurable ensemble whose membership the ``reconfig`` fault
+   changes) there is no proxy: the workers connect to the members and follow the ensemble's
+   configuration (faults.py says why).
 3. For ``duration`` seconds the nemesis applies faults while the watchdog watches for stalls and ghosts,
    and the observer writes a ticker node that every worker watches (server->client traffic).
-4. Every fault is undone (members resumed and restarted, proxies thawed); then the run waits until every
-   worker (every contender of it) was granted again after that (bounded: the liveness bound plus a second).
+4. Every fault is undone (members resumed and restarted, the membership restored, proxies thawed);
+   then the run waits until every worker (every contender of it) was granted again after that
+   (bounded: the liveness bound plus a second).
 5. The workers are stopped cleanly; the lock nodes left are listed at once and again after the
    sessions of killed workers had time to expire; the counter is read (after a sync).
 6. The checker judges the histories.
@@ -32,7 +36,7 @@ from zklock.naming import LOCK_MARKERS
 from zkwire.testing.embedded import EmbeddedEnsemble
 
 from .checker import CheckConfig, FinalState, Verdict, check
-from .faults import DEFAULT_WEIGHTS, FaultContext
+from .faults import FaultContext, check_weights, default_weights
 from .fleet import Fleet
 from .history import ParentLog, load_dir
 from .members import Members
@@ -55,7 +59,8 @@ class RunConfig:
     seed: int | None = None
     session_timeout: float = 4.0
     max_leases: int = 2
-    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
+    #: Fault kind -> relative frequency (None: the mode's defaults, see faults.default_weights).
+    weights: dict[str, float] | None = None
     gap: tuple[float, float] = (0.5, 2.0)
     max_per_kind: dict[str, int] = field(default_factory=dict)
     hold: tuple[float, float] = (0.01, 0.1)
@@ -72,8 +77,14 @@ class RunConfig:
     #: zkwire sessions per worker process (contender k uses session k mod this); at most the contenders.
     sessions_per_worker: int = 1
     out_dir: Path | None = None
+    #: The membership mode: the ensemble is reconfigurable, workers connect to the members directly and
+    #: follow its configuration, the proxy faults are left out and ``reconfig`` applies.
+    reconfig: bool = False
 
     def __post_init__(self) -> None:
+        if self.weights is None:
+            self.weights = default_weights(self.reconfig)
+        check_weights(self.weights, self.reconfig)
         if self.recipe not in RECIPES:
             raise ValueError(f"recipe must be one of {RECIPES}, not {self.recipe!r}")
         if self.workers < 1 or self.duration <= 0 or self.session_timeout <= 0:
@@ -100,6 +111,10 @@ class RunResult:
     recovered: bool
     outcomes: dict[str, int]
     proxy_stats: dict[str, int]
+    #: Connections the workers' sessions made, from their ``server`` records (see :func:`_connections`).
+    connections: dict[str, int] = field(default_factory=dict)
+    #: The ensemble's members (indices) at the end of the run.
+    members_after: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     #: Failures of the run itself (a worker process that died by itself): the verdict is then void.
     problems: list[str] = field(default_factory=list)
@@ -129,6 +144,8 @@ class RunResult:
             "recovered": self.recovered,
             "final": asdict(self.final),
             "proxy_stats": self.proxy_stats,
+            "connections": self.connections,
+            "members_after": self.members_after,
             "verdict": self.verdict.to_json(),
             "notes": self.notes,
         }
@@ -181,7 +198,8 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
     if echo:
         print(
             f"nemesis: recipe {cfg.recipe}, {cfg.workers} workers x {cfg.contenders_per_worker} contenders "
-            f"on {cfg.sessions_per_worker} session(s), {cfg.duration:g} s, seed {seed}",
+            f"on {cfg.sessions_per_worker} session(s), {cfg.duration:g} s, seed {seed}"
+            + (", membership mode (direct connections, following the ensemble)" if cfg.reconfig else ""),
             flush=True,
         )
     run_id = f"{cfg.recipe}-{seed}-{uuid.uuid4().hex[:6]}"
@@ -193,6 +211,8 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
     counter_path = f"{base}/counter"
     queues = _queues(cfg.recipe, lock_path)
     T = cfg.session_timeout
+    if cfg.reconfig and not ensemble.reconfigurable:
+        raise ValueError("the membership mode (reconfig=True) needs EmbeddedEnsemble(reconfigurable=True)")
     check_cfg = CheckConfig(cfg.recipe, T, cfg.max_leases if cfg.recipe == "semaphore" else 1, cfg.pause_grace)
     members = Members(ensemble)
     phases: dict[str, float] = {}
@@ -214,6 +234,7 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
         lock_path=lock_path,
         counter_path=counter_path,
         hosts=ensemble.hosts,
+        reconfig=cfg.reconfig,
     )
     final = FinalState()
     recovered = False
@@ -229,14 +250,17 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
                 await setup.create(f"{base}/ticker", b"0")
         async with (
             zkwire.open_client(ensemble.hosts, session_timeout=10) as observer,
-            open_proxy_sets(cfg.workers, members.addresses) as proxies,
+            open_proxy_sets(0 if cfg.reconfig else cfg.workers, members.addresses) as proxies,
         ):
 
             def make_config(worker: int, incarnation: int, history: Path) -> WorkerConfig:
                 return WorkerConfig(
                     worker=worker,
                     incarnation=incarnation,
-                    hosts=proxies[worker].hosts,
+                    # The members as the ensemble has them now (a worker started after a change is given
+                    # the current ones; the others follow the configuration).
+                    hosts=proxies[worker].hosts if proxies else members.hosts,
+                    follow_ensemble=cfg.reconfig,
                     recipe=cfg.recipe,
                     lock_path=lock_path,
                     counter_path=counter_path,
@@ -264,6 +288,7 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
                     while any(len(wp.slot_sessions) < wp.session_count for wp in fleet.live()):
                         await trio.sleep(0.1)
                 ctx = FaultContext(fleet, proxies, members, rng, T, lock_path, counter_path, f"{base}/ticker")
+                assert cfg.weights is not None
                 nemesis = Nemesis(ctx, log, cfg.weights, rng, cfg.gap, cfg.max_per_kind)
                 per_session = -(-cfg.contenders_per_worker // cfg.sessions_per_worker)
                 watchdog = Watchdog(fleet, log, queues, T, nemesis.windows, check_cfg.bound, per_session)
@@ -368,6 +393,8 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
         recovered=recovered,
         outcomes=dict(outcomes),
         proxy_stats=dict(proxy_stats),
+        connections=_connections(workers_records),
+        members_after=ensemble.members(),
         notes=notes + verdict.notes,
         problems=[
             f"worker {wp.worker}.{wp.incarnation} (pid {wp.pid}) exited by itself with {wp.rc}; its output ends:\n"
@@ -383,3 +410,22 @@ async def run_nemesis(cfg: RunConfig, ensemble: EmbeddedEnsemble, *, echo: bool 
 def _closed_while_connected(run_dir: Path) -> set[int]:
     workers, _ = load_dir(run_dir)
     return {r["sid"] for r in workers if r["ev"] == "session_end" and r.get("connected") and r.get("sid")}
+
+
+def _connections(records: list[dict[str, Any]]) -> dict[str, int]:
+    """From the workers' ``server`` records: ``connections`` (a session's connection opened to a server),
+    ``server changes`` (one opened to another server than the session's previous one: a move, or a
+    reconnection elsewhere) and ``servers`` (distinct servers connected to)."""
+    last: dict[tuple[int, int, int, int], str] = {}
+    servers: set[str] = set()
+    opened = changed = 0
+    for r in records:
+        if r["ev"] != "server" or not r.get("host"):
+            continue
+        key = (r["w"], r["inc"], r.get("s", 0), r.get("sid", 0))
+        opened += 1
+        servers.add(r["host"])
+        if key in last and last[key] != r["host"]:
+            changed += 1
+        last[key] = r["host"]
+    return {"connections": opened, "server changes": changed, "servers": len(servers)}

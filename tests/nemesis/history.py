@@ -11,6 +11,8 @@ Worker events (``worker.py``), per hold ``cycle`` (a counter of acquire attempts
 ``start``        the process is up (``recipe``, ``role`` policy)
 ``session``      a new zkwire session is established (``sid``)
 ``session_end``  that session is left (``reason``; ``connected``: whether it was connected at close)
+``server``       the server the session is connected to changed (``host``: "host:port", or None
+                 while it has no connection)
 ``attempt``      an acquire begins (``role``: mutex, read, write or lease)
 ``grant``        the acquire returned a lease (``token``: lease.fencing_token, ``node``, ``lost``:
                  whether the lease was already lost when handed over)

@@ -28,7 +28,7 @@ def summary_text(r: RunResult) -> str:
     c = r.config
     lines = [
         f"== nemesis {c.recipe}: {c.workers} workers{_contenders(c.contenders_per_worker, c.sessions_per_worker)}, "
-        f"{c.duration:g} s of faults, seed {r.seed}, "
+        f"{c.duration:g} s of faults, seed {r.seed}, {'membership mode, ' if c.reconfig else ''}"
         f"session timeout {c.session_timeout:g} s (wall {r.wall_time:.1f} s)",
         f"history: {r.run_dir}",
         f"grants: {r.grants} ({_counts(v.holds_by_role)}); per worker: "
@@ -40,6 +40,13 @@ def summary_text(r: RunResult) -> str:
         lines.append(f"  rule faults that fired: {_counts(r.faults_fired)}")
     if r.faults_skipped:
         lines.append(f"  skipped (no target): {_counts(r.faults_skipped)}")
+    if r.connections:
+        lines.append(
+            f"connections of the sessions: {r.connections.get('connections', 0)}, "
+            f"{r.connections.get('server changes', 0)} to another server than the session's previous one, "
+            f"{r.connections.get('servers', 0)} servers in all"
+            + (f"; members at the end: {r.members_after}" if c.reconfig else "")
+        )
     lines += [
         f"holds ended by: {_counts(v.ended_by)}",
         f"  losses, by the exception that ended the body: {_counts(v.lost_exc)}",

@@ -2,8 +2,11 @@
 
 ``python -m <package>.worker '<WorkerConfig as JSON>'`` (started by ``fleet.py``).  The worker:
 
-- opens ``sessions`` sessions (default one) through its own fault proxies (one per ensemble member)
-  and, when a session expires (expiry is final for a Client), opens a new client in its place;
+- opens ``sessions`` sessions (default one) through its own fault proxies (one per ensemble member),
+  or to the members directly while following the ensemble's configuration (``follow_ensemble``, the
+  membership mode), and, when a session expires (expiry is final for a Client), opens a new client in
+  its place (on the members the ensemble had last, when it follows them); it records the server each
+  session is connected to whenever that changes;
 - runs ``contenders`` lock contenders (default one; trio tasks, contender k on session k mod
   ``sessions``), so that the waiters of one process share one client on one lock path; each records
   with its own ``c`` and loops: acquire the recipe under test, record the grant, do a version-checked
@@ -76,6 +79,9 @@ class WorkerConfig:
     contenders: int = 1
     #: zkwire sessions in this process; contender k uses session k mod ``sessions``.
     sessions: int = 1
+    #: ``open_client``'s ``follow_ensemble``: off when ``hosts`` names fault proxies (following the
+    #: configuration would replace them with the members' own addresses), on when it names the members.
+    follow_ensemble: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -117,6 +123,19 @@ class Worker:
         self.extend_until = 0.0
         self.idle_until = 0.0
         self._extended = trio.Event()
+        #: The hosts a new session is opened with: the configuration's, but once a session followed the
+        #: ensemble, the members it saw last (an application that reopens a session after an expiry
+        #: must not go back to a connect string whose members may all have been replaced since).
+        self.hosts = cfg.hosts
+        self._hosts_version = -1
+
+    def _remember_members(self, zk: zkwire.Client) -> None:
+        config = zk.ensemble
+        if config is None or config.version <= self._hosts_version:
+            return
+        hosts = [str(m.client) for m in config.members if m.client is not None]
+        if hosts:
+            self.hosts, self._hosts_version = ",".join(hosts), config.version
 
     @property
     def _several(self) -> bool:
@@ -238,7 +257,12 @@ class Worker:
         cfg = self.cfg
         reason = "stopped"
         try:
-            async with zkwire.open_client(cfg.hosts, session_timeout=cfg.session_timeout, wait_connected=False) as zk:
+            async with zkwire.open_client(
+                self.hosts,
+                session_timeout=cfg.session_timeout,
+                wait_connected=False,
+                follow_ensemble=cfg.follow_ensemble,
+            ) as zk:
                 with trio.move_on_after(3 * cfg.session_timeout) as connecting:
                     await zk.wait_connected()
                 if connecting.cancelled_caught:
@@ -248,6 +272,7 @@ class Worker:
                 self._write_slot("session", slot, timeout=zk.session_timeout)
                 try:
                     async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._watch_server, zk, slot)
                         if cfg.watch_path:
                             nursery.start_soon(self._watch_traffic, zk)
                         async with trio.open_nursery() as contenders:
@@ -256,6 +281,7 @@ class Worker:
                         reason = "stopped" if self.stop.is_set() else f"session {zk.state.value}"
                         nursery.cancel_scope.cancel()
                 finally:
+                    self._remember_members(zk)
                     self._write_slot(
                         "session_end", slot, reason=reason, connected=zk.state.is_connected, state=zk.state.value
                     )
@@ -264,6 +290,20 @@ class Worker:
             if slot.session_id == 0:
                 self._write_slot("session_end", slot, reason=f"connect failed: {type(e).__name__}", connected=False)
             slot.session_id = 0
+
+    async def _watch_server(self, zk: zkwire.Client, slot: _Slot) -> None:
+        """Record the server the session is connected to each time it changes (None: no connection);
+        the nemesis aims at a holder's member with it, and the report counts the moves.  Also keeps
+        the members the session follows, for the next session (see ``hosts``)."""
+        last: str | None = ""
+        while True:
+            host = zk.connected_host
+            now = None if host is None else str(host)
+            if now != last:
+                self._write_slot("server", slot, host=now)
+                last = now
+            self._remember_members(zk)
+            await trio.sleep(0.02)
 
     async def _watch_traffic(self, zk: zkwire.Client) -> None:
         while not zk.state.is_terminal:
