@@ -16,8 +16,11 @@ the move is carried out in four steps, each the session core's:
    CONNECTED: a lock holder is not told its lease is at risk, since nothing was lost;
 4. *moved*: the session is open on the new server; the waiting requests go out.
 
-If the new server cannot be reached or refuses, the move is over: the session is SUSPENDED as after
-any lost connection (the application is told) and reconnects as usual.
+If the new server cannot be reached or refuses (a server behind the session's newest zxid refuses it
+until it catches up), the next connection tries the move's other targets, then the other servers, still
+without a state change, for as long as an open connection that answered nothing would keep the session
+CONNECTED: a read timeout after the last answer the session had.  Then the session is SUSPENDED as
+after any lost connection (the application is told) and reconnects as usual.
 
 :class:`PlannedMove` holds the move's state and clock; :class:`MoveSteps` is the session core's part that
 carries the steps out (the core hands it the host list, the timer, the connection's end and the
@@ -50,7 +53,7 @@ class PlannedMove:
     """The state of a planned move (see the module): when it is due, whether requests are being
     drained, whether the session is re-attaching elsewhere, and the server it leaves."""
 
-    __slots__ = ("drain_until", "due", "reattaching", "rng", "source")
+    __slots__ = ("drain_until", "due", "reattach_until", "reattaching", "rng", "source")
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -60,6 +63,8 @@ class PlannedMove:
         self.drain_until: float | None = None
         #: The connection was closed for the move; the next one re-attaches the session elsewhere.
         self.reattaching = False
+        #: While re-attaching: when the session is to be reported SUSPENDED if no server took it yet.
+        self.reattach_until = math.inf
         #: The server the session leaves.
         self.source: HostPort | None = None
 
@@ -88,20 +93,24 @@ class PlannedMove:
         self.due = math.inf
         self.drain_until = until
 
-    def reattach(self) -> None:
-        """The connection was closed for the move."""
+    def reattach(self, until: float) -> None:
+        """The connection was closed for the move; the session may go unreported until ``until``."""
         self.drain_until = None
         self.reattaching = True
+        self.reattach_until = until
 
     def cancel(self) -> None:
         self.due = math.inf
         self.drain_until = None
         self.reattaching = False
+        self.reattach_until = math.inf
 
     def deadline(self) -> float:
         """The next moment the move has something to do (inf if none)."""
         if self.drain_until is not None:
             return self.drain_until
+        if self.reattaching:
+            return self.reattach_until
         return self.due
 
 
@@ -154,8 +163,12 @@ class MoveSteps(Generic[TokenT, WatcherT]):
         return moves
 
     def advance(self, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
-        """The move's clock is due: start draining, close the drained connection, or give the move up."""
+        """The move's clock is due: start draining, close the drained connection, give the move up, or
+        (re-attaching for too long) report the session SUSPENDED."""
         move, session = self.move, self._session
+        if move.reattaching:
+            self.failed(events, give_up=True)
+            return
         if move.draining:
             if not self._pending:
                 events.append(DropConnection("moving to another server"))
@@ -184,15 +197,20 @@ class MoveSteps(Generic[TokenT, WatcherT]):
         session = self._session
         if session._draining and not self._pending and phase is Phase.OPEN:
             session._draining = False
-            self.move.reattach()
+            self.move.reattach(self._clock.last_confirmed + self._clock.read_timeout)
             return True
         return False
 
-    def failed(self, events: list[Event[TokenT, WatcherT]]) -> None:
-        """The connection ended, or a new one failed, while a move was scheduled or under way: the move
-        is over; a session that was re-attaching elsewhere is suspended (the application is told)."""
+    def failed(self, events: list[Event[TokenT, WatcherT]], *, give_up: bool = False) -> None:
+        """The connection ended, or a new one failed, while a move was scheduled or under way.  A move
+        re-attaching goes on to the next server (until :attr:`PlannedMove.reattach_until`, or
+        ``give_up``); any other is over, and a session that was re-attaching is suspended (the
+        application is told)."""
         move, session = self.move, self._session
         reattaching = move.reattaching
+        if reattaching and not give_up and session.state.is_connected:
+            log.info("session 0x%x: re-attaching failed; trying the next server", session.session_id)
+            return
         move.cancel()
         session._draining = False
         if reattaching and session.state.is_connected:

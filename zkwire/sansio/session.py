@@ -410,6 +410,9 @@ class SessionCore(Generic[TokenT, WatcherT]):
             return events
         if self._moves.move.active:
             self._moves.failed(events)
+            if self._moves.move.reattaching:  # the move goes on to the next server, unreported
+                self._fail_pending(events, error or ConnectionLossError())
+                return events
         # The state change comes first: whoever watches the session (a lock's lease) has heard of the
         # loss before any caller's request fails with it.
         if phase is Phase.CLOSING:

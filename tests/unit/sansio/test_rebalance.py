@@ -161,14 +161,39 @@ def test_a_move_with_requests_stuck_in_flight_is_given_up() -> None:
     assert core.state is SessionState.CONNECTED
 
 
-def test_a_move_to_a_dead_server_suspends_the_session() -> None:
+def test_a_refused_move_tries_the_next_server_without_telling() -> None:
+    """A server behind the session's zxid closes the connection without a ConnectResponse (it refuses the
+    session until it catches up): the move goes on to the next target; the state never changes."""
+    pair = connected_on([H1])
+    core = pair.core
+    move_of(pair, [H1, H2, H3])
+    pair.timer(1.6)
+    pair.lose(1.6)
+    first = core.next_host()
+    pair.open(1.6, first)
+    assert only(pair.lose(1.62), StateChanged) == []  # refused: closed during the handshake
+    second = core.next_host()
+    assert second != first
+    assert core.connection_failed() == []  # and the next one cannot be reached at all
+    third = core.next_host()
+    pair.open(1.7, third)
+    events = pair.to_client(pair.server.accept(session_id=core.session_id), 1.7)
+    assert Moved(H1, third) in events
+    assert only(pair.events, StateChanged) == [StateChanged(SessionState.CONNECTING, SessionState.CONNECTED)]
+
+
+def test_a_move_no_server_takes_is_reported_after_the_read_timeout() -> None:
     pair = connected_on([H1])
     core = pair.core
     move_of(pair, [H1, H2, H3])
     pair.timer(1.6)
     pair.lose(1.6)
     core.next_host()
-    events = core.connection_failed()
+    assert core.connection_failed() == []
+    deadline = core.next_deadline()
+    assert deadline <= 1.6 + core.read_timeout
+    assert pair.timer(deadline - 0.01) == [] and core.state is SessionState.CONNECTED
+    events = pair.timer(deadline)
     assert only(events, StateChanged) == [StateChanged(SessionState.CONNECTED, SessionState.SUSPENDED)]
     assert not core.moving
 
