@@ -284,7 +284,7 @@ async def test_reattach_answered_with_another_session_is_refused() -> None:
     other = accept_with(session_id=0x2_0000_0002)
     async with open_hostile_server(honest_once, other, honest) as server:
         async with bounded(10):
-            async with zkwire.open_client(server.hosts, session_timeout=5) as zk:
+            async with zkwire.open_client(server.hosts, session_timeout=5, follow_ensemble=False) as zk:
                 states = zk.states()
                 await zk.get_data("/")  # the first connection then ends
                 seen = [state async for state in _until_reconnected(states)]

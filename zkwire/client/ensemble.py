@@ -15,7 +15,7 @@ again each time the watch fires, and applies each newer configuration:
    sessions spread evenly over the new members, each move a planned one, spread over time).
 
 A configuration that cannot be used -- unreadable, older than the newest seen, naming no client
-address -- is not applied: the host list is kept and an :class:`~zkwire.errors.EnsembleConfigWarning`
+address -- is not applied: the host list is kept and an :class:`~zkwire.sansio.ensemble.EnsembleConfigWarning`
 is issued (and logged).  A server without a configuration node (before 3.5, or standalone) ends the
 task quietly.  The task never fails the client: any error it meets is logged and it goes on.
 
@@ -28,7 +28,6 @@ Also here: the argument conversions of :meth:`~zkwire.Client.reconfig` (members 
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 import warnings
@@ -53,7 +52,7 @@ from ..sansio.ensemble import (
     member_specs,
     parse_config,
 )
-from ..sansio.hosts import HostPort, parse_connect_string, parse_host_port
+from ..sansio.hosts import HostPort, is_ip_address, parse_connect_string, parse_host_port
 from ..sansio.requests import Request, RequestBuilder
 from ..sansio.session import SessionState
 from .calls import ClientCore
@@ -249,7 +248,7 @@ class EnsembleFollower:
 
     async def _addresses(self, host: HostPort) -> set[str]:
         """The addresses ``host`` resolves to now (itself for an address; none if it does not resolve)."""
-        if _is_address(host.host):
+        if is_ip_address(host.host):
             return {host.host}
         with trio.move_on_after(self._client._core.connect_timeout):
             try:
@@ -263,7 +262,7 @@ class EnsembleFollower:
         """The addresses the connect string's host names resolve to now, each mapped to its name."""
         aliases: dict[HostPort, HostPort] = {}
         for seed in self._seeds:
-            if _is_address(seed.host):
+            if is_ip_address(seed.host):
                 continue
             with trio.move_on_after(self._client._core.connect_timeout):
                 try:
@@ -275,11 +274,3 @@ class EnsembleFollower:
                     address = str(sockaddr[0]).partition("%")[0]
                     aliases.setdefault(HostPort(address, seed.port), seed)
         return aliases
-
-
-def _is_address(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True

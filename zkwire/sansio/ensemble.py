@@ -119,6 +119,7 @@ class EnsembleConfig:
         return tuple(m for m in self.members if m.role is Role.OBSERVER)
 
     def member(self, member_id: int) -> Member | None:
+        """The member with id ``member_id`` (None: not a member)."""
         for m in self.members:
             if m.id == member_id:
                 return m

@@ -27,6 +27,7 @@ from .paths import validate_chroot
 __all__ = [
     "HostPort",
     "HostRotation",
+    "is_ip_address",
     "MoveTargets",
     "move_decision",
     "parse_connect_string",
@@ -280,6 +281,15 @@ def move_decision(
     k = len(kept)
     p_kept = k * (m - n) / (n * (m - k)) if m > k else 0.0
     return MoveTargets(fresh, kept, 1.0 - p_kept)
+
+
+def is_ip_address(host: str) -> bool:
+    """Whether ``host`` is an IPv4 or IPv6 address (not a name to resolve)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _check_host_name(host: str, item: str) -> None:

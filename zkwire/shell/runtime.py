@@ -33,6 +33,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NoReturn
 
 from ..client.groups import leaves
@@ -51,6 +52,7 @@ __all__ = [
     "seconds",
     "session_timeout",
     "is_utf8",
+    "read_text_file",
     "run_cli",
 ]
 
@@ -139,6 +141,24 @@ def seconds(
 
 #: argparse type of a session timeout: 1 ms up to what an int32 of milliseconds holds.
 session_timeout: Callable[[str], float] = seconds(minimum=0.001, allow_minimum=True, maximum=MAX_SESSION_TIMEOUT)
+
+
+def read_text_file(name: str, limit: int) -> str:
+    """A small UTF-8 file the user named on the command line (a credential, a membership file).
+
+    Raises:
+        OSError: it cannot be read.
+        ValueError: it is longer than ``limit`` bytes, or not UTF-8 text (the message says which,
+            without quoting the content: it may be a secret).
+    """
+    with Path(name).open("rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"is longer than {limit} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("is not UTF-8 text") from None
 
 
 def is_utf8(text: str) -> bool:

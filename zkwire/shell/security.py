@@ -41,13 +41,12 @@ import os
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..client.tls import tls_context
 from ..errors import InvalidArgumentError
 from ..sasl import DigestMD5, SaslMechanism
-from .runtime import is_utf8
+from .runtime import is_utf8, read_text_file
 
 __all__ = [
     "CredentialError",
@@ -117,18 +116,12 @@ def _add_credential_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _read_secret_file(option: str, name: str) -> str:
-    path = Path(name)
     try:
-        with path.open("rb") as f:
-            data = f.read(MAX_FILE + 1)
+        return read_text_file(name, MAX_FILE)
     except OSError as e:
         raise CredentialError(f"{option}: cannot read {name!r}: {e.strerror or type(e).__name__}") from None
-    if len(data) > MAX_FILE:
-        raise CredentialError(f"{option}: {name!r} is longer than {MAX_FILE} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise CredentialError(f"{option}: {name!r} is not UTF-8 text") from None
+    except ValueError as e:
+        raise CredentialError(f"{option}: {name!r} {e}") from None
 
 
 def _auth_entry(where: str, item: str) -> tuple[str, str]:

@@ -30,7 +30,6 @@ Keys are written readable by their owner only.  Standard library only.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import secrets
 import shutil
@@ -39,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..sansio.hosts import is_ip_address
 from .errors import EmbeddedZooKeeperError
 
 __all__ = ["ClientCertificate", "TestCertificates", "make_test_certificates", "ORGANIZATION", "TLS13_ONLY"]
@@ -230,7 +230,7 @@ def make_test_certificates(
             (d / f"{name}.csr").unlink()
             (d / f"{name}.ext").unlink()
 
-        alt_names = ",".join(f"IP:{h}" if _is_ip(h) else f"DNS:{h}" for h in hosts)
+        alt_names = ",".join(f"IP:{h}" if is_ip_address(h) else f"DNS:{h}" for h in hosts)
         signed(
             "server",
             hosts[0] if hosts else "localhost",
@@ -337,11 +337,3 @@ def _client(openssl: str, d: Path, name: str, env: Mapping[str, str], key_passwo
         )
         os.replace(d / f"{name}.key.enc", d / f"{name}.key")
     return ClientCertificate(d / f"{name}.pem", d / f"{name}.key", _dn(name), key_password)
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True

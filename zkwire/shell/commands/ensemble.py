@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from ...errors import ConnectionLossError, EnsembleConfigError
 from ...sansio.ensemble import EnsembleConfig, parse_member
@@ -19,6 +18,7 @@ from .. import format as fmt
 from ..context import Context
 from ..outcomes import ArgumentError, ConnectError
 from ..registry import command, flag, option
+from ..runtime import read_text_file
 
 __all__ = ["ConfigArguments", "ReconfigArguments", "MEMBER_FILE_LIMIT"]
 
@@ -99,18 +99,12 @@ def _member_file(text: str) -> tuple[str, ...]:
     """``-file``: the ``server.N=`` lines of a membership file (a dynamic configuration file, or a copy of
     the config node).  Blank lines and ``#``/``!`` comments are skipped and a ``version=`` line is ignored
     (``-v`` makes the change conditional); any other line is refused, not dropped."""
-    path = Path(text)
     try:
-        with path.open("rb") as f:
-            raw = f.read(MEMBER_FILE_LIMIT + 1)
+        content = read_text_file(text, MEMBER_FILE_LIMIT)
     except OSError as e:
         raise ArgumentError(f"cannot read {text}: {e.strerror or e}") from None
-    if len(raw) > MEMBER_FILE_LIMIT:
-        raise ArgumentError(f"{text} is larger than {MEMBER_FILE_LIMIT} bytes: not a membership file")
-    try:
-        content = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ArgumentError(f"{text} is not UTF-8 text") from None
+    except ValueError as e:
+        raise ArgumentError(f"{text} {e}") from None
     lines: list[str] = []
     for n, line in enumerate(content.splitlines(), 1):
         line = line.strip()
