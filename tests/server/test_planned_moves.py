@@ -9,6 +9,7 @@ import trio
 import zklock
 import zkwire
 from zkwire import EventType, SessionState
+from zkwire.client.connection import tcp_connector
 from zkwire.testing import ZooKeeperEnsemble
 
 
@@ -107,3 +108,33 @@ async def test_a_standalone_server_has_an_empty_configuration(zk_hosts: str) -> 
     async with zkwire.open_client(zk_hosts) as zk:
         config = await zk.get_config()
     assert config.version == 0 and config.members == () and config.text() == ""
+
+
+async def test_closing_during_a_move_closes_the_session_at_once(zk_hosts: str, zk_path: str) -> None:
+    """close() while the session re-attaches elsewhere (the target is slow to connect): closeSession is
+    sent once the session is open again, so its ephemeral node goes at once, not after its timeout."""
+    port = int(zk_hosts.rpartition(":")[2])
+    plain = tcp_connector(None)
+    reattaching = trio.Event()
+
+    async def connect(host: zkwire.HostPort) -> trio.abc.Stream:
+        if host.host == "localhost":  # the move's target: the same server by another name
+            reattaching.set()
+            await trio.sleep(1.0)
+        return await plain(host)
+
+    async with zkwire.open_client(zk_hosts) as other:
+        await other.ensure_path(zk_path)
+        async with zkwire.open_client(
+            f"127.0.0.1:{port}", follow_ensemble=False, connect=connect, session_timeout=8.0
+        ) as zk:
+            await zk.create(f"{zk_path}/eph", ephemeral=True)
+            while not zk.update_hosts([f"127.0.0.1:{port}", f"localhost:{port}"], move_spread=0):
+                zk.update_hosts([f"127.0.0.1:{port}"])
+            await reattaching.wait()
+            assert zk._core.moving and zk.state is SessionState.CONNECTED
+        closed = trio.current_time()
+        with trio.fail_after(4):  # well under the 8 s session timeout
+            while await other.exists(f"{zk_path}/eph") is not None:
+                await trio.sleep(0.05)
+        assert trio.current_time() - closed < 2.5

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import warnings
 
+import pytest
 import trio
 from helpers.fakeserver import STAT
-from helpers.hostileserver import HostileConnection, bounded, open_hostile_server, reply_for
+from helpers.hostileserver import HostileConnection, Script, bounded, honest, open_hostile_server, reply_for
 
 import zkwire
-from zkwire import EventType, HostPort
+from zkwire import EventType, HostPort, SessionState
 from zkwire.constants import OpCode
 from zkwire.protocol.records import GetDataRequest, GetDataResponse
 from zkwire.sansio.ensemble import EnsembleConfigWarning
@@ -74,3 +75,77 @@ async def test_hostile_configurations_are_refused_and_the_list_kept() -> None:
     assert "version 99 is older than 102" in refused[3]
     # Each refusal names the list kept (the one of version 100).
     assert all(f"127.0.0.1:{port}" in r and "127.0.0.1:1001" in r for r in refused)
+
+
+def config_refusing(err: int, reads: list[float]) -> Script:
+    """A server that answers every read of the config node with error ``err``."""
+
+    async def script(conn: HostileConnection) -> None:
+        if await conn.accept() is None:
+            return
+        while (req := await conn.request()) is not None:
+            if isinstance(req.record, GetDataRequest) and req.record.path == "/zookeeper/config":
+                reads.append(trio.current_time())
+                await conn.send(conn.fake.reply(req, None, err=err))
+                continue
+            reply = reply_for(req)
+            if reply is not None:
+                await conn.send(reply)
+            if req.op == OpCode.CLOSE_SESSION:
+                return
+
+    return script
+
+
+async def test_a_server_refusing_the_configuration_is_asked_again_slowly(caplog: pytest.LogCaptureFixture) -> None:
+    """NoAuth, or a ConnectionLoss code answered on a live connection: the follower waits longer after each
+    failure (1 s, 2 s, ...), says so once, and the session is not disturbed."""
+    for err in (zkwire.NoAuthError.code, zkwire.ConnectionLossError.code):
+        reads: list[float] = []
+        async with open_hostile_server(config_refusing(err, reads)) as server:
+            async with bounded(20), zkwire.open_client(server.hosts) as zk:
+                await trio.sleep(3.2)
+                assert await zk.get_data("/x") == (b"honest", STAT)
+        assert 2 <= len(reads) <= 3, reads  # at 0, ~1 and ~3 s (the waits are jittered down to half)
+    warned = [r for r in caplog.records if "reading the ensemble's configuration failed" in r.getMessage()]
+    assert len(warned) == 2  # once per kind of failure
+
+
+async def test_a_host_name_the_resolver_refuses_is_a_server_not_reached() -> None:
+    """A configuration naming a host that IDNA 2008 refuses (trio's resolver raises UnicodeError): the
+    follower does not die and the client does not crash; the session stays where it is."""
+    configs: list[bytes] = []
+
+    async def script(conn: HostileConnection) -> None:
+        if await conn.accept() is None:
+            return
+        while (req := await conn.request()) is not None:
+            if isinstance(req.record, GetDataRequest) and req.record.path == "/zookeeper/config":
+                await conn.send(conn.fake.reply(req, GetDataResponse(configs[0], STAT)))
+                continue
+            reply = reply_for(req)
+            if reply is not None:
+                await conn.send(reply)
+            if req.op == OpCode.CLOSE_SESSION:
+                return
+
+    async with open_hostile_server(script) as server:
+        port = int(server.hosts.rpartition(":")[2])
+        configs.append(
+            f"server.1=127.0.0.1:1:2;127.0.0.1:{port}\nserver.2=\u2603.example:1:2;\u2603.example:{port}\nversion=1".encode()
+        )
+        async with bounded(20), zkwire.open_client(server.hosts, move_spread=0) as zk:
+            with trio.fail_after(5):
+                while zk.ensemble is None:
+                    await trio.sleep(0.01)
+            await trio.sleep(1.0)  # a move to the snowman, if one was decided, fails and goes on
+            assert await zk.get_data("/x") == (b"honest", STAT)
+            assert zk.state is SessionState.CONNECTED
+
+
+async def test_an_unreadable_configuration_keeps_no_watch() -> None:
+    async with open_hostile_server(honest) as server:  # answers b"honest" to the config read
+        async with bounded(10), zkwire.open_client(server.hosts, follow_ensemble=False) as zk:
+            with pytest.raises(zkwire.EnsembleConfigError):
+                await zk.get_config(watch=True)
+            assert not zk._core.watches

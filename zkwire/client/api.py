@@ -29,17 +29,19 @@ import trio
 
 from ..constants import WatcherType
 from ..errors import (
+    EnsembleConfigError,
     InvalidArgumentError,
     NoNodeError,
     NoWatcherError,
     ZKError,
 )
 from ..protocol.records import ACL, Stat
-from ..sansio.ensemble import EnsembleConfig, Member
+from ..sansio.ensemble import CONFIG_PATH, EnsembleConfig, Member, parse_config
 from ..sansio.hosts import HostPort
 from ..sansio.moves import DEFAULT_MOVE_SPREAD
 from ..sansio.ops import Check, Create, Delete, GetChildren, GetData, ReadOp, SetData, WriteOp
 from ..sansio.requests import check_watcher_type
+from ..sansio.watches import WatchKind
 from ..sasl.mechanism import SaslMechanism
 from . import nodes
 from .aio import require_trio
@@ -631,14 +633,18 @@ class Client(SessionHandle):
 
         Raises:
             NoNodeError: the server keeps no configuration (before 3.5).
-            EnsembleConfigError: the node does not hold a configuration (the watch, if asked for, is set
-                all the same: read it again when it fires).
+            EnsembleConfigError: the node does not hold a configuration (no watch is kept).
             ConnectionLossError: the connection broke before the reply came (safe to send again).
             SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
         if watch:
-            w = Watch("/zookeeper/config")
-            return await self._send(self._requests.get_config(w)), w
+            w = Watch(CONFIG_PATH)
+            data, stat = await self._send(self._requests.get_config_data(w))
+            try:
+                return parse_config(data, stat), w
+            except EnsembleConfigError:
+                self._core.forget_watch(WatchKind.DATA, CONFIG_PATH, w)  # nobody holds it: not kept
+                raise
         return await self._send(self._requests.get_config())
 
     def update_hosts(self, hosts: str | Iterable[str | HostPort], *, move_spread: float | None = None) -> bool:
@@ -653,7 +659,10 @@ class Client(SessionHandle):
 
         Raises:
             InvalidArgumentError: a malformed host, an empty list or a chroot (nothing changes).
+            SessionExpiredError, AuthFailedError, ClientClosedError: the session has ended.
         """
+        if self._core.state.is_terminal or self._driver.closing:
+            raise self._core.terminal_error()
         hosts = host_list(hosts)
         spread = self._move_spread if move_spread is None else move_spread
         if isinstance(spread, bool) or not isinstance(spread, int | float) or not 0 <= spread <= 3600:

@@ -74,6 +74,10 @@ log = logging.getLogger("zkwire.client")
 #: TLS failures in BrokenResourceError).
 TRANSPORT_ERRORS: tuple[type[Exception], ...] = (OSError, trio.BrokenResourceError, trio.ClosedResourceError)
 
+#: What opening a connection raises when it fails: a transport error, or a UnicodeError for a host name
+#: that IDNA 2008 (trio's resolver's encoding) refuses -- a host that cannot be reached, like any other.
+CONNECT_ERRORS: tuple[type[Exception], ...] = (*TRANSPORT_ERRORS, UnicodeError)
+
 #: Opens a connection to one server: TCP, TLS, or anything speaking the byte stream (tests use trio's
 #: memory streams or a socket pair).  Raising one of :data:`TRANSPORT_ERRORS` counts as a failed attempt;
 #: the driver bounds the call with the core's connect timeout.
@@ -215,7 +219,7 @@ class ConnectionDriver(RequestPath):
         with trio.move_on_after(self.core.connect_timeout):
             try:
                 stream = await self._connect(host)
-            except TRANSPORT_ERRORS as e:
+            except CONNECT_ERRORS as e:
                 self._attempt_failed(host, e)
                 return None
             try:
@@ -532,6 +536,12 @@ class ConnectionDriver(RequestPath):
             return
         self.closing = True
         core = self.core
+        if core.moving and not core.ready:
+            # A planned move is draining or re-attaching: let it open the session on its new server
+            # (bounded), so that closeSession can be sent there and the session's nodes go at once.
+            with trio.move_on_after(core.read_timeout):
+                while core.moving and not core.ready and not core.state.is_terminal:
+                    await self._state_changed.wait()
         if core.close(trio.current_time()):
             await self.flush()
             with trio.move_on_after(min(2.0, core.read_timeout)):

@@ -28,6 +28,7 @@ Also here: the argument conversions of :meth:`~zkwire.Client.reconfig` (members 
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import socket
 import warnings
@@ -44,6 +45,7 @@ from ..errors import (
     NoNodeError,
     ZKError,
 )
+from ..sansio.backoff import Backoff
 from ..sansio.ensemble import (
     EnsembleConfig,
     EnsembleConfigWarning,
@@ -58,6 +60,9 @@ from ..sansio.session import SessionState
 from .calls import ClientCore
 from .connection import ConnectionDriver
 from .watchers import Watch, Watcher
+
+#: Between attempts to read the configuration that failed (a server refusing it, answering nonsense).
+READ_BACKOFF = Backoff(1.0, 60.0)
 
 __all__ = ["EnsembleFollower", "host_list", "joining_arg", "leaving_arg", "members_arg"]
 
@@ -92,10 +97,22 @@ def host_list(hosts: str | Iterable[str | HostPort]) -> list[HostPort]:
         if chroot:
             raise InvalidArgumentError(f"update_hosts takes hosts only; the chroot ({chroot}) cannot change")
         return parsed
-    items = [h if isinstance(h, HostPort) else parse_host_port(h) for h in hosts]
+    items = [parse_host_port(_as_text(h)) for h in hosts]
     if not items:
         raise InvalidArgumentError("at least one host is needed")
     return items
+
+
+def _as_text(host: object) -> str:
+    """A ``host:port`` item or a HostPort as the text the one host-port rule reads (so both are checked
+    alike: the port's range, the host's characters)."""
+    if isinstance(host, HostPort):
+        if not isinstance(host.host, str) or isinstance(host.port, bool) or not isinstance(host.port, int):
+            raise InvalidArgumentError(f"a HostPort holds a str host and an int port, not {host!r}")
+        return str(host)
+    if not isinstance(host, str):
+        raise InvalidArgumentError(f"a host is a 'host:port' str or a HostPort, not {type(host).__name__}")
+    return host
 
 
 def _specs(name: str, members: object) -> str:
@@ -107,6 +124,11 @@ def _specs(name: str, members: object) -> str:
         return member_specs(members)
     except InvalidArgumentError as e:
         raise InvalidArgumentError(f"{name}: {e}") from None
+
+
+def _normal(address: str) -> str:
+    """An IP address in its one canonical spelling (IPv6 compressed, lower case)."""
+    return ipaddress.ip_address(address).compressed
 
 
 def joining_arg(joining: str | Iterable[Member | str] | None) -> str | None:
@@ -156,22 +178,29 @@ class EnsembleFollower:
 
     async def run(self) -> None:
         client = self._client
+        failures = 0
+        reported: set[str] = set()
         while not client.state.is_terminal:
             try:
                 await client.wait_connected()
                 watch = Watch("/zookeeper/config")
                 data, stat = await client._send(client._requests.get_config_data(watch))
-            except ConnectionLossError:
-                continue
             except NoNodeError:
                 log.debug("the servers keep no configuration node (before 3.5): not following the ensemble")
                 return
             except ZKError as e:
                 if client.state.is_terminal or isinstance(e, ClientClosedError):
                     return
-                log.warning("reading the ensemble's configuration failed: %s", e)
-                await trio.sleep(1.0)
+                if not isinstance(e, ConnectionLossError) or client.state.is_connected:
+                    # Refused, or a connection loss the server answered while the session stays connected:
+                    # the next attempt waits (growing), and each kind of failure is logged once.
+                    if str(e) not in reported:
+                        reported.add(str(e))
+                        log.warning("reading the ensemble's configuration failed: %s", e)
+                    await trio.sleep(READ_BACKOFF.delay(failures))
+                    failures += 1
                 continue
+            failures = 0
             try:
                 await self.apply(parse_config(data, stat))
             except EnsembleConfigError as e:
@@ -249,13 +278,14 @@ class EnsembleFollower:
     async def _addresses(self, host: HostPort) -> set[str]:
         """The addresses ``host`` resolves to now (itself for an address; none if it does not resolve)."""
         if is_ip_address(host.host):
-            return {host.host}
+            return {_normal(host.host)}
         with trio.move_on_after(self._client._core.connect_timeout):
             try:
                 found = await trio.socket.getaddrinfo(host.host, host.port, type=socket.SOCK_STREAM)
-            except OSError:
+            except (OSError, UnicodeError) as e:  # UnicodeError: a name IDNA 2008 refuses
+                log.info("resolving %s failed: %s", host.host, e)
                 return set()
-            return {str(sockaddr[0]).partition("%")[0] for *_, sockaddr in found}
+            return {_normal(str(sockaddr[0]).partition("%")[0]) for *_, sockaddr in found}
         return set()
 
     async def _aliases(self) -> dict[HostPort, HostPort]:
@@ -264,13 +294,6 @@ class EnsembleFollower:
         for seed in self._seeds:
             if is_ip_address(seed.host):
                 continue
-            with trio.move_on_after(self._client._core.connect_timeout):
-                try:
-                    found = await trio.socket.getaddrinfo(seed.host, seed.port, type=socket.SOCK_STREAM)
-                except OSError as e:
-                    log.info("resolving %s failed: %s", seed.host, e)
-                    continue
-                for *_, sockaddr in found:
-                    address = str(sockaddr[0]).partition("%")[0]
-                    aliases.setdefault(HostPort(address, seed.port), seed)
+            for address in await self._addresses(seed):
+                aliases.setdefault(HostPort(address, seed.port), seed)
         return aliases

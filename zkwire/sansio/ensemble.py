@@ -55,6 +55,8 @@ WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "0:0:0:0:0:0:0:0"})
 #: a handful of voters and perhaps tens of observers).
 MAX_MEMBERS = 1000
 
+HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
 
 class EnsembleConfigWarning(UserWarning):
     """A configuration a client following its ensemble did not apply (unreadable, older than the one it
@@ -152,7 +154,7 @@ def _split_address(text: str, line: str) -> list[str]:
             raise EnsembleConfigError(f"unterminated IPv6 address in {line!r}")
         host, rest = text[1:end], text[end + 1 :]
         try:
-            ipaddress.IPv6Address(host)
+            host = ipaddress.IPv6Address(host).compressed  # one spelling, as the connect string's
         except ValueError:
             raise EnsembleConfigError(f"not an IPv6 address in brackets in {line!r}") from None
         if not rest.startswith(":"):
@@ -251,7 +253,7 @@ def parse_config(data: bytes | str, stat: Stat | None = None) -> EnsembleConfig:
                 version = int(value, 16)
             except ValueError:
                 raise EnsembleConfigError(f"not a hexadecimal version: {_show(value)}") from None
-            if not 0 <= version < 1 << 63 or value.startswith(("0x", "0X", "+", "-")):
+            if not 0 <= version < 1 << 63 or not all(c in HEX_DIGITS for c in value):
                 raise EnsembleConfigError(f"not a configuration version: {_show(value)}")
         elif key.startswith(("group.", "weight.")):
             extra.append((key, value.strip()))
@@ -298,6 +300,19 @@ def client_hosts(config: EnsembleConfig, aliases: Mapping[HostPort, HostPort] | 
     return found
 
 
+def _checked_spec(member: Member) -> str:
+    """A Member's line, checked to read back as the same member (a field of the wrong type, a host with a
+    comma that the server would split into a second member, an id out of range: InvalidArgumentError)."""
+    try:
+        spec = member.spec()
+        back = parse_member(spec)
+    except (EnsembleConfigError, ValueError, TypeError, AttributeError) as e:
+        raise InvalidArgumentError(f"not a valid member: {member!r} ({e})") from None
+    if "," in spec or "\n" in spec or back != member or isinstance(member.id, bool):
+        raise InvalidArgumentError(f"not a valid member: {member!r}")
+    return spec
+
+
 def member_specs(members: Iterable[Member | str]) -> str:
     """Members for a ``reconfig`` request: each a :class:`Member` or a line, checked, joined by commas.
 
@@ -307,7 +322,7 @@ def member_specs(members: Iterable[Member | str]) -> str:
     specs: list[str] = []
     for m in members:
         if isinstance(m, Member):
-            specs.append(m.spec())
+            specs.append(_checked_spec(m))
             continue
         if not isinstance(m, str):
             raise InvalidArgumentError(f"a member is a Member or a 'server.N=...' line, not {type(m).__name__}")

@@ -328,7 +328,7 @@ def parse_host_port(
         if rest and not rest.startswith(":"):
             raise InvalidArgumentError(f"unexpected text after IPv6 address in {item!r}")
         try:
-            ipaddress.IPv6Address(host)
+            host = ipaddress.IPv6Address(host).compressed  # one spelling: [FD00:0::1] is [fd00::1]
         except ValueError:
             raise InvalidArgumentError(f"not an IPv6 address in brackets in {item!r}") from None
         has_port, port_text = bool(rest), rest[1:]

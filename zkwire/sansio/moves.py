@@ -53,7 +53,7 @@ class PlannedMove:
     """The state of a planned move (see the module): when it is due, whether requests are being
     drained, whether the session is re-attaching elsewhere, and the server it leaves."""
 
-    __slots__ = ("drain_until", "due", "reattach_until", "reattaching", "rng", "source")
+    __slots__ = ("drain_until", "due", "give_up", "reattach_until", "reattaching", "rng", "source")
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -63,6 +63,9 @@ class PlannedMove:
         self.drain_until: float | None = None
         #: The connection was closed for the move; the next one re-attaches the session elsewhere.
         self.reattaching = False
+        #: While draining: the host list changed again and the session stays (the move is given up at
+        #: the next timer round).
+        self.give_up = False
         #: While re-attaching: when the session is to be reported SUSPENDED if no server took it yet.
         self.reattach_until = math.inf
         #: The server the session leaves.
@@ -92,6 +95,7 @@ class PlannedMove:
     def start_draining(self, until: float) -> None:
         self.due = math.inf
         self.drain_until = until
+        self.give_up = False
 
     def reattach(self, until: float) -> None:
         """The connection was closed for the move; the session may go unreported until ``until``."""
@@ -104,6 +108,7 @@ class PlannedMove:
         self.drain_until = None
         self.reattaching = False
         self.reattach_until = math.inf
+        self.give_up = False
 
     def deadline(self) -> float:
         """The next moment the move has something to do (inf if none)."""
@@ -160,6 +165,9 @@ class MoveSteps(Generic[TokenT, WatcherT]):
             log.info("session 0x%x: host list changed; moving from %s", session.session_id, current)
         elif not moves and self.move.scheduled:
             self.move.cancel()
+        elif not moves and self.move.draining:
+            self.move.give_up = True  # given up at the next timer round (which wakes the waiting callers)
+            self.move.drain_until = now
         return moves
 
     def advance(self, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
@@ -170,10 +178,11 @@ class MoveSteps(Generic[TokenT, WatcherT]):
             self.failed(events, give_up=True)
             return
         if move.draining:
-            if not self._pending:
+            if not self._pending and not move.give_up:
                 events.append(DropConnection("moving to another server"))
                 return
-            log.info("session 0x%x: requests still in flight; staying on %s", session.session_id, session.current_host)
+            why = "the host list changed again" if move.give_up else "requests still in flight"
+            log.info("session 0x%x: %s; staying on %s", session.session_id, why, session.current_host)
             move.cancel()
             session._draining = False
             events.append(Moved(move.source, None))
@@ -188,7 +197,7 @@ class MoveSteps(Generic[TokenT, WatcherT]):
 
     def drained(self, events: list[Event[TokenT, WatcherT]]) -> None:
         """While draining: once the last request in flight is answered, the connection is to be closed."""
-        if not self._pending and not any(isinstance(e, DropConnection) for e in events):
+        if not self._pending and not self.move.give_up and not any(isinstance(e, DropConnection) for e in events):
             events.append(DropConnection("moving to another server"))
 
     def closed_for_move(self, phase: Phase) -> bool:

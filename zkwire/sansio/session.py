@@ -440,8 +440,11 @@ class SessionCore(Generic[TokenT, WatcherT]):
         reads :meth:`next_deadline` again).
 
         Raises:
-            InvalidArgumentError: ``hosts`` is empty (nothing changes).
+            InvalidArgumentError: ``hosts`` is empty, or ``spread`` is not a number of seconds (nothing
+                changes).
         """
+        if not 0.0 <= spread < math.inf:
+            raise InvalidArgumentError(f"spread must be a finite number of seconds >= 0, not {spread!r}")
         return self._moves.update_hosts(hosts, now, spread)
 
     @property
@@ -452,13 +455,21 @@ class SessionCore(Generic[TokenT, WatcherT]):
     @property
     def moving(self) -> bool:
         """A planned move is scheduled or under way."""
-        return self._moves.move.active
+        return self._moves.move.active and not self.state.is_terminal
 
     def _opened(self, events: list[Event[TokenT, WatcherT]], state: SessionState) -> None:
         """The connection's handshake is over: the session is open (ends a planned move)."""
         self.attachments += 1
         self._moves.opened(events)
         self._set_state(events, state)
+        # The list changed while this connection was being made: the session is on a server no longer
+        # in it, and moves at once.
+        if (
+            state is SessionState.CONNECTED
+            and self.current_host not in self._hosts.hosts
+            and self._moves.update_hosts(self._hosts.hosts, self._clock.answered_at, 0.0)
+        ):
+            events.append(DeadlineMoved())
 
     @property
     def outstanding(self) -> int:

@@ -118,3 +118,33 @@ def test_members_for_a_reconfig() -> None:
         member_specs([b"server.6=h:1:2"])  # type: ignore[list-item]
     with pytest.raises(InvalidArgumentError):
         member_specs(["nonsense"])
+
+
+def test_members_that_would_be_misread_are_refused() -> None:
+    good = parse_member("server.4=127.0.0.1:1:2;127.0.0.1:3")
+    bad = [
+        Member(1, (HostPort("a,server.9=evil", 1),), (2,)),  # a comma: the server would read two members
+        Member(-5, (HostPort("h", 1),), (2,)),
+        Member(True, (HostPort("h", 1),), (2,)),  # type: ignore[arg-type]
+        Member(1, (HostPort("h", 1),), (2, 3)),  # one election port per quorum address
+        Member(1, (HostPort("h", 1),), (2,), "observer"),  # type: ignore[arg-type]
+        Member(1, (HostPort("h", 1),), (2,), Role.PARTICIPANT, ("b", 2181)),  # type: ignore[arg-type]
+    ]
+    for member in bad:
+        with pytest.raises(InvalidArgumentError):
+            member_specs([good, member])
+
+
+def test_ipv6_hosts_have_one_spelling() -> None:
+    config = parse_config(b"server.1=[FD00:0:0:0:0:0:0:1]:1:2;[fd00:0::1]:2181\nversion=1")
+    member = config.member(1)
+    assert member is not None and member.quorum[0].host == "fd00::1" and member.client == HostPort("fd00::1", 2181)
+    from zkwire.sansio.hosts import parse_host_port
+
+    assert parse_host_port("[FD00:0::1]:2181") == HostPort("fd00::1", 2181)
+
+
+@pytest.mark.parametrize("version", ["1_0", "\u0661\u0660", "\uff11\uff10", "0X10"])  # Arabic-Indic, fullwidth
+def test_a_version_is_ascii_hexadecimal(version: str) -> None:
+    with pytest.raises(EnsembleConfigError):
+        parse_config(f"server.1=h:1:2;h:3\nversion={version}")

@@ -206,3 +206,38 @@ def test_a_connection_lost_before_the_move_cancels_it() -> None:
     assert only(events, StateChanged) == [StateChanged(SessionState.CONNECTED, SessionState.SUSPENDED)]
     assert not core.moving
     assert core.next_host() in (H2, H3)  # reconnecting goes to the move's targets first
+
+
+def test_a_list_changed_during_the_handshake_moves_the_session_once_open() -> None:
+    core = make_core(hosts=[H1])
+    pair = ConnectionPair(core)
+    pair.open(0.0)
+    core.update_hosts([H2, H3], 0.0)  # while the ConnectRequest is out
+    pair.to_client(pair.server.accept(), 0.1)
+    assert core.state is SessionState.CONNECTED and core.moving  # open on H1, which left the list
+    assert core.next_deadline() <= 0.1
+    assert only(pair.timer(0.1), DropConnection)  # nothing in flight: drained at once
+    assert pair.lose(0.1) == []
+    assert core.next_host() in (H2, H3)
+
+
+def test_a_list_changed_back_while_draining_gives_the_move_up() -> None:
+    pair = connected_on([H1])
+    core = pair.core
+    move_of(pair, [H1, H2, H3])
+    get_data(core, "/a", "in-flight", 1.0)
+    pair.to_server()
+    pair.timer(1.6)  # draining
+    assert not core.ready
+    assert core.update_hosts([H1], 1.7) is False
+    events = pair.timer(1.7)
+    assert Moved(H1, None) in events and core.ready and not core.moving
+    events = pair.to_client(pair.server.answer(data_reply()), 1.8)
+    assert only(events, DropConnection) == []  # answered; the connection stays
+
+
+def test_the_spread_is_checked() -> None:
+    pair = connected_on([H1])
+    for bad in (float("nan"), -1.0, float("inf")):
+        with pytest.raises(InvalidArgumentError):
+            pair.core.update_hosts([H1, H2], 1.0, bad)
