@@ -61,6 +61,10 @@ from .calls import ClientCore
 from .connection import ConnectionDriver
 from .watchers import Watch, Watcher
 
+#: How long after the session first connects the follower reads the configuration: the application's
+#: first requests go out first (a new session's first answer is not delayed by the follower's read).
+FIRST_READ_DELAY = 0.05
+
 #: Between attempts to read the configuration that failed (a server refusing it, answering nonsense).
 READ_BACKOFF = Backoff(1.0, 60.0)
 
@@ -180,6 +184,8 @@ class EnsembleFollower:
         client = self._client
         failures = 0
         reported: set[str] = set()
+        await client.wait_connected()
+        await trio.sleep(FIRST_READ_DELAY)
         while not client.state.is_terminal:
             try:
                 await client.wait_connected()
