@@ -341,7 +341,7 @@ async def test_request_unanswered_while_pings_flow_fails_with_connection_loss() 
                 await conn.send(reply)
 
     async with open_hostile_server(loses_a_request, honest) as server:
-        async with zkwire.open_client(server.hosts, session_timeout=1.0) as zk:
+        async with zkwire.open_client(server.hosts, session_timeout=1.0, follow_ensemble=False) as zk:
             start = trio.current_time()
             with trio.fail_after(6):
                 with pytest.raises(ConnectionLossError):
@@ -559,7 +559,7 @@ async def test_requests_given_up_in_the_backlog_are_never_sent(zk_hosts: str, zk
     """Callers cancelled while their requests wait for room: those requests never reach the server; the
     others are answered; closing the client fails what still waits with ClientClosedError."""
     async with open_fault_proxy(*first_server(zk_hosts)) as proxy:
-        async with zkwire.open_client(proxy.hosts) as zk:
+        async with zkwire.open_client(proxy.hosts, follow_ensemble=False) as zk:
             await zk.create(zk_path, b"x")
             zk.max_in_flight = 5
             [conn] = proxy.live

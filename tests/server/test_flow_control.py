@@ -11,7 +11,10 @@ import zkwire
 
 
 async def test_concurrent_requests_beyond_the_bound_wait_for_replies(zk_hosts: str, zk_path: str) -> None:
-    async with open_fault_proxy(*first_server(zk_hosts)) as proxy, zkwire.open_client(proxy.hosts) as zk:
+    async with (
+        open_fault_proxy(*first_server(zk_hosts)) as proxy,
+        zkwire.open_client(proxy.hosts, follow_ensemble=False) as zk,
+    ):
         await zk.create(zk_path, b"x")
         zk.max_in_flight = 8
         results: list[bytes] = []
@@ -37,7 +40,10 @@ async def test_concurrent_requests_beyond_the_bound_wait_for_replies(zk_hosts: s
 
 
 async def test_a_pipeline_longer_than_the_bound_goes_out_in_bursts(zk_hosts: str, zk_path: str) -> None:
-    async with open_fault_proxy(*first_server(zk_hosts)) as proxy, zkwire.open_client(proxy.hosts) as zk:
+    async with (
+        open_fault_proxy(*first_server(zk_hosts)) as proxy,
+        zkwire.open_client(proxy.hosts, follow_ensemble=False) as zk,
+    ):
         await zk.create(zk_path)
         zk.max_in_flight = 16
         [conn] = proxy.live
