@@ -476,7 +476,7 @@ async def test_the_caller_reads_its_own_reply_and_hands_the_socket_back(
         async with trio.open_nursery() as nursery:
             ens = FakeEnsemble(nursery, "socket")
             ens.tree["/h"] = b"v"
-            async with zkwire.open_client(HOSTS, connect=ens.connect) as zk:
+            async with zkwire.open_client(HOSTS, connect=ens.connect, follow_ensemble=False) as zk:
                 driver = zk._driver
                 assert isinstance(driver, fastpath.FastPathDriver)
                 for i in range(30):
