@@ -118,6 +118,9 @@ __all__ = [
 
 log = logging.getLogger("zkwire.session")
 
+#: Connection attempts that fit in one session timeout at least (see ``SessionCore.connect_timeout``).
+CONNECT_ATTEMPTS = 3
+
 
 class SessionCore(Generic[TokenT, WatcherT]):
     """ZooKeeper session logic for one session across any number of connections: the session's identity
@@ -227,7 +230,12 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     @property
     def connect_timeout(self) -> float:
-        return self._clock.timeout / len(self._hosts)
+        """How long one connection attempt may take to reach the handshake's answer: the session timeout
+        shared among the servers, and at most a third of it, so that at least three attempts fit in a
+        session timeout.  A server that accepts a connection and never answers it (ZooKeeper 3.8.0
+        starting up can leave one hanging: its close fails while its database is not loaded) then does
+        not cost a session given a single server its whole timeout."""
+        return self._clock.timeout / max(len(self._hosts), CONNECT_ATTEMPTS)
 
     @property
     def read_timeout(self) -> float:

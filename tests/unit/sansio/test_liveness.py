@@ -11,6 +11,7 @@ from helpers.sessioncore import H1, H2, H3, SID, Watcher, connected, data_reply,
 from zkwire.constants import PING_XID, EventType, OpCode
 from zkwire.errors import ConnectionLossError, SessionExpiredError
 from zkwire.protocol.records import GetDataRequest
+from zkwire.sansio.hosts import HostPort
 from zkwire.sansio.session import (
     DeadlineMoved,
     DropConnection,
@@ -313,10 +314,10 @@ def test_client_side_expiry_during_a_reattach_handshake() -> None:
 
 
 def test_the_handshake_answer_says_the_deadline_moved_and_the_syncing_deadlines_are_met() -> None:
-    # One host: the connect timeout is the whole session timeout (9 s), the re-attach's read timeout 6 s.
-    # A timer asleep until the connect deadline it read during the handshake is told (DeadlineMoved) that
-    # the SYNCING phase's clocks run: here SetWatches is never answered, and the connection must be
-    # dropped at the read timeout -- not the session given up for expired at the connect deadline.
+    # One host: the connect timeout is a third of the session timeout (3 s), the re-attach's read timeout
+    # 6 s.  A timer asleep until the connect deadline it read during the handshake is told (DeadlineMoved)
+    # that the SYNCING phase's clocks run: here SetWatches is never answered, and the connection must be
+    # dropped at the read timeout -- not the session given up for expired.
     pair = connected(timeout=9.0)
     pair.core.send_request(
         OpCode.GET_DATA, GetDataRequest("/w", True), "w", 0.5, path="/w", watch=WatchRequest(WatchKind.DATA, "/w", 1)
@@ -325,7 +326,7 @@ def test_the_handshake_answer_says_the_deadline_moved_and_the_syncing_deadlines_
     pair.to_client(pair.server.answer(data_reply()), 0.6)
     pair.lose(1.0)
     pair.open(1.0)
-    assert pair.core.next_deadline() > 1.0 + 6.0  # the connect deadline, or expiry: past the SYNCING clocks
+    assert pair.core.next_deadline() == pytest.approx(1.0 + 3.0)  # the connect deadline
     events = pair.to_client(pair.server.accept(session_id=SID), 1.2)
     assert only(events, DeadlineMoved) == [DeadlineMoved()]
     [set_watches] = pair.to_server()
@@ -350,13 +351,20 @@ def test_no_busy_timer_while_a_handshake_goes_unanswered() -> None:
     wakes = 0
     while core.next_deadline() < 9.0 and wakes < 10:
         now = core.next_deadline()
-        pair.timer(now)
+        if drops(pair.timer(now)):
+            pair.lose(now)  # the handshake's deadline (3 s: a third of the session timeout) drops it
         assert core.next_deadline() > now  # a deadline in the past would wake the timer at once, for ever
         wakes += 1
-    assert wakes <= 2
+    assert wakes <= 2 and now == pytest.approx(3.0)
 
 
 def test_no_deadline_moved_when_the_session_opens_at_once() -> None:
     pair = ConnectionPair(make_core())
     events = pair.connect(0.0)
     assert events == [StateChanged(SessionState.CONNECTING, SessionState.CONNECTED)]
+
+
+def test_three_attempts_fit_in_a_session_timeout_whatever_the_host_count() -> None:
+    assert make_core(hosts=(H1,), timeout=9.0).connect_timeout == pytest.approx(3.0)
+    assert make_core(hosts=(H1, H2), timeout=9.0).connect_timeout == pytest.approx(3.0)
+    assert make_core(hosts=(H1, H2, H3, HostPort("zk4", 2181)), timeout=9.0).connect_timeout == pytest.approx(2.25)
