@@ -24,6 +24,7 @@ from helpers.kerberos import (  # noqa: F401  (a KDC, a server and an ensemble r
     kerberos_realm,
     kerberos_server,
 )
+from helpers.reconfig import reconfigurable  # noqa: F401  (ensembles whose membership changes)
 from helpers.sasl import sasl_ensemble, sasl_server  # noqa: F401  (real servers requiring SASL)
 from helpers.tls import (  # noqa: F401  (real servers with TLS and mutual TLS, for the client, the tools and the tracer)
     mtls13_server,

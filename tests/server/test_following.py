@@ -24,16 +24,6 @@ SESSIONS = 30
 CUT: list[str] = []
 
 
-@pytest.fixture
-async def reconfigurable(local_zookeeper: None) -> AsyncIterator[EmbeddedEnsemble]:
-    ens = EmbeddedEnsemble(3, reconfigurable=True)
-    await trio.to_thread.run_sync(ens.start)
-    try:
-        yield ens
-    finally:
-        await trio.to_thread.run_sync(ens.stop)
-
-
 def sessions_by_member(ens: EmbeddedEnsemble, ids: dict[int, int]) -> Counter[int]:
     """How many of the sessions ``ids`` (session id -> client number) each running member serves, counted
     with ``cons`` on the member."""

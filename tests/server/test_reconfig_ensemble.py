@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import AsyncIterator
 
 import pytest
 import trio
@@ -21,17 +20,6 @@ from zkwire.testing.wire import RawSession
 pytestmark = pytest.mark.ensemble
 
 CONFIG = "/zookeeper/config"
-
-
-@pytest.fixture
-async def reconfigurable(local_zookeeper: None) -> AsyncIterator[EmbeddedEnsemble]:
-    """A 3-member reconfigurable ensemble of the test's own (local backend only)."""
-    ens = EmbeddedEnsemble(3, reconfigurable=True)
-    await trio.to_thread.run_sync(ens.start)
-    try:
-        yield ens
-    finally:
-        await trio.to_thread.run_sync(ens.stop)
 
 
 def parse(config: str) -> tuple[dict[int, str], str]:

@@ -6,10 +6,11 @@ configuration is applied after them."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Awaitable, Callable
 
 import pytest
 import trio
-from helpers.fakeserver import STAT
+from helpers.fakeserver import STAT, ClientRequest
 from helpers.hostileserver import HostileConnection, Script, bounded, honest, open_hostile_server, reply_for
 
 import zkwire
@@ -25,20 +26,18 @@ def member_lines(port: int, *others: int) -> str:
     return "\n".join(lines)
 
 
-async def test_hostile_configurations_are_refused_and_the_list_kept() -> None:
-    served: list[bytes] = []
-    configs: list[bytes] = []
+ConfigAnswer = Callable[[HostileConnection, ClientRequest], Awaitable[None]]
 
-    async def config_server(conn: HostileConnection) -> None:
+
+def config_server(answer: ConfigAnswer) -> Script:
+    """An honest server whose reads of the config node are answered by ``answer``."""
+
+    async def script(conn: HostileConnection) -> None:
         if await conn.accept() is None:
             return
         while (req := await conn.request()) is not None:
             if isinstance(req.record, GetDataRequest) and req.record.path == "/zookeeper/config":
-                data = configs[min(len(served), len(configs) - 1)]
-                served.append(data)
-                await conn.send(conn.fake.reply(req, GetDataResponse(data, STAT)))
-                if len(served) < len(configs):
-                    await conn.send(conn.fake.event(EventType.NODE_DATA_CHANGED, "/zookeeper/config"))
+                await answer(conn, req)
                 continue
             reply = reply_for(req)
             if reply is not None:
@@ -46,7 +45,21 @@ async def test_hostile_configurations_are_refused_and_the_list_kept() -> None:
             if req.op == OpCode.CLOSE_SESSION:
                 return
 
-    async with open_hostile_server(config_server) as server:
+    return script
+
+
+async def test_hostile_configurations_are_refused_and_the_list_kept() -> None:
+    served: list[bytes] = []
+    configs: list[bytes] = []
+
+    async def next_config(conn: HostileConnection, req: ClientRequest) -> None:
+        data = configs[min(len(served), len(configs) - 1)]
+        served.append(data)
+        await conn.send(conn.fake.reply(req, GetDataResponse(data, STAT)))
+        if len(served) < len(configs):
+            await conn.send(conn.fake.event(EventType.NODE_DATA_CHANGED, "/zookeeper/config"))
+
+    async with open_hostile_server(config_server(next_config)) as server:
         port = int(server.hosts.rpartition(":")[2])
         good = f"{member_lines(port, 1001)}\nversion=100".encode()
         configs += [
@@ -80,21 +93,11 @@ async def test_hostile_configurations_are_refused_and_the_list_kept() -> None:
 def config_refusing(err: int, reads: list[float]) -> Script:
     """A server that answers every read of the config node with error ``err``."""
 
-    async def script(conn: HostileConnection) -> None:
-        if await conn.accept() is None:
-            return
-        while (req := await conn.request()) is not None:
-            if isinstance(req.record, GetDataRequest) and req.record.path == "/zookeeper/config":
-                reads.append(trio.current_time())
-                await conn.send(conn.fake.reply(req, None, err=err))
-                continue
-            reply = reply_for(req)
-            if reply is not None:
-                await conn.send(reply)
-            if req.op == OpCode.CLOSE_SESSION:
-                return
+    async def refuse(conn: HostileConnection, req: ClientRequest) -> None:
+        reads.append(trio.current_time())
+        await conn.send(conn.fake.reply(req, None, err=err))
 
-    return script
+    return config_server(refuse)
 
 
 async def test_a_server_refusing_the_configuration_is_asked_again_slowly(caplog: pytest.LogCaptureFixture) -> None:
@@ -116,20 +119,10 @@ async def test_a_host_name_the_resolver_refuses_is_a_server_not_reached() -> Non
     follower does not die and the client does not crash; the session stays where it is."""
     configs: list[bytes] = []
 
-    async def script(conn: HostileConnection) -> None:
-        if await conn.accept() is None:
-            return
-        while (req := await conn.request()) is not None:
-            if isinstance(req.record, GetDataRequest) and req.record.path == "/zookeeper/config":
-                await conn.send(conn.fake.reply(req, GetDataResponse(configs[0], STAT)))
-                continue
-            reply = reply_for(req)
-            if reply is not None:
-                await conn.send(reply)
-            if req.op == OpCode.CLOSE_SESSION:
-                return
+    async def the_config(conn: HostileConnection, req: ClientRequest) -> None:
+        await conn.send(conn.fake.reply(req, GetDataResponse(configs[0], STAT)))
 
-    async with open_hostile_server(script) as server:
+    async with open_hostile_server(config_server(the_config)) as server:
         port = int(server.hosts.rpartition(":")[2])
         configs.append(
             f"server.1=127.0.0.1:1:2;127.0.0.1:{port}\nserver.2=\u2603.example:1:2;\u2603.example:{port}\nversion=1".encode()
