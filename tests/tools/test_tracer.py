@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 from helpers.addresses import first_server
 
@@ -148,3 +149,33 @@ def test_decode_file_cli(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
+
+
+async def test_a_reply_forwarded_before_its_request_is_decoded_still_pairs(
+    zk_hosts: str, zk_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pump towards the server resumes only after the server has answered (its send is slowed on
+    purpose, as a busy machine does): the reply must still be paired with its request, never noted as
+    'no pending request' (the request is queued for decoding before it is forwarded)."""
+    server = _server(zk_hosts)
+    real_send_all = trio.SocketStream.send_all
+
+    async def slow_towards_server(self: trio.SocketStream, data: bytes | bytearray | memoryview) -> None:
+        await real_send_all(self, data)
+        if self.socket.getpeername()[1] == server[1]:
+            await trio.sleep(0.2)  # the server answers in this time
+
+    out = io.StringIO()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_trace, ("127.0.0.1", 0), server, TraceOptions(json_lines=True, out=out))
+        monkeypatch.setattr(trio.SocketStream, "send_all", slow_towards_server)
+        async with zkwire.open_client(f"127.0.0.1:{port}", follow_ensemble=False) as zk:
+            await zk.create(zk_path, b"x")
+            assert await zk.get_data(zk_path) == (b"x", (await zk.exists(zk_path)))
+            await zk.delete(zk_path)
+        monkeypatch.undo()
+        nursery.cancel_scope.cancel()
+    frames = [json.loads(line) for line in out.getvalue().splitlines()]
+    replies = [f for f in frames if f["kind"] == "reply"]
+    assert [f["op_name"] for f in replies] == ["create", "getData", "exists", "delete", "closeSession"]
+    assert not [f for f in frames if "no pending request" in str(f.get("note"))], frames

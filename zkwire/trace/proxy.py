@@ -93,8 +93,10 @@ async def serve_trace(
                     data = bytes(await src.receive_some(READ_CHUNK))  # the same object when it is bytes
                     if not data:
                         break
-                    await dst.send_all(data)  # forwarded first; decoding gets a copy afterwards
+                    # Queued for decoding before it is forwarded (the queue never blocks): a reply can
+                    # only come after its request went out, so it is never queued before the request.
                     decoding.data(conn, direction, data, trio.current_time() - start)
+                    await dst.send_all(data)
                     if files:
                         files[direction].write(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
