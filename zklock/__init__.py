@@ -12,9 +12,20 @@ from __future__ import annotations
 
 from .election import Election
 from .errors import LockError, LockLostError, MaxLeasesMismatchError, NotHeldError
+from .group import (
+    GroupMember,
+    GroupView,
+    Party,
+    ShallowParty,
+    group_members,
+    open_group_view,
+    party_members,
+    watch_party,
+)
 from .lease import Lease
 from .mutex import Mutex
 from .naming import Naming
+from .persistent import NodeMode, PersistentNode
 from .recipe import default_identifier, request_revocation
 from .rwlock import ReadLock, ReadWriteLock, WriteLock
 from .semaphore import Semaphore
@@ -34,4 +45,14 @@ __all__ = [
     "Naming",
     "default_identifier",
     "request_revocation",
+    "PersistentNode",
+    "NodeMode",
+    "GroupMember",
+    "GroupView",
+    "open_group_view",
+    "group_members",
+    "Party",
+    "ShallowParty",
+    "watch_party",
+    "party_members",
 ]

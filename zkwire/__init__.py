@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from .client import aio
     from .client.aio import NotInTrioError
     from .client.api import Client, Transaction, open_client
-    from .client.continuity import Sessions, SessionSource, sessions
+    from .client.continuity import Sessions, SessionSource, current_client, sessions
+    from .client.groups import task_nursery
     from .client.nodewatch import ChildrenWatch, DataWatch, NodeData, watch_children, watch_data
     from .client.retry import TRANSIENT_ERRORS, RetryPolicy, retry, retry_with
     from .client.tls import tls_context
@@ -62,6 +63,8 @@ _TRIO_LAYER = {
     "Sessions": "continuity",
     "SessionSource": "continuity",
     "sessions": "continuity",
+    "current_client": "continuity",
+    "task_nursery": "groups",
     "NodeData": "nodewatch",
     "DataWatch": "nodewatch",
     "ChildrenWatch": "nodewatch",
@@ -143,6 +146,8 @@ __all__ = [
     "Sessions",
     "SessionSource",
     "sessions",
+    "current_client",
+    "task_nursery",
     "NodeData",
     "DataWatch",
     "ChildrenWatch",

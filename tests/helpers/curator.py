@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -26,35 +28,38 @@ COMPILE_CP = ":".join(
 )
 
 
-_compiled: list[Path] = []
+_compiled: dict[str, Path] = {}
 
 
-def compile_worker(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Compiles the worker once per session (skips the test when javac or Curator is missing); returns
-    its class directory."""
+def compile_worker(tmp_path_factory: pytest.TempPathFactory, name: str = "CuratorLockWorker") -> Path:
+    """Compiles ``java/<name>.java`` once per session (skips the test when javac or Curator is missing);
+    returns its class directory."""
     if shutil.which("javac") is None or not (SHARE / "curator-recipes.jar").exists():
         pytest.skip("javac or Debian's libcurator-recipes-java is not installed")
-    if not _compiled:
+    if name not in _compiled:
         out = tmp_path_factory.mktemp("curator")
         subprocess.run(
-            ["javac", "-d", str(out), "-cp", COMPILE_CP, str(JAVA_DIR / "CuratorLockWorker.java")],
+            ["javac", "-d", str(out), "-cp", COMPILE_CP, str(JAVA_DIR / f"{name}.java")],
             check=True,
             timeout=120,
         )
-        _compiled.append(out)
-    return _compiled[0]
+        _compiled[name] = out
+    return _compiled[name]
 
 
-def _java_cmd(curator_classes: Path, *args: str) -> list[str]:
-    return ["java", "-cp", f"{curator_classes}:{COMPILE_CP}:{SHARE}/*", "CuratorLockWorker", *args]
+def _java_cmd(curator_classes: Path, *args: str, main: str = "CuratorLockWorker") -> list[str]:
+    return ["java", "-cp", f"{curator_classes}:{COMPILE_CP}:{SHARE}/*", main, *args]
 
 
 class CuratorPeer:
     """A ``CuratorLockWorker serve`` process: one Curator client answering ``try`` / ``release``."""
 
+    main = "CuratorLockWorker"
+    args: tuple[str, ...] = ("serve",)
+
     def __init__(self, curator_classes: Path, hosts: str) -> None:
         self.process = subprocess.Popen(
-            _java_cmd(curator_classes, hosts, "serve"),
+            _java_cmd(curator_classes, hosts, *self.args, main=self.main),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -68,23 +73,23 @@ class CuratorPeer:
         assert line, "the Curator peer exited"
         return line.strip()
 
-    def ask(self, command: str) -> str:
+    def ask_line(self, command: str) -> str:
         assert self.process.stdin is not None
         self.process.stdin.write(command + "\n")
         self.process.stdin.flush()
         return self.read()
 
     async def try_(self, kind: str, path: str, millis: int) -> bool:
-        answer = await trio.to_thread.run_sync(self.ask, f"try {kind} {path} {millis}")
+        answer = await trio.to_thread.run_sync(self.ask_line, f"try {kind} {path} {millis}")
         assert answer in ("GOT", "BUSY"), answer
         return answer == "GOT"
 
     async def release(self) -> None:
-        assert await trio.to_thread.run_sync(self.ask, "release") == "RELEASED"
+        assert await trio.to_thread.run_sync(self.ask_line, "release") == "RELEASED"
 
     def close(self) -> None:
         try:
-            self.ask("quit")
+            self.ask_line("quit")
         except (AssertionError, OSError):
             pass
         try:
@@ -127,3 +132,39 @@ class CuratorWorker:
     def kill(self) -> None:
         if self.process.returncode is None:
             self.process.kill()
+
+
+class CuratorRecipes(CuratorPeer):
+    """A ``CuratorRecipeWorker`` process: one Curator client answering the toolbox commands (see
+    ``java/CuratorRecipeWorker.java``) one line at a time."""
+
+    main = "CuratorRecipeWorker"
+    args = ()
+
+    def _ask(self, command: str) -> str:
+        answer = self.ask_line(command)
+        assert not answer.startswith("ERR"), (command, answer)
+        return answer
+
+    async def ask(self, *words: object) -> str:
+        return await trio.to_thread.run_sync(self._ask, " ".join(str(w) for w in words))
+
+    async def members(self, path: str) -> dict[str, str]:
+        answer = (await self.ask("members", path)).split()
+        assert answer[0] == "MEMBERS", answer
+        return dict(w.split("=", 1) for w in answer[1:])  # type: ignore[misc]
+
+
+@asynccontextmanager
+async def curator_recipes(tmp_path_factory: pytest.TempPathFactory, hosts: str) -> AsyncIterator[CuratorRecipes]:
+    """A running ``CuratorRecipeWorker`` for the block."""
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed")
+    classes = compile_worker(tmp_path_factory, "CuratorRecipeWorker")
+    with trio.fail_after(60):
+        worker = await trio.to_thread.run_sync(CuratorRecipes, classes, hosts)
+    try:
+        yield worker
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(worker.close)

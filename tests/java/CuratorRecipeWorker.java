@@ -1,0 +1,129 @@
+// Curator's toolbox recipes for the interoperability tests (tests/interop/test_toolbox_curator.py).
+//
+// CuratorRecipeWorker <connect>
+//   Prints READY once connected, then reads commands from stdin, one a line, and answers each with one
+//   line (ERR <exception> on failure).  Text arguments have no spaces.
+//     join <path> <id> <payload>   starts a GroupMember; answers OK
+//     members <path>               the joined member's getCurrentMembers(): MEMBERS id=payload ... (sorted)
+//     payload <path> <payload>     setThisData on the joined member; answers OK
+//     leave <path>                 closes the joined member; answers OK
+//     count-get <path>             SharedCount (seed 0) getCount: COUNT <n>
+//     count-set <path> <n>         SharedCount setCount; answers OK
+//     count-add <path> <n>         trySetCount in a loop until it succeeds: COUNT <new value>
+//     long-add <path> <delta>      DistributedAtomicLong.add: LONG <pre> <post> (or FAILED)
+//     long-get <path>              DistributedAtomicLong.get: LONG <value> <value>
+//     int-add <path> <delta>       DistributedAtomicInteger.add: INT <pre> <post> (or FAILED)
+//     quit                         exits
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.CuratorFrameworkFactory;
+import org.apache.curator.framework.recipes.atomic.AtomicValue;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicInteger;
+import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.nodes.GroupMember;
+import org.apache.curator.framework.recipes.shared.SharedCount;
+import org.apache.curator.framework.recipes.shared.VersionedValue;
+import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.curator.retry.RetryNTimes;
+
+public class CuratorRecipeWorker {
+    static final Map<String, GroupMember> members = new HashMap<>();
+    static final Map<String, SharedCount> counts = new HashMap<>();
+
+    static SharedCount count(CuratorFramework client, String path) throws Exception {
+        SharedCount c = counts.get(path);
+        if (c == null) {
+            c = new SharedCount(client, path, 0);
+            c.start();
+            counts.put(path, c);
+        }
+        return c;
+    }
+
+    static String run(CuratorFramework client, String[] w) throws Exception {
+        switch (w[0]) {
+            case "join": {
+                GroupMember m = new GroupMember(client, w[1], w[2], w[3].getBytes(StandardCharsets.UTF_8));
+                m.start();
+                members.put(w[1], m);
+                return "OK";
+            }
+            case "members": {
+                StringBuilder out = new StringBuilder("MEMBERS");
+                for (Map.Entry<String, byte[]> e : new TreeMap<>(members.get(w[1]).getCurrentMembers()).entrySet()) {
+                    out.append(' ').append(e.getKey()).append('=').append(new String(e.getValue(), StandardCharsets.UTF_8));
+                }
+                return out.toString();
+            }
+            case "payload":
+                members.get(w[1]).setThisData(w[2].getBytes(StandardCharsets.UTF_8));
+                return "OK";
+            case "leave":
+                members.remove(w[1]).close();
+                return "OK";
+            case "count-get":
+                return "COUNT " + count(client, w[1]).getCount();
+            case "count-set":
+                count(client, w[1]).setCount(Integer.parseInt(w[2]));
+                return "OK";
+            case "count-add": {
+                SharedCount c = count(client, w[1]);
+                while (true) {
+                    VersionedValue<Integer> v = c.getVersionedValue();
+                    int next = v.getValue() + Integer.parseInt(w[2]);
+                    if (c.trySetCount(v, next)) {
+                        return "COUNT " + next;
+                    }
+                }
+            }
+            case "long-add": {
+                AtomicValue<Long> v = new DistributedAtomicLong(client, w[1], new RetryNTimes(1000, 1)).add(Long.parseLong(w[2]));
+                return v.succeeded() ? "LONG " + v.preValue() + " " + v.postValue() : "FAILED";
+            }
+            case "long-get": {
+                AtomicValue<Long> v = new DistributedAtomicLong(client, w[1], new RetryNTimes(1000, 1)).get();
+                return "LONG " + v.preValue() + " " + v.postValue();
+            }
+            case "int-add": {
+                AtomicValue<Integer> v = new DistributedAtomicInteger(client, w[1], new RetryNTimes(1000, 1)).add(Integer.parseInt(w[2]));
+                return v.succeeded() ? "INT " + v.preValue() + " " + v.postValue() : "FAILED";
+            }
+            default:
+                return "ERR unknown command " + w[0];
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        CuratorFramework client = CuratorFrameworkFactory.newClient(args[0], 10000, 10000, new ExponentialBackoffRetry(100, 5));
+        client.start();
+        client.blockUntilConnected();
+        System.out.println("READY");
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            String[] w = line.trim().split(" ");
+            if (w[0].equals("quit")) {
+                break;
+            }
+            String answer;
+            try {
+                answer = run(client, w);
+            } catch (Exception e) {
+                answer = "ERR " + e.toString().replace('\n', ' ');
+            }
+            System.out.println(answer);
+        }
+        for (GroupMember m : members.values()) {
+            m.close();
+        }
+        for (SharedCount c : counts.values()) {
+            c.close();
+        }
+        client.close();
+    }
+}
