@@ -10,8 +10,9 @@ interoperability matrix says which peers exclude each other.
 
 from __future__ import annotations
 
+from .counter import AtomicInteger, AtomicLong, AtomicValue, Counter, SharedCount, VersionedValue
 from .election import Election
-from .errors import LockError, LockLostError, MaxLeasesMismatchError, NotHeldError
+from .errors import ContentionError, CounterDataError, LockError, LockLostError, MaxLeasesMismatchError, NotHeldError
 from .group import (
     GroupMember,
     GroupView,
@@ -55,4 +56,12 @@ __all__ = [
     "ShallowParty",
     "watch_party",
     "party_members",
+    "SharedCount",
+    "AtomicLong",
+    "AtomicInteger",
+    "AtomicValue",
+    "VersionedValue",
+    "Counter",
+    "ContentionError",
+    "CounterDataError",
 ]

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from zkwire import ZKError
 
-__all__ = ["LockError", "LockLostError", "NotHeldError", "MaxLeasesMismatchError"]
+__all__ = [
+    "LockError",
+    "LockLostError",
+    "NotHeldError",
+    "MaxLeasesMismatchError",
+    "ContentionError",
+    "CounterDataError",
+]
 
 
 class LockError(ZKError):
@@ -35,3 +42,20 @@ class MaxLeasesMismatchError(LockError, ValueError):
         self.path = path
         self.stored = stored
         self.wanted = wanted
+
+
+class ContentionError(LockError):
+    """A compare-and-set update met a conflicting write ``attempts`` times in a row (nothing was applied)."""
+
+    def __init__(self, path: str, attempts: int) -> None:
+        super().__init__(f"{path}: {attempts} conflicting writes in a row; nothing was applied")
+        self.path = path
+        self.attempts = attempts
+
+
+class CounterDataError(LockError, ValueError):
+    """A counter node holds data that is not the counter's layout (another recipe's node?)."""
+
+    def __init__(self, path: str, what: str) -> None:
+        super().__init__(f"counter {path}: {what}")
+        self.path = path
