@@ -10,6 +10,7 @@ interoperability matrix says which peers exclude each other.
 
 from __future__ import annotations
 
+from .barrier import Barrier, DoubleBarrier
 from .counter import AtomicInteger, AtomicLong, AtomicValue, Counter, SharedCount, VersionedValue
 from .election import Election
 from .errors import ContentionError, CounterDataError, LockError, LockLostError, MaxLeasesMismatchError, NotHeldError
@@ -64,4 +65,6 @@ __all__ = [
     "Counter",
     "ContentionError",
     "CounterDataError",
+    "Barrier",
+    "DoubleBarrier",
 ]

@@ -13,6 +13,11 @@
 //     long-add <path> <delta>      DistributedAtomicLong.add: LONG <pre> <post> (or FAILED)
 //     long-get <path>              DistributedAtomicLong.get: LONG <value> <value>
 //     int-add <path> <delta>       DistributedAtomicInteger.add: INT <pre> <post> (or FAILED)
+//     barrier-set <path>           DistributedBarrier.setBarrier; answers OK
+//     barrier-remove <path>        DistributedBarrier.removeBarrier; answers OK
+//     barrier-wait <path> <millis> DistributedBarrier.waitOnBarrier: WAITED true|false
+//     dbarrier-enter <path> <n> <ms>  DistributedDoubleBarrier(n).enter: ENTERED true|false
+//     dbarrier-leave <path> <ms>      that barrier's leave: LEFT true|false
 //     quit                         exits
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -25,6 +30,9 @@ import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicInteger;
 import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
+import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
+import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
+import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.recipes.nodes.GroupMember;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
@@ -34,6 +42,7 @@ import org.apache.curator.retry.RetryNTimes;
 public class CuratorRecipeWorker {
     static final Map<String, GroupMember> members = new HashMap<>();
     static final Map<String, SharedCount> counts = new HashMap<>();
+    static final Map<String, DistributedDoubleBarrier> barriers = new HashMap<>();
 
     static SharedCount count(CuratorFramework client, String path) throws Exception {
         SharedCount c = counts.get(path);
@@ -93,6 +102,21 @@ public class CuratorRecipeWorker {
                 AtomicValue<Integer> v = new DistributedAtomicInteger(client, w[1], new RetryNTimes(1000, 1)).add(Integer.parseInt(w[2]));
                 return v.succeeded() ? "INT " + v.preValue() + " " + v.postValue() : "FAILED";
             }
+            case "barrier-set":
+                new DistributedBarrier(client, w[1]).setBarrier();
+                return "OK";
+            case "barrier-remove":
+                new DistributedBarrier(client, w[1]).removeBarrier();
+                return "OK";
+            case "barrier-wait":
+                return "WAITED " + new DistributedBarrier(client, w[1]).waitOnBarrier(Long.parseLong(w[2]), TimeUnit.MILLISECONDS);
+            case "dbarrier-enter": {
+                DistributedDoubleBarrier b = new DistributedDoubleBarrier(client, w[1], Integer.parseInt(w[2]));
+                barriers.put(w[1], b);
+                return "ENTERED " + b.enter(Long.parseLong(w[3]), TimeUnit.MILLISECONDS);
+            }
+            case "dbarrier-leave":
+                return "LEFT " + barriers.remove(w[1]).leave(Long.parseLong(w[2]), TimeUnit.MILLISECONDS);
             default:
                 return "ERR unknown command " + w[0];
         }
