@@ -4,6 +4,10 @@ the contention tests guard."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
 import trio
 
 import zklock
@@ -82,3 +86,22 @@ async def hold_counter(
     elif (await zk.get_data(counter))[0] != data:
         conflicts.append(1)
     holds.add(side, kind, start, now_us())
+
+
+@asynccontextmanager
+async def kazoo_client(hosts: str) -> AsyncIterator[Any]:
+    """A started ``KazooClient`` for the block (kazoo's calls block: run them with ``trio.to_thread``)."""
+    from kazoo.client import KazooClient
+
+    def start() -> Any:
+        kz = KazooClient(hosts=hosts, timeout=10)
+        kz.start(timeout=10)
+        return kz
+
+    kz = await trio.to_thread.run_sync(start)
+    try:
+        yield kz
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(kz.stop)
+            await trio.to_thread.run_sync(kz.close)

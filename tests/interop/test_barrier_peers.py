@@ -3,23 +3,14 @@ kazoo 2.11's Barrier/DoubleBarrier, all in one barrier; nobody released early, n
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import trio
 from helpers.curator import curator_recipes
+from helpers.interop import kazoo_client
 from helpers.sessiontools import expire
 
 import zklock
 import zkwire
-
-
-def _kazoo(hosts: str) -> Any:
-    from kazoo.client import KazooClient
-
-    kz = KazooClient(hosts=hosts, timeout=10)
-    kz.start(timeout=10)
-    return kz
 
 
 async def test_single_barrier_with_both_peers(
@@ -28,8 +19,7 @@ async def test_single_barrier_with_both_peers(
     from kazoo.recipe.barrier import Barrier
 
     path = f"{zk_path}/barrier"
-    kz = await trio.to_thread.run_sync(_kazoo, zk_hosts)
-    try:
+    async with kazoo_client(zk_hosts) as kz:
         async with curator_recipes(tmp_path_factory, zk_hosts) as java, zkwire.open_client(zk_hosts) as zk:
             ours = zklock.Barrier(zk, path)
             theirs = Barrier(kz, path)
@@ -60,9 +50,6 @@ async def test_single_barrier_with_both_peers(
             await trio.to_thread.run_sync(theirs.remove)
             with trio.fail_after(10):
                 await ours.wait()
-    finally:
-        await trio.to_thread.run_sync(kz.stop)
-        await trio.to_thread.run_sync(kz.close)
 
 
 async def test_double_barrier_shared_by_four_clients_of_three_kinds(
@@ -73,8 +60,7 @@ async def test_double_barrier_shared_by_four_clients_of_three_kinds(
     from kazoo.recipe.barrier import DoubleBarrier
 
     path = f"{zk_path}/double"
-    kz = await trio.to_thread.run_sync(_kazoo, zk_hosts)
-    try:
+    async with kazoo_client(zk_hosts) as kz:
         async with curator_recipes(tmp_path_factory, zk_hosts) as java, zkwire.open_client(zk_hosts) as zk:
             entered: list[str] = []
             left: list[str] = []
@@ -123,9 +109,6 @@ async def test_double_barrier_shared_by_four_clients_of_three_kinds(
                 go_leave["kazoo-naming"].set()
             assert sorted(left) == sorted(go_leave)
             assert await zk.get_children(path) == []
-    finally:
-        await trio.to_thread.run_sync(kz.stop)
-        await trio.to_thread.run_sync(kz.close)
 
 
 async def test_a_member_whose_session_expired_enters_with_the_next(zk_hosts: str, zk_path: str) -> None:

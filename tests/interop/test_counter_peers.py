@@ -11,6 +11,7 @@ import pytest
 import trio
 from helpers.addresses import first_server
 from helpers.curator import curator_recipes
+from helpers.interop import kazoo_client
 from helpers.sessiontools import expire
 
 import zklock
@@ -20,14 +21,6 @@ from zkwire.constants import OpCode
 ROUNDS = 25
 
 
-def _kazoo(hosts: str) -> Any:
-    from kazoo.client import KazooClient
-
-    kz = KazooClient(hosts=hosts, timeout=10)
-    kz.start(timeout=10)
-    return kz
-
-
 @pytest.mark.parametrize(
     ("default", "curator", "step"), [(0, False, 1), (0.5, False, 0.25), (0, True, 1)], ids=["int", "float", "curator"]
 )
@@ -35,8 +28,7 @@ async def test_kazoo_counter_and_ours_add_up(
     zk_hosts: str, zk_path: str, default: float, curator: bool, step: float
 ) -> None:
     path = f"{zk_path}/counter"
-    kz = await trio.to_thread.run_sync(_kazoo, zk_hosts)
-    try:
+    async with kazoo_client(zk_hosts) as kz:
         theirs = kz.Counter(path, default=default, support_curator=curator)
 
         def kazoo_adds() -> None:
@@ -60,9 +52,6 @@ async def test_kazoo_counter_and_ours_add_up(
             data, _ = await zk.get_data(path)
             assert data == (struct.pack(">i", int(expected)) if curator else repr(expected).encode())
             assert await zk.get_children(path) == []  # no witness left once closed
-    finally:
-        await trio.to_thread.run_sync(kz.stop)
-        await trio.to_thread.run_sync(kz.close)
 
 
 @pytest.mark.parametrize("kind", ["SharedCount", "AtomicLong", "AtomicInteger"])

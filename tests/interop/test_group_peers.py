@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import trio
 from helpers.curator import curator_recipes
+from helpers.interop import kazoo_client
 from helpers.sessiontools import expire
 
 import zklock
@@ -24,21 +25,12 @@ async def _eventually(read: Callable[[], Awaitable[Any]], expected: Any, seconds
     assert got == expected
 
 
-def _kazoo(hosts: str) -> Any:
-    from kazoo.client import KazooClient
-
-    kz = KazooClient(hosts=hosts, timeout=10)
-    kz.start(timeout=10)
-    return kz
-
-
 @pytest.mark.parametrize("shallow", [False, True], ids=["Party", "ShallowParty"])
 async def test_kazoo_party_both_ways(zk_hosts: str, zk_path: str, shallow: bool) -> None:
     from kazoo.recipe.party import Party, ShallowParty
 
     path = f"{zk_path}/party"
-    kz = await trio.to_thread.run_sync(_kazoo, zk_hosts)
-    try:
+    async with kazoo_client(zk_hosts) as kz:
         theirs = (ShallowParty if shallow else Party)(kz, path, "kazoo-member")
         await trio.to_thread.run_sync(theirs.join)
         kind = zklock.ShallowParty if shallow else zklock.Party
@@ -70,17 +62,13 @@ async def test_kazoo_party_both_ways(zk_hosts: str, zk_path: str, shallow: bool)
                 await _eventually(views_last, [])
                 nursery.cancel_scope.cancel()
         assert ["kazoo-member", "zklock-member"] in views
-    finally:
-        await trio.to_thread.run_sync(kz.stop)
-        await trio.to_thread.run_sync(kz.close)
 
 
 async def test_a_party_member_is_back_once_after_its_session_expired(zk_hosts: str, zk_path: str) -> None:
     from kazoo.recipe.party import Party
 
     path = f"{zk_path}/party"
-    kz = await trio.to_thread.run_sync(_kazoo, zk_hosts)
-    try:
+    async with kazoo_client(zk_hosts) as kz:
         theirs = Party(kz, path, "kazoo-member")
         async with zkwire.sessions(zk_hosts, session_timeout=4) as stream:
             async with zklock.Party(stream, path, "zklock-member") as member:
@@ -102,9 +90,6 @@ async def test_a_party_member_is_back_once_after_its_session_expired(zk_hosts: s
                 assert len(names) == 1 and names[0].endswith("__party__")
                 owner = (await trio.to_thread.run_sync(kz.exists, f"{path}/{names[0]}")).ephemeralOwner
                 assert stream.current is not None and owner == stream.current.session_id
-    finally:
-        await trio.to_thread.run_sync(kz.stop)
-        await trio.to_thread.run_sync(kz.close)
 
 
 async def test_curator_group_member_both_ways(
