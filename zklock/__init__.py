@@ -31,6 +31,7 @@ from .persistent import NodeMode, PersistentNode
 from .recipe import default_identifier, request_revocation
 from .rwlock import ReadLock, ReadWriteLock, WriteLock
 from .semaphore import Semaphore
+from .workqueue import LockingQueue, Queue, QueueNaming
 
 __all__ = [
     "Mutex",
@@ -67,4 +68,7 @@ __all__ = [
     "CounterDataError",
     "Barrier",
     "DoubleBarrier",
+    "Queue",
+    "LockingQueue",
+    "QueueNaming",
 ]

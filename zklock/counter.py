@@ -15,20 +15,18 @@ version, read again on a conflict -- at most ``max_attempts`` times.
 
 **Exact under lost replies** (``exact=True``, the default).  A write whose reply is lost with the
 connection may or may not have been applied, and a retry would then count it twice (the peers' counters
-do).  So the write goes in a transaction with the creation of a *witness*: an empty child
-``<path>/zklock-w-<uuid>`` named for that one attempt.  After a lost reply the client reconnects,
-``sync``\\ s and looks for the witness: there, the update was applied (its result is returned); absent,
-it was not (it is tried again).  A witness is deleted in the round trip of the object's next read, and
-the last one by :meth:`aclose` (``async with``); a process that dies leaves at most one small node per
-counter object.  Peers never list a counter's children, so witnesses do not disturb them (the peers
-cannot delete the counter node while one is there).  ``exact=False`` writes like the peers do: one op,
+do).  So the write goes in a transaction with the creation of a *witness* (:mod:`zklock.witness`): an
+empty child ``<path>/zklock-w-<uuid>`` named for that one attempt, looked for after a lost reply.  A
+witness is deleted in the object's next update, and the last one by ``aclose()`` (``async with``); a
+process that dies leaves at most one small node per counter object.  Peers never list a counter's
+children, so witnesses do not disturb them (the peers cannot delete the counter node while one is
+there).  ``exact=False`` writes like the peers do: one op,
 no witness, and a lost reply may count twice.
 """
 
 from __future__ import annotations
 
 import struct
-import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -39,12 +37,9 @@ from zkwire import (
     Client,
     ConnectionLossError,
     Create,
-    Delete,
-    GetData,
     InvalidArgumentError,
     NodeExistsError,
     NoNodeError,
-    SessionExpiredError,
     SessionSource,
     SetData,
     Stat,
@@ -55,6 +50,7 @@ from zkwire import (
 
 from .errors import ContentionError, CounterDataError
 from .mutex import Mutex
+from .witness import WITNESS_PREFIX, Witnessed
 
 __all__ = [
     "AtomicInteger",
@@ -65,9 +61,6 @@ __all__ = [
     "VersionedValue",
     "WITNESS_PREFIX",
 ]
-
-#: The name prefix of an update's witness node (a child of the counter node).
-WITNESS_PREFIX = "zklock-w-"
 
 Number = int | float
 
@@ -141,32 +134,23 @@ class _Cell:
         self.exact = exact
         self.max_attempts = max_attempts
         self.seed = seed  # the data a missing node is created with by a read (None: reads create nothing)
-        self._stale: list[str] = []  # witnesses whose update is settled, deleted with the next read
+        self._witness = Witnessed(source, self.path)
 
     async def client(self) -> Client:
         return await current_client(self.source)
 
     async def read(self, zk: Client) -> tuple[Number, Stat | None]:
-        """The value and the node's Stat (None: missing); stale witnesses are deleted in the same
-        round trip."""
+        """The value and the node's Stat (None: missing)."""
         while True:
-            stale, self._stale = self._stale, []
             try:
-                *deleted, result = await zk.pipeline([*(Delete(w) for w in stale), GetData(self.path)])
+                data, stat = await zk.get_data(self.path)
             except ConnectionLossError:
-                self._stale.extend(stale)
                 continue
-            self._stale.extend(w for w, r in zip(stale, deleted, strict=True) if isinstance(r, ConnectionLossError))
-            if isinstance(result, ConnectionLossError):
-                continue
-            if isinstance(result, NoNodeError):
+            except NoNodeError:
                 if self.seed is not None:
                     await self._create_seed(zk)
                     continue
                 return self.codec.default, None
-            if isinstance(result, BaseException):
-                raise result
-            data, stat = result
             return self.codec.decode(self.path, data), stat
 
     async def _create_seed(self, zk: Client) -> None:
@@ -203,28 +187,16 @@ class _Cell:
         op = Create(self.path, data) if stat is None else SetData(self.path, data, stat.version)
         if not self.exact:
             return await self._plain(zk, op)
-        witness = f"{self.path.rstrip('/')}/{WITNESS_PREFIX}{uuid.uuid4().hex}"
         while True:
             try:
-                await zk.multi([op, Create(witness)])
+                await self._witness.apply(zk, [op])
+                return True
             except (BadVersionError, NodeExistsError):
                 return False
-            except NoNodeError as e:
+            except NoNodeError:
                 if stat is not None:
                     return False  # deleted since it was read
-                if e.results is not None and isinstance(e.results[0], NoNodeError):
-                    await zk.ensure_path(self.path.rsplit("/", 1)[0] or "/", container=True)
-                    continue
-                return False
-            except (ConnectionLossError, SessionExpiredError):
-                # With a stream the witness is looked for in the next session; with one client an
-                # expiry leaves the outcome unknown and is raised (see update()).
-                if isinstance(self.source, Client) and zk.ended is not None:
-                    raise
-                if not await self._applied(witness):
-                    return False
-            self._stale.append(witness)
-            return True
+                await zk.ensure_path(self.path.rsplit("/", 1)[0] or "/", container=True)
 
     async def _plain(self, zk: Client, op: Create | SetData) -> bool:
         while True:
@@ -243,29 +215,9 @@ class _Cell:
             except ConnectionLossError:
                 return False  # read again; the write may have been applied (not exact)
 
-    async def _applied(self, witness: str) -> bool:
-        """After a lost reply: was the transaction that creates ``witness`` applied?  Seen after a
-        ``sync`` (the member we reach has then applied every write of our session)."""
-        while True:
-            zk = await self.client()
-            try:
-                await zk.wait_connected()
-                await zk.sync(self.path)
-                return await zk.exists(witness) is not None
-            except ConnectionLossError:
-                continue
-            except SessionExpiredError:
-                if isinstance(self.source, Client):
-                    raise
-                continue  # the stream's next session looks for it
-
     async def aclose(self) -> None:
-        """Delete the witnesses of settled updates."""
-        if not self._stale:
-            return
-        zk = await self.client()
-        stale, self._stale = self._stale, []
-        await zk.pipeline([Delete(w) for w in stale])
+        """Delete the witness of the last settled update."""
+        await self._witness.aclose()
 
 
 class _CounterBase:

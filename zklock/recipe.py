@@ -8,7 +8,7 @@ contenders whether ours may proceed and, if not, which single node to wait for. 
    :mod:`zklock.naming`) and list the children *in one round trip*: both requests go out back to back
    and the server applies them in order.  While another waiter of this process is listing the path,
    the create goes alone and the waiter joins the next listing sent after the create's reply (one
-   listing serves every waiter of the process that queued meanwhile, see :mod:`zklock.queue`).  A
+   listing serves every waiter of the process that queued meanwhile, see :mod:`zklock.sharedqueue`).  A
    missing parent is created as a container node (the server
    removes it once it is empty again) in the ``"curator"`` naming, as a persistent node in the
    ``"kazoo"`` naming (kazoo creates its lock paths once per lock object and would fail on a reaped
@@ -22,7 +22,7 @@ contenders whether ours may proceed and, if not, which single node to wait for. 
 3. If the recipe says we may proceed, check that our node's ephemeralOwner is the current session and
    hold.  Otherwise watch just the one node we wait for, with a getData watch (an exists watch on a node
    that is already gone would linger).  When it goes, the next node to wait for is found in the
-   process's shared view of the queue (:mod:`zklock.queue`: nodes below ours can only disappear), so a
+   process's shared view of the queue (:mod:`zklock.sharedqueue`: nodes below ours can only disappear), so a
    handoff costs one small request; the queue is listed again only when the view is in doubt (a watch
    request failed with the connection), once per lock path for all the waiters of the process.
 4. Any failure or cancellation before the lock is held deletes our node (shielded); if the session is
@@ -77,7 +77,7 @@ from .naming import (
     parse_contender,
     sort_contenders,
 )
-from .queue import Listing, SharedQueue, nearest_below, release_queue, shared_queue
+from .sharedqueue import Listing, SharedQueue, nearest_below, release_queue, shared_queue
 
 __all__ = [
     "LockRecipe",

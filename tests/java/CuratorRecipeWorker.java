@@ -18,6 +18,8 @@
 //     barrier-wait <path> <millis> DistributedBarrier.waitOnBarrier: WAITED true|false
 //     dbarrier-enter <path> <n> <ms>  DistributedDoubleBarrier(n).enter: ENTERED true|false
 //     dbarrier-leave <path> <ms>      that barrier's leave: LEFT true|false
+//     squeue-offer <path> <data>   SimpleDistributedQueue.offer; answers OK
+//     squeue-poll <path>           SimpleDistributedQueue.poll: ITEM <data> or EMPTY
 //     quit                         exits
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -34,6 +36,7 @@ import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.recipes.nodes.GroupMember;
+import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
 import org.apache.curator.retry.ExponentialBackoffRetry;
@@ -117,6 +120,13 @@ public class CuratorRecipeWorker {
             }
             case "dbarrier-leave":
                 return "LEFT " + barriers.remove(w[1]).leave(Long.parseLong(w[2]), TimeUnit.MILLISECONDS);
+            case "squeue-offer":
+                new SimpleDistributedQueue(client, w[1]).offer(w[2].getBytes(StandardCharsets.UTF_8));
+                return "OK";
+            case "squeue-poll": {
+                byte[] item = new SimpleDistributedQueue(client, w[1]).poll();
+                return item == null ? "EMPTY" : "ITEM " + new String(item, StandardCharsets.UTF_8);
+            }
             default:
                 return "ERR unknown command " + w[0];
         }

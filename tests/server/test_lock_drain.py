@@ -13,7 +13,7 @@ from helpers.faultproxy import open_fault_proxy
 
 import zklock
 import zkwire
-from zklock.queue import shared_queue
+from zklock.sharedqueue import shared_queue
 from zkwire.constants import OpCode
 from zkwire.testing import four_letter_word
 

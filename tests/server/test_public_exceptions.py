@@ -203,6 +203,43 @@ async def _tree_cache_across_sessions(env: Env) -> AsyncIterator[zkwire.TreeCach
             yield cache
 
 
+@asynccontextmanager
+async def _taken_item(env: Env) -> AsyncIterator[bytes]:
+    queue = zklock.LockingQueue(env.zk, f"{env.path}/lq")
+    await queue.put(b"item")
+    async with queue.take() as item:
+        yield item
+
+
+@asynccontextmanager
+async def _group_view_changes(env: Env) -> AsyncIterator[IteratorSetup]:
+    await env.zk.ensure_path(env.path)
+    async with zklock.open_group_view(env.zk, env.path) as view:
+        yield IteratorSetup(view.changes(), _create_under(env, env.path))
+
+
+@asynccontextmanager
+async def _shared_count_watch(env: Env) -> AsyncIterator[IteratorSetup]:
+    count = zklock.SharedCount(env.zk, f"{env.path}/count")
+
+    async def poke() -> None:
+        await count.add(1)
+
+    yield IteratorSetup(count.watch(), poke)
+
+
+@asynccontextmanager
+async def _party_watch(env: Env) -> AsyncIterator[IteratorSetup]:
+    count = 0
+
+    async def poke() -> None:
+        nonlocal count
+        count += 1
+        await env.zk.ensure_path(f"{env.path}/party/{count:032x}__party__", data=b"member")
+
+    yield IteratorSetup(zklock.watch_party(env.zk, f"{env.path}/party"), poke)
+
+
 #: How to open each public async context manager (the body runs inside it).
 BLOCKS: dict[str, BlockFactory] = {
     "zkwire.open_client": lambda env: zkwire.open_client(env.hosts, session_timeout=4),
@@ -217,6 +254,20 @@ BLOCKS: dict[str, BlockFactory] = {
     "zklock.Election": lambda env: zklock.Election(env.zk, f"{env.path}/election"),
     "zklock.Election.leadership": lambda env: zklock.Election(env.zk, f"{env.path}/election").leadership(),
     "zklock.Lease": _lease_block,
+    "zkwire.task_nursery": lambda env: zkwire.task_nursery("a test"),
+    "zklock.PersistentNode": lambda env: zklock.PersistentNode(env.zk, f"{env.path}/node"),
+    "zklock.GroupMember": lambda env: zklock.GroupMember(env.zk, f"{env.path}/group", "me"),
+    "zklock.open_group_view": lambda env: zklock.open_group_view(env.zk, f"{env.path}/group"),
+    "zklock.Party": lambda env: zklock.Party(env.zk, f"{env.path}/party"),
+    "zklock.ShallowParty": lambda env: zklock.ShallowParty(env.zk, f"{env.path}/party"),
+    "zklock.SharedCount": lambda env: zklock.SharedCount(env.zk, f"{env.path}/count"),
+    "zklock.AtomicLong": lambda env: zklock.AtomicLong(env.zk, f"{env.path}/long"),
+    "zklock.AtomicInteger": lambda env: zklock.AtomicInteger(env.zk, f"{env.path}/int"),
+    "zklock.Counter": lambda env: zklock.Counter(env.zk, f"{env.path}/counter"),
+    "zklock.DoubleBarrier": lambda env: zklock.DoubleBarrier(env.zk, f"{env.path}/barrier", 1),
+    "zklock.Queue": lambda env: zklock.Queue(env.zk, f"{env.path}/queue"),
+    "zklock.LockingQueue": lambda env: zklock.LockingQueue(env.zk, f"{env.path}/lq"),
+    "zklock.LockingQueue.take": _taken_item,
 }
 
 
@@ -234,6 +285,9 @@ ITERATORS: dict[str, IteratorFactory] = {
     "zkwire.TreeEvents": _tree_events,
     "zkwire.TreeCache.events": _tree_events,
     "zkwire.TreeCache.events(sessions)": _tree_events_across_sessions,
+    "zklock.GroupView.changes": _group_view_changes,
+    "zklock.SharedCount.watch": _shared_count_watch,
+    "zklock.watch_party": _party_watch,
 }
 
 #: Public async context managers used from asyncio, tested by test_asyncio_blocks.

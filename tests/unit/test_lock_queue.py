@@ -1,4 +1,4 @@
-"""zklock.queue without a server: the shared view of a lock queue that lets a woken waiter find its
+"""zklock.sharedqueue without a server: the shared view of a lock queue that lets a woken waiter find its
 next blocker without listing the queue again."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from zklock.naming import EXCLUSIVE_MARKERS, LOCK_MARKERS, parse_contender
-from zklock.queue import SharedQueue, nearest_below
+from zklock.sharedqueue import SharedQueue, nearest_below
 
 
 def name(seq: int, marker: str = "lock-", uid: int = 0) -> str:
