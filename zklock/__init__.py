@@ -27,6 +27,7 @@ from .group import (
 from .lease import Lease
 from .mutex import Mutex
 from .naming import Naming
+from .partitioner import Assignment, SetPartitioner
 from .persistent import NodeMode, PersistentNode
 from .recipe import default_identifier, request_revocation
 from .rwlock import ReadLock, ReadWriteLock, WriteLock
@@ -71,4 +72,6 @@ __all__ = [
     "Queue",
     "LockingQueue",
     "QueueNaming",
+    "SetPartitioner",
+    "Assignment",
 ]
