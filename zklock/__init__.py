@@ -32,6 +32,7 @@ from .persistent import NodeMode, PersistentNode
 from .recipe import default_identifier, request_revocation
 from .rwlock import ReadLock, ReadWriteLock, WriteLock
 from .semaphore import Semaphore
+from .timedlease import multi_non_blocking_lease, non_blocking_lease
 from .workqueue import LockingQueue, Queue, QueueNaming
 
 __all__ = [
@@ -74,4 +75,6 @@ __all__ = [
     "QueueNaming",
     "SetPartitioner",
     "Assignment",
+    "non_blocking_lease",
+    "multi_non_blocking_lease",
 ]
