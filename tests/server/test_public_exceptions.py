@@ -240,6 +240,12 @@ async def _party_watch(env: Env) -> AsyncIterator[IteratorSetup]:
     yield IteratorSetup(zklock.watch_party(env.zk, f"{env.path}/party"), poke)
 
 
+@asynccontextmanager
+async def _assignments(env: Env) -> AsyncIterator[IteratorSetup]:
+    async with zklock.SetPartitioner(env.zk, f"{env.path}/partitioner", [1, 2], time_boundary=0) as p:
+        yield IteratorSetup(p, _nothing)
+
+
 #: How to open each public async context manager (the body runs inside it).
 BLOCKS: dict[str, BlockFactory] = {
     "zkwire.open_client": lambda env: zkwire.open_client(env.hosts, session_timeout=4),
@@ -268,6 +274,7 @@ BLOCKS: dict[str, BlockFactory] = {
     "zklock.Queue": lambda env: zklock.Queue(env.zk, f"{env.path}/queue"),
     "zklock.LockingQueue": lambda env: zklock.LockingQueue(env.zk, f"{env.path}/lq"),
     "zklock.LockingQueue.take": _taken_item,
+    "zklock.SetPartitioner": lambda env: zklock.SetPartitioner(env.zk, f"{env.path}/partitioner", [1], time_boundary=0),
 }
 
 
@@ -288,6 +295,7 @@ ITERATORS: dict[str, IteratorFactory] = {
     "zklock.GroupView.changes": _group_view_changes,
     "zklock.SharedCount.watch": _shared_count_watch,
     "zklock.watch_party": _party_watch,
+    "zklock.SetPartitioner(assignments)": _assignments,
 }
 
 #: Public async context managers used from asyncio, tested by test_asyncio_blocks.
