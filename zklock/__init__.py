@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from .barrier import Barrier, DoubleBarrier
 from .counter import AtomicInteger, AtomicLong, AtomicValue, Counter, SharedCount, VersionedValue
-from .election import Election
+from .election import Election, LeaderSelector
 from .errors import ContentionError, CounterDataError, LockError, LockLostError, MaxLeasesMismatchError, NotHeldError
 from .group import (
     GroupMember,
@@ -25,6 +25,7 @@ from .group import (
     watch_party,
 )
 from .lease import Lease
+from .multilock import MultiLock
 from .mutex import Mutex
 from .naming import Naming
 from .partitioner import Assignment, SetPartitioner
@@ -77,4 +78,6 @@ __all__ = [
     "Assignment",
     "non_blocking_lease",
     "multi_non_blocking_lease",
+    "MultiLock",
+    "LeaderSelector",
 ]

@@ -24,10 +24,10 @@ from zkwire import ConnectionLossError, SessionExpiredError
 
 from .errors import LockLostError
 from .lease import Lease
-from .naming import ELECTION_MARKERS, KAZOO_LOCK, LATCH
+from .naming import ELECTION_MARKERS, KAZOO_LOCK, LATCH, LOCK_MARKERS, MUTEX
 from .recipe import LockRecipe
 
-__all__ = ["Election"]
+__all__ = ["Election", "LeaderSelector"]
 
 log = logging.getLogger("zklock.election")
 
@@ -62,3 +62,14 @@ class Election(LockRecipe):
                 raise
             await trio.lowlevel.checkpoint()
             await self.client.wait_connected()
+
+
+class LeaderSelector(Election):
+    """Leader election in the layout of Curator's ``LeaderSelector``, whose participants are the
+    contenders of an ``InterProcessMutex`` (``_c_<uuid>-lock-<seq>``, where ``LeaderLatch`` writes
+    ``-latch-``): one leader among zklock and Curator LeaderSelector participants (and Curator or zklock
+    mutexes on the path).  With ``naming="kazoo"`` it is :class:`Election`'s kazoo layout.  The same API
+    as :class:`Election`."""
+
+    curator_marker = MUTEX
+    markers = LOCK_MARKERS

@@ -25,13 +25,18 @@ Curator-layout and a kazoo-layout semaphore on one path do not limit each other 
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import trio
+
 from zkwire import Client, ConnectionLossError, InvalidArgumentError, NoNodeError, validate_path
 
 from .errors import MaxLeasesMismatchError
 from .lease import Lease
 from .mutex import Mutex
 from .naming import KAZOO_LEASE, KAZOO_LOCK, LEASE, Contender, Naming, check_naming, lease_contenders
-from .recipe import ANY_CHANGE, LockRecipe
+from .recipe import ANY_CHANGE, LockRecipe, _Attempt, delete_node, delete_uuid_nodes
 
 __all__ = ["Semaphore"]
 
@@ -133,15 +138,70 @@ class Semaphore(LockRecipe):
     async def _acquire(self, blocking: bool) -> Lease | None:
         if self.lease is not None and not self.lease.lost:
             return await super()._acquire(blocking)
-        if not self._checked:
-            await (self._check_count() if self.naming == "kazoo" else self._check_layout())
-            self._checked = True
+        await self._check_once()
         if not await self._guard.acquire(blocking):
             return None
         try:
             return await super()._acquire(blocking)
         finally:
             await self._guard.release()
+
+    async def _check_once(self) -> None:
+        if not self._checked:
+            await (self._check_count() if self.naming == "kazoo" else self._check_layout())
+            self._checked = True
+
+    async def acquire_leases(self, count: int) -> list[Lease]:
+        """Acquire ``count`` leases (Curator's ``acquire(qty)``): one after another, each like
+        :meth:`acquire`; if the wait is cancelled or fails, the leases already acquired are released
+        (shielded) before it raises.  Give them back with :meth:`release_leases`, or use
+        ``async with semaphore.leases(count) as leases:``.
+
+        Raises:
+            InvalidArgumentError: ``count`` is not from 1 to ``max_leases`` (more could never be had).
+        """
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= self.max_leases:
+            raise InvalidArgumentError(self.path, f"count must be from 1 to {self.max_leases}, not {count!r}")
+        await self._check_once()
+        leases: list[Lease] = []
+        try:
+            for _ in range(count):
+                await self._guard.acquire()
+                try:
+                    attempt = _Attempt(self)
+                    try:
+                        lease = await attempt.run(True)
+                    except BaseException:
+                        with trio.CancelScope(shield=True):
+                            await attempt.abandon()
+                        raise
+                finally:
+                    await self._guard.release()
+                assert lease is not None
+                leases.append(lease)
+        except BaseException:
+            await self.release_leases(leases)
+            raise
+        return leases
+
+    async def release_leases(self, leases: list[Lease]) -> None:
+        """Give back leases from :meth:`acquire_leases` (shielded; the newest first)."""
+        with trio.CancelScope(shield=True):
+            for lease in reversed(leases):
+                if not lease.released and lease.let_go():
+                    await delete_node(self.client, lease.node)
+                    if lease.create_uuid is not None:
+                        await delete_uuid_nodes(self.client, self.path, lease.create_uuid, self._contenders)
+
+    @asynccontextmanager
+    async def leases(self, count: int) -> AsyncIterator[list[Lease]]:
+        """``async with semaphore.leases(count) as leases:`` -- :meth:`acquire_leases`, given back at
+        the end of the block."""
+        held = await self.acquire_leases(count)
+        try:
+            yield held
+        finally:
+            await self.release_leases(held)
 
     async def holders(self) -> list[str]:
         """Identifiers (node data) of the lease holders, oldest first (at most ``max_leases``: a lease

@@ -20,6 +20,9 @@
 //     dbarrier-leave <path> <ms>      that barrier's leave: LEFT true|false
 //     squeue-offer <path> <data>   SimpleDistributedQueue.offer; answers OK
 //     squeue-poll <path>           SimpleDistributedQueue.poll: ITEM <data> or EMPTY
+//     selector-start <path> <id>   starts a LeaderSelector (autoRequeue) that leads until stopped; OK
+//     selector-leader <path>       LEADER true|false (hasLeadership)
+//     selector-stop <path>         closes it; answers OK
 //     quit                         exits
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -35,6 +38,8 @@ import org.apache.curator.framework.recipes.atomic.DistributedAtomicLong;
 import org.apache.curator.framework.recipes.barriers.DistributedBarrier;
 import org.apache.curator.framework.recipes.barriers.DistributedDoubleBarrier;
 import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.recipes.leader.LeaderSelector;
+import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.nodes.GroupMember;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.recipes.shared.SharedCount;
@@ -46,6 +51,7 @@ public class CuratorRecipeWorker {
     static final Map<String, GroupMember> members = new HashMap<>();
     static final Map<String, SharedCount> counts = new HashMap<>();
     static final Map<String, DistributedDoubleBarrier> barriers = new HashMap<>();
+    static final Map<String, LeaderSelector> selectors = new HashMap<>();
 
     static SharedCount count(CuratorFramework client, String path) throws Exception {
         SharedCount c = counts.get(path);
@@ -127,6 +133,24 @@ public class CuratorRecipeWorker {
                 byte[] item = new SimpleDistributedQueue(client, w[1]).poll();
                 return item == null ? "EMPTY" : "ITEM " + new String(item, StandardCharsets.UTF_8);
             }
+            case "selector-start": {
+                LeaderSelector s = new LeaderSelector(client, w[1], new LeaderSelectorListenerAdapter() {
+                    @Override
+                    public void takeLeadership(CuratorFramework c) throws Exception {
+                        Thread.sleep(Long.MAX_VALUE);
+                    }
+                });
+                s.setId(w[2]);
+                s.autoRequeue();
+                s.start();
+                selectors.put(w[1], s);
+                return "OK";
+            }
+            case "selector-leader":
+                return "LEADER " + selectors.get(w[1]).hasLeadership();
+            case "selector-stop":
+                selectors.remove(w[1]).close();
+                return "OK";
             default:
                 return "ERR unknown command " + w[0];
         }

@@ -274,6 +274,10 @@ BLOCKS: dict[str, BlockFactory] = {
     "zklock.Queue": lambda env: zklock.Queue(env.zk, f"{env.path}/queue"),
     "zklock.LockingQueue": lambda env: zklock.LockingQueue(env.zk, f"{env.path}/lq"),
     "zklock.LockingQueue.take": _taken_item,
+    "zklock.MultiLock": lambda env: zklock.MultiLock(env.zk, [f"{env.path}/a", f"{env.path}/b"]),
+    "zklock.Semaphore.leases": lambda env: zklock.Semaphore(env.zk, f"{env.path}/sem", 2).leases(2),
+    "zklock.LeaderSelector": lambda env: zklock.LeaderSelector(env.zk, f"{env.path}/selector"),
+    "zklock.LeaderSelector.leadership": lambda env: zklock.LeaderSelector(env.zk, f"{env.path}/s").leadership(),
     "zklock.SetPartitioner": lambda env: zklock.SetPartitioner(env.zk, f"{env.path}/partitioner", [1], time_boundary=0),
 }
 
