@@ -12,6 +12,16 @@ from __future__ import annotations
 
 from .barrier import Barrier, DoubleBarrier
 from .counter import AtomicInteger, AtomicLong, AtomicValue, Counter, SharedCount, VersionedValue
+from .discovery import (
+    InstanceDataError,
+    ServiceCache,
+    ServiceDiscovery,
+    ServiceInstance,
+    ServiceProvider,
+    ServiceRegistration,
+    ServiceType,
+    UriSpec,
+)
 from .election import Election, LeaderSelector
 from .errors import ContentionError, CounterDataError, LockError, LockLostError, MaxLeasesMismatchError, NotHeldError
 from .group import (
@@ -80,4 +90,12 @@ __all__ = [
     "multi_non_blocking_lease",
     "MultiLock",
     "LeaderSelector",
+    "ServiceDiscovery",
+    "ServiceInstance",
+    "ServiceRegistration",
+    "ServiceCache",
+    "ServiceProvider",
+    "ServiceType",
+    "UriSpec",
+    "InstanceDataError",
 ]

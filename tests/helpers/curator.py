@@ -28,6 +28,12 @@ COMPILE_CP = ":".join(
 )
 
 
+#: What the discovery worker needs besides: Debian's libcurator-discovery-java and Jackson.
+DISCOVERY_CP = ":".join(
+    str(SHARE / jar)
+    for jar in ("curator-x-discovery.jar", "jackson-databind.jar", "jackson-core.jar", "jackson-annotations.jar")
+)
+
 _compiled: dict[str, Path] = {}
 
 
@@ -36,10 +42,14 @@ def compile_worker(tmp_path_factory: pytest.TempPathFactory, name: str = "Curato
     returns its class directory."""
     if shutil.which("javac") is None or not (SHARE / "curator-recipes.jar").exists():
         pytest.skip("javac or Debian's libcurator-recipes-java is not installed")
+    discovery = name == "CuratorDiscoveryWorker"
+    if discovery and not (SHARE / "curator-x-discovery.jar").exists():
+        pytest.skip("Debian's libcurator-discovery-java is not installed")
     if name not in _compiled:
         out = tmp_path_factory.mktemp("curator")
+        classpath = f"{COMPILE_CP}:{DISCOVERY_CP}" if discovery else COMPILE_CP
         subprocess.run(
-            ["javac", "-d", str(out), "-cp", COMPILE_CP, str(JAVA_DIR / f"{name}.java")],
+            ["javac", "-Xlint:none", "-d", str(out), "-cp", classpath, str(JAVA_DIR / f"{name}.java")],
             check=True,
             timeout=120,
         )
@@ -155,6 +165,21 @@ class CuratorRecipes(CuratorPeer):
         return dict(w.split("=", 1) for w in answer[1:])  # type: ignore[misc]
 
 
+class CuratorDiscovery(CuratorRecipes):
+    """A ``CuratorDiscoveryWorker`` process (see ``java/CuratorDiscoveryWorker.java``)."""
+
+    main = "CuratorDiscoveryWorker"
+
+    def __init__(self, classes: Path, hosts: str, base_path: str) -> None:
+        self.args = (base_path,)
+        super().__init__(classes, hosts)
+
+    async def instances(self, command: str, service: str) -> list[str]:
+        answer = (await self.ask(command, service)).split()
+        assert answer[0] == "INSTANCES", answer
+        return answer[1:]
+
+
 @asynccontextmanager
 async def curator_recipes(tmp_path_factory: pytest.TempPathFactory, hosts: str) -> AsyncIterator[CuratorRecipes]:
     """A running ``CuratorRecipeWorker`` for the block."""
@@ -163,6 +188,23 @@ async def curator_recipes(tmp_path_factory: pytest.TempPathFactory, hosts: str) 
     classes = compile_worker(tmp_path_factory, "CuratorRecipeWorker")
     with trio.fail_after(60):
         worker = await trio.to_thread.run_sync(CuratorRecipes, classes, hosts)
+    try:
+        yield worker
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(worker.close)
+
+
+@asynccontextmanager
+async def curator_discovery(
+    tmp_path_factory: pytest.TempPathFactory, hosts: str, base_path: str
+) -> AsyncIterator[CuratorDiscovery]:
+    """A running ``CuratorDiscoveryWorker`` on ``base_path`` for the block."""
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed")
+    classes = compile_worker(tmp_path_factory, "CuratorDiscoveryWorker")
+    with trio.fail_after(60):
+        worker = await trio.to_thread.run_sync(CuratorDiscovery, classes, hosts, base_path)
     try:
         yield worker
     finally:

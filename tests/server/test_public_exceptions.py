@@ -246,6 +246,21 @@ async def _assignments(env: Env) -> AsyncIterator[IteratorSetup]:
         yield IteratorSetup(p, _nothing)
 
 
+@asynccontextmanager
+async def _service_changes(env: Env) -> AsyncIterator[IteratorSetup]:
+    discovery = zklock.ServiceDiscovery(env.zk, f"{env.path}/services")
+    async with discovery.open_cache("api") as cache:
+        count = 0
+
+        async def poke() -> None:
+            nonlocal count
+            count += 1
+            instance = zklock.ServiceInstance("api", id=f"i{count}")
+            await env.zk.ensure_path(discovery.instance_path("api", instance.id), data=instance.to_json())
+
+        yield IteratorSetup(cache.changes(), poke)
+
+
 #: How to open each public async context manager (the body runs inside it).
 BLOCKS: dict[str, BlockFactory] = {
     "zkwire.open_client": lambda env: zkwire.open_client(env.hosts, session_timeout=4),
@@ -278,6 +293,10 @@ BLOCKS: dict[str, BlockFactory] = {
     "zklock.Semaphore.leases": lambda env: zklock.Semaphore(env.zk, f"{env.path}/sem", 2).leases(2),
     "zklock.LeaderSelector": lambda env: zklock.LeaderSelector(env.zk, f"{env.path}/selector"),
     "zklock.LeaderSelector.leadership": lambda env: zklock.LeaderSelector(env.zk, f"{env.path}/s").leadership(),
+    "zklock.ServiceRegistration": lambda env: zklock.ServiceDiscovery(env.zk, f"{env.path}/s").registration(
+        zklock.ServiceInstance("api")
+    ),
+    "zklock.ServiceDiscovery.open_cache": lambda env: zklock.ServiceDiscovery(env.zk, env.path).open_cache("api"),
     "zklock.SetPartitioner": lambda env: zklock.SetPartitioner(env.zk, f"{env.path}/partitioner", [1], time_boundary=0),
 }
 
@@ -300,6 +319,7 @@ ITERATORS: dict[str, IteratorFactory] = {
     "zklock.SharedCount.watch": _shared_count_watch,
     "zklock.watch_party": _party_watch,
     "zklock.SetPartitioner(assignments)": _assignments,
+    "zklock.ServiceCache.changes": _service_changes,
 }
 
 #: Public async context managers used from asyncio, tested by test_asyncio_blocks.
