@@ -28,8 +28,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from zkwire import (
     ConnectionLossError,
@@ -43,7 +42,7 @@ from zkwire import (
 from zkwire import TreeCache as _TreeCache
 
 from .errors import LockError
-from .persistent import PersistentNode
+from .persistent import NodeKeeper, PersistentNode
 
 __all__ = [
     "ServiceInstance",
@@ -272,7 +271,7 @@ class ServiceDiscovery:
             yield ServiceCache(tree, self.service_path(name))
 
 
-class ServiceRegistration:
+class ServiceRegistration(NodeKeeper):
     """An instance registered while the ``async with`` block runs (see
     :meth:`ServiceDiscovery.registration`)."""
 
@@ -280,7 +279,7 @@ class ServiceRegistration:
         self.discovery = discovery
         self.instance = instance
         ephemeral = instance.service_type in ("DYNAMIC", "DYNAMIC_SEQUENTIAL")
-        self._node = PersistentNode(
+        self.node = PersistentNode(
             discovery.source,
             discovery.instance_path(instance.name, instance.id),
             instance.to_json(),
@@ -291,11 +290,11 @@ class ServiceRegistration:
     @property
     def path(self) -> str | None:
         """The instance's node now (None while it is being re-created)."""
-        return self._node.actual_path
+        return self.node.actual_path
 
     async def wait_registered(self) -> str:
         """Wait until the instance's node exists; returns its path."""
-        return await self._node.wait_created()
+        return await self.node.wait_created()
 
     async def update(self, instance: ServiceInstance) -> None:
         """Replace the registered instance's data (same name and id; Curator's ``updateService``).
@@ -306,16 +305,7 @@ class ServiceRegistration:
         if (instance.name, instance.id) != (self.instance.name, self.instance.id):
             raise InvalidArgumentError(instance.name, "an update keeps the instance's name and id")
         self.instance = instance
-        await self._node.set_data(instance.to_json())
-
-    async def __aenter__(self) -> Self:
-        await self._node.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool:
-        return await self._node.__aexit__(exc_type, exc, tb)
+        await self.node.set_data(instance.to_json())
 
 
 class ServiceCache:

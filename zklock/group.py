@@ -29,8 +29,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from types import TracebackType
-from typing import Self
 
 from zkwire import (
     Client,
@@ -46,7 +44,7 @@ from zkwire import (
 )
 from zkwire import TreeCache as _TreeCache
 
-from .persistent import PersistentNode
+from .persistent import NodeKeeper, PersistentNode
 from .recipe import default_identifier
 
 __all__ = [
@@ -70,7 +68,7 @@ def _node_name(value: str, what: str, path: str) -> str:
     return value
 
 
-class _Member:
+class _Member(NodeKeeper):
     """A member node kept while the ``async with`` block runs."""
 
     def __init__(self, node: PersistentNode) -> None:
@@ -85,15 +83,6 @@ class _Member:
         """Wait until the member's node exists; returns its path (see
         :meth:`~zklock.persistent.PersistentNode.wait_created`)."""
         return await self.node.wait_created()
-
-    async def __aenter__(self) -> Self:
-        await self.node.__aenter__()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool:
-        return await self.node.__aexit__(exc_type, exc, tb)
 
 
 class GroupMember(_Member):

@@ -63,7 +63,7 @@ from zkwire import (
 
 from .recipe import CLEANUP_TIMEOUT, delete_node
 
-__all__ = ["PersistentNode", "NodeMode", "PROTECTED_PREFIX"]
+__all__ = ["PersistentNode", "NodeMode", "PROTECTED_PREFIX", "NodeKeeper"]
 
 log = logging.getLogger("zklock")
 
@@ -438,3 +438,19 @@ class PersistentNode:
                         self._actual = None
             except ZKError:
                 pass
+
+
+class NodeKeeper:
+    """Base of the recipes whose ``async with`` block is one :class:`PersistentNode`'s (a group member,
+    a service registration): the block keeps :attr:`node`."""
+
+    node: PersistentNode
+
+    async def __aenter__(self) -> Self:
+        await self.node.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        return await self.node.__aexit__(exc_type, exc, tb)
