@@ -163,8 +163,7 @@ async def open_group_view(source: SessionSource, path: str) -> AsyncIterator[Gro
     """Follow a Curator group's members while the block runs (the block starts once they are read).
 
     Raises:
-        InvalidPathError: a bad ``path``.
-        and what :func:`zkwire.open_tree_cache` raises.
+        InvalidPathError: a bad ``path``; and what :func:`zkwire.open_tree_cache` raises.
     """
     path = validate_path(path)
     async with open_tree_cache(source, path) as cache:

@@ -209,8 +209,7 @@ class PersistentNode:
         re-creation.  Returns once the node exists with it (bound the wait with a cancel scope).
 
         Raises:
-            InvalidArgumentError: ``data`` is not bytes.
-            and what :meth:`wait_created` raises.
+            InvalidArgumentError: ``data`` is not bytes; and what :meth:`wait_created` raises.
         """
         if not isinstance(data, bytes):
             raise InvalidArgumentError(self.path, f"data must be bytes, not {type(data).__name__}")
