@@ -37,7 +37,9 @@ Exit codes of ``zklock run``:
 ``zklock status`` reads any lock of zklock, Curator or kazoo at ``LOCKPATH`` (mutex, read/write lock,
 semaphore, election; see :mod:`zklock.status`) and prints its holders and the waiting contenders
 (identifier and node name of each), and a warning on stderr when the path holds nodes of both naming
-families.  Exit codes of ``zklock status``:
+families.  A path of the coordination toolbox (a queue, a party, a partitioner, a timed lease, a double
+barrier, service discovery, a counter; see :mod:`zklock.toolstatus`) is described instead.  Exit codes
+of ``zklock status``:
 
 * 0: the state is known: free, or held;
 * 65 (EX_DATAERR): unknown -- nothing at ``LOCKPATH`` is understood as a holder, but it has children
@@ -82,6 +84,7 @@ from .recipe import LockRecipe
 from .rwlock import ReadWriteLock
 from .semaphore import Semaphore
 from .status import lock_status, status_json, status_lines
+from .toolstatus import toolbox_status
 
 __all__ = [
     "main",
@@ -505,6 +508,7 @@ async def _status(opts: argparse.Namespace) -> int:
         async with _open_client(opts) as client:
             await _connected(client, opts.server, opts.timeout)
             status = await lock_status(client, opts.lockpath)
+            toolbox = None if status.state == "held" else await toolbox_status(client, opts.lockpath)
     except _Unavailable as e:
         _say(str(e))
         return EXIT_UNAVAILABLE
@@ -514,6 +518,9 @@ async def _status(opts: argparse.Namespace) -> int:
     except ZKError as e:
         _say(f"{opts.lockpath}: {e}")
         return EXIT_UNAVAILABLE
+    if toolbox is not None:
+        print(json.dumps(toolbox.json()) if opts.json else escape_controls("\n".join(toolbox.lines), keep="\n"))
+        return 0
     code = EXIT_UNKNOWN if status.state == "unknown" else 0
     if opts.json:
         print(json.dumps(status_json(status)))

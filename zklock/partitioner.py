@@ -141,7 +141,9 @@ class SetPartitioner:
             return None  # our node is not there yet (re-created after an expiry)
         assignment = Assignment(partition(self.identifier, members, self.partitions), members)
         for p in assignment.partitions:
-            mutex = Mutex(zk, f"{self.locks_path}/{p}", naming="kazoo", cancel_on_loss=False)
+            mutex = Mutex(
+                zk, f"{self.locks_path}/{p}", identifier=self.identifier, naming="kazoo", cancel_on_loss=False
+            )
             while True:
                 with trio.move_on_after(self.max_reaction_time):
                     self._held.append((mutex, await mutex.acquire_lease()))
