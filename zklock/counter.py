@@ -15,13 +15,12 @@ version, read again on a conflict -- at most ``max_attempts`` times.
 
 **Exact under lost replies** (``exact=True``, the default).  A write whose reply is lost with the
 connection may or may not have been applied, and a retry would then count it twice (the peers' counters
-do).  So the write goes in a transaction with the creation of a *witness* (:mod:`zklock.witness`): an
-empty child ``<path>/zklock-w-<uuid>`` named for that one attempt, looked for after a lost reply.  A
-witness is deleted in the object's next update, and the last one by ``aclose()`` (``async with``); a
-process that dies leaves at most one small node per counter object.  Peers never list a counter's
-children, so witnesses do not disturb them (the peers cannot delete the counter node while one is
-there).  ``exact=False`` writes like the peers do: one op,
-no witness, and a lost reply may count twice.
+do).  So the write goes in a transaction that also writes a fresh token into the object's *witness*
+(:mod:`zklock.witness`), a child ``<path>/zklock-w-<uuid>`` read after a lost reply.  The witness is
+deleted by ``aclose()`` (``async with``); a process that dies leaves one small node per counter object.
+Peers never list a counter's children, so witnesses do not disturb them (the peers cannot delete the
+counter node while one is there).  ``exact=False`` writes like the peers do: one op, no witness, and a
+lost reply may count twice.
 """
 
 from __future__ import annotations

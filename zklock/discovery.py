@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from zkwire import (
     ConnectionLossError,
+    GetData,
     InvalidArgumentError,
     NoNodeError,
     SessionSource,
@@ -244,13 +245,15 @@ class ServiceDiscovery:
             ids = sorted(await zk.get_children(path))
         except NoNodeError:
             return []
+        # One round trip for every instance's data (an instance gone meanwhile answers NoNode: left out).
+        results = await zk.pipeline([GetData(f"{path}/{instance_id}") for instance_id in ids])
         out = []
-        for instance_id in ids:
-            try:
-                data, _ = await zk.get_data(f"{path}/{instance_id}")
-            except NoNodeError:
+        for instance_id, result in zip(ids, results, strict=True):
+            if isinstance(result, NoNodeError):
                 continue
-            out.append(ServiceInstance.from_json(data, f"{path}/{instance_id}"))
+            if isinstance(result, BaseException):
+                raise result
+            out.append(ServiceInstance.from_json(result[0], f"{path}/{instance_id}"))
         return out
 
     async def query_for_instance(self, name: str, instance_id: str) -> ServiceInstance | None:

@@ -1,15 +1,17 @@
 """Transactions applied exactly once although a reply may be lost: a *witness* node in the transaction.
 
 A write whose reply is lost with the connection may or may not have been applied; sending it again may
-apply it twice (a queue item put twice, a counter incremented twice).  :class:`Witnessed` adds the
-creation of an empty node ``<directory>/zklock-w-<uuid>``, named for that one attempt, to the
-transaction.  After a lost reply it reconnects (the next session, given a :class:`zkwire.Sessions`
-stream), ``sync``\\ s and looks for the witness: there, the transaction was applied; absent, it was not.
-Witnesses are persistent, so the answer survives the session's expiry.
+apply it twice (a queue item put twice, a counter incremented twice).  A :class:`Witnessed` object owns
+one node, ``<directory>/zklock-w-<uuid>``, and every transaction it applies also writes a fresh token
+into that node.  After a lost reply it reconnects (the next session, given a :class:`zkwire.Sessions`
+stream), ``sync``\\ s and reads the node: our token, the transaction was applied; anything else, it was
+not.  The node is persistent, so the answer survives the session's expiry.  The object's transactions
+go one at a time (the token must be the last one written), which costs nothing to a single task and
+orders the tasks sharing one object.
 
-Clean-up costs no round trip of its own: the witness of a settled transaction is deleted in the next
-transaction (or by :meth:`Witnessed.aclose`); a process that dies leaves at most one empty node per
-object.  The directory is a container node (the server removes it once it is empty).
+Writing the token (a ``setData`` in the same ``multi``) is the whole cost: no node is created or
+deleted per transaction.  :meth:`Witnessed.aclose` deletes the node; a process that dies leaves one
+small node per object.  The directory is a container node when it has to be made.
 """
 
 from __future__ import annotations
@@ -17,15 +19,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+import trio
+
 from zkwire import (
     Client,
     ConnectionLossError,
     Create,
-    Delete,
+    NodeExistsError,
     NoNodeError,
+    RuntimeInconsistencyError,
     ServerError,
     SessionExpiredError,
     SessionSource,
+    SetData,
     WriteOp,
     current_client,
 )
@@ -37,12 +43,14 @@ WITNESS_PREFIX = "zklock-w-"
 
 
 class Witnessed:
-    """Exactly-once transactions whose witnesses live under ``directory``."""
+    """Exactly-once transactions witnessed by one node under ``directory``."""
 
     def __init__(self, source: SessionSource, directory: str) -> None:
         self.source = source
         self.directory = directory.rstrip("/") or "/"
-        self._stale: list[str] = []  # witnesses of settled transactions, deleted with the next one
+        self.node = f"{self.directory.rstrip('/')}/{WITNESS_PREFIX}{uuid.uuid4().hex}"
+        self._exists = False  # whether the witness node was made (then it is written, not created)
+        self._one_at_a_time = trio.Lock()
 
     async def apply(self, zk: Client, ops: Sequence[WriteOp]) -> list[str | object | None] | None:
         """Apply ``ops`` atomically, exactly once; returns their results, or None when the reply was
@@ -54,69 +62,76 @@ class Witnessed:
             SessionExpiredError: ``source`` is one client and its session ended with a transaction in
                 flight, which may have been applied.
         """
-        witness = f"{self.directory.rstrip('/')}/{WITNESS_PREFIX}{uuid.uuid4().hex}"
-        while True:
-            stale = self._stale
-            try:
-                results = await zk.multi([*ops, Create(witness), *(Delete(w) for w in stale)])
-            except (ConnectionLossError, SessionExpiredError):
-                if isinstance(self.source, Client) and zk.ended is not None:
+        async with self._one_at_a_time:
+            token = uuid.uuid4().hex.encode()
+            n = len(ops)
+            while True:
+                witness: WriteOp = SetData(self.node, token) if self._exists else Create(self.node, token)
+                try:
+                    results = await zk.multi([*ops, witness])
+                except (ConnectionLossError, SessionExpiredError):
+                    if isinstance(self.source, Client) and zk.ended is not None:
+                        raise
+                    zk, found = await self._settle()
+                    self._exists = found is not None
+                    if found != token:
+                        continue
+                    return None
+                except ServerError as e:
+                    failed = _failed_index(e)
+                    if failed == n and isinstance(e, NoNodeError):
+                        if self._exists:
+                            self._exists = False  # deleted by someone: made again
+                        else:
+                            await zk.ensure_path(self.directory, container=True)
+                        continue
+                    if failed == n and isinstance(e, NodeExistsError):
+                        self._exists = True  # made by a transaction whose reply was lost
+                        continue
+                    e.results = e.results[:n] if e.results is not None else None
                     raise
-                zk, applied = await self._settle(witness)
-                if not applied:
-                    continue
-                self._stale = [witness]
-                return None
-            except NoNodeError as e:
-                failed = _failed_index(e)
-                if failed == len(ops):  # the directory is missing
-                    await zk.ensure_path(self.directory, container=True)
-                    continue
-                if failed is not None and failed > len(ops):  # a stale witness is gone already
-                    self._stale = []
-                    continue
-                e.results = e.results[: len(ops)] if e.results is not None else None
-                raise
-            except ServerError as e:
-                e.results = e.results[: len(ops)] if e.results is not None else None
-                raise
-            self._stale = [witness]
-            return list(results[: len(ops)])
+                self._exists = True
+                return list(results[:n])
 
-    async def _settle(self, witness: str) -> tuple[Client, bool]:
-        """After a lost reply: the client to go on with, and whether the transaction was applied (seen
-        after a ``sync``: the member we reach has then applied every write of our session)."""
+    async def _settle(self) -> tuple[Client, bytes | None]:
+        """After a lost reply: the client to go on with, and the witness's token now (None: no node),
+        read after a ``sync`` (the member we reach has then applied every write of our session)."""
         while True:
             zk = await current_client(self.source)
             try:
                 await zk.wait_connected()
                 await zk.sync(self.directory)
-                return zk, await zk.exists(witness) is not None
+                data, _ = await zk.get_data(self.node)
+                return zk, data
+            except NoNodeError:
+                return zk, None
             except ConnectionLossError:
                 continue
             except SessionExpiredError:
                 if isinstance(self.source, Client):
                     raise
-                continue  # the stream's next session looks for it
+                continue  # the stream's next session looks
 
     async def aclose(self) -> None:
-        """Delete the witness of the last settled transaction."""
-        stale, self._stale = self._stale, []
-        if not stale:
+        """Delete the witness node."""
+        if not self._exists:
             return
         zk = self.source if isinstance(self.source, Client) else self.source.current
         if zk is None or zk.ended is not None:
-            self._stale = stale
             return
-        await zk.pipeline([Delete(w) for w in stale])
+        try:
+            await zk.delete(self.node)
+        except NoNodeError:
+            pass
+        self._exists = False
 
 
 def _failed_index(error: ServerError) -> int | None:
-    """The index of the op whose failure failed a multi (the others report a rollback)."""
+    """The index of the op whose failure failed a multi (the ops after it report a rollback)."""
     results = error.results
     if results is None:
         return None
     for i, r in enumerate(results):
-        if isinstance(r, NoNodeError):
+        if isinstance(r, ServerError) and not isinstance(r, RuntimeInconsistencyError):
             return i
     return None
