@@ -11,9 +11,12 @@
 The node is kept by a task of the ``async with`` block, as Curator's ``PersistentNode`` does, with these
 rules (each tested against the real server):
 
-* **Modes**: ``"ephemeral"`` (default), ``"persistent"``, ``"container"``, or ``"ttl"`` (a persistent node
-  the server deletes ``ttl`` seconds after its last change once it has no children; extended types
-  must be enabled on the server).  Missing parents are created as containers.
+* **Modes**: ``"ephemeral"`` (default), ``"persistent"``, ``"container"``, or ``"ttl"``: a persistent node
+  the server deletes ``ttl`` seconds after its last change once it has no children (extended types must
+  be enabled on the server); the keeper writes its data again every ``ttl / 2``, so it lasts while the
+  owner lives and goes ``ttl`` after the owner stops touching it, whatever the sessions.  (Curator's
+  ``PersistentTtlNode`` gets the same effect with a container and a touched TTL child; the layouts
+  differ.)  Missing parents are created as containers.
 * **Sequential** nodes are always *protected*: the name carries a fresh uuid (``_c_<uuid>-<name>``,
   Curator's protected form), so that a create whose reply was lost is found again (after a ``sync``) and
   adopted, never made twice.  Once created, the node keeps its name: it is re-created at the same path,
@@ -292,7 +295,13 @@ class PersistentNode:
                 self._set_absent()  # deleted (or replaced by someone else's node: judged by _create)
                 continue
             changed = self._changed
-            await first_of(watch.wait, changed.wait)
+            if self.ttl is None:
+                await first_of(watch.wait, changed.wait)
+                continue
+            with trio.move_on_after(self.ttl / 2):
+                await first_of(watch.wait, changed.wait)
+                continue
+            self._applied = False  # touched: written again, so that the server does not reap it
 
     async def _write_data(self, zk: Client, path: str) -> None:
         data = self._data

@@ -22,8 +22,9 @@ and, with a :class:`zkwire.Sessions` stream, across expiry.  Witnesses live in `
 (a :class:`LockingQueue`, whose peers ignore it) or in the sibling ``<path>-zklock-witness`` (a
 :class:`Queue`, whose peers take every child of ``path`` as an item); both are containers.
 
-Waiting for an item costs one listing per change of the queue (the listing sets the watch), shared by
-nothing else; bound a blocking :meth:`Queue.get` with a cancel scope.
+A :class:`Queue` lists the items when it has tried every item of its last listing (as kazoo's does), so
+a take costs a read and a delete; waiting on an empty queue costs one listing per change (the listing
+sets the watch).  Bound a blocking ``get()`` with a cancel scope.
 """
 
 from __future__ import annotations
@@ -163,6 +164,7 @@ class Queue(_ItemQueue):
         if naming not in ("kazoo", "curator"):
             raise InvalidArgumentError(path, f"naming must be 'kazoo' or 'curator', not {naming!r}")
         self.naming: QueueNaming = naming
+        self._names: list[str] = []  # the newest listing's items not yet tried
         base = validate_path(path).rstrip("/")
         super().__init__(source, path, base, "entry-" if naming == "kazoo" else "qn-", f"{base}-{WITNESS_DIRECTORY}")
 
@@ -188,21 +190,27 @@ class Queue(_ItemQueue):
         return await self._take(wait=False)
 
     async def _take(self, *, wait: bool) -> bytes | None:
+        """The first item of the newest listing that is still there.  A listing serves until its items
+        are gone (as kazoo's does), so taking costs a read and a delete, not a listing, per item; an item
+        put meanwhile waits for the next listing even when its priority is better."""
         while True:
             zk = await current_client(self.source)
             try:
-                names, changed = await self._listing(zk, wait)
-                for name in names:
-                    path = f"{self.items}/{name}"
+                if not self._names:
+                    self._names, changed = await self._listing(zk, wait)
+                    if not self._names:
+                        if changed is None:
+                            return None
+                        await changed.wait()
+                        continue
+                while self._names:
+                    path = f"{self.items}/{self._names.pop(0)}"
                     try:
                         data, stat = await zk.get_data(path)
                         await self._writes.apply(zk, [Delete(path, stat.version)])
                     except (NoNodeError, BadVersionError):
                         continue  # taken by another consumer
                     return data
-                if changed is None:
-                    return None
-                await changed.wait()
             except ConnectionLossError:
                 continue
             except _ENDED:

@@ -153,3 +153,24 @@ async def test_a_cancelled_enter_leaves_nothing(zk_hosts: str, zk_path: str) -> 
         assert await zk.get_children(path) == []
         with pytest.raises(zkwire.InvalidArgumentError):
             zklock.DoubleBarrier(zk, path, 0)
+
+
+async def test_a_lost_create_reply_makes_one_member_node(zk_hosts: str, zk_path: str, faultproxy) -> None:
+    from helpers.addresses import first_server
+
+    from zkwire.constants import OpCode
+
+    path = f"{zk_path}/double"
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
+        async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk, zkwire.open_client(zk_hosts) as other:
+            await other.ensure_path(path)
+            barrier = zklock.DoubleBarrier(zk, path, 1)
+            swallow = proxy.swallow_reply(op=(OpCode.CREATE, OpCode.CREATE2), path_prefix=barrier.node)
+            with trio.fail_after(15):
+                await barrier.enter()
+            assert swallow.triggered
+            await other.sync(path)
+            assert sorted(await other.get_children(path)) == sorted([barrier.name, "ready"])
+            with trio.fail_after(15):
+                await barrier.leave()
+            assert await other.get_children(path) == []

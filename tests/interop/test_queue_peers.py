@@ -95,27 +95,40 @@ async def test_locking_queue_both_ways_and_a_dead_consumers_item_comes_back(zk_h
         assert await zk.get_children(f"{path}/taken") == []
 
 
-@pytest.mark.parametrize("what", ["put", "take"])
+@pytest.mark.parametrize("what", ["put", "take", "locking-put", "locking-consume"])
 async def test_a_lost_reply_neither_loses_nor_doubles(zk_hosts: str, zk_path: str, faultproxy, what: str) -> None:
+    """The reply of the put's or take's transaction is lost after the server applied it: one item made,
+    one taken, none left (the witness settles it)."""
     path = f"{zk_path}/queue"
+    locking = what.startswith("locking")
     async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
         async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk, zkwire.open_client(zk_hosts) as other:
-            queue = zklock.Queue(zk, path)
-            if what == "take":
+            queue: zklock.Queue | zklock.LockingQueue = (
+                zklock.LockingQueue(zk, path) if locking else zklock.Queue(zk, path)
+            )
+            items = f"{path}/entries" if locking else path
+            if what in ("take", "locking-consume"):
                 await queue.put(b"only")
             swallow = proxy.swallow_reply(op=OpCode.MULTI, path_prefix=path)
             with trio.fail_after(15):
-                if what == "put":
+                if what.endswith("put"):
                     await queue.put(b"only")
+                elif isinstance(queue, zklock.LockingQueue):
+                    assert await queue.get() == b"only"
+                    assert await queue.consume()
                 else:
                     assert await queue.get() == b"only"
             assert swallow.triggered and swallow.reply is not None and swallow.reply.err == 0
             await other.sync(path)
-            left = await other.get_children(path)
-            assert len(left) == (1 if what == "put" else 0), left
-            if what == "put":
-                assert await queue.get() == b"only"
-            assert await queue.get_nowait() is None
+            left = await other.get_children(items)
+            assert len(left) == (1 if what.endswith("put") else 0), left
+            if what.endswith("put"):
+                if isinstance(queue, zklock.LockingQueue):
+                    async with queue.take() as item:
+                        assert item == b"only"
+                else:
+                    assert await queue.get() == b"only"
+            assert await other.get_children(items) == []
             await queue.aclose()
 
 

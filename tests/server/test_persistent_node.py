@@ -141,17 +141,39 @@ async def test_other_modes(zk_hosts: str, zk_path: str, mode: zklock.NodeMode) -
                 await node.wait_created()
             data, stat = await zk.get_data(path)
             assert data == b"d" and stat.ephemeral_owner == 0  # what clients see of every non-ephemeral mode
-            if mode == "ttl":
-                # The server reaps a TTL node unchanged for its TTL (checked every second here; the Stat
-                # does not tell a TTL node apart): the keeper makes it again.
-                first = stat.czxid
+        assert await zk.exists(path) is None
+
+
+async def test_a_ttl_node_lasts_while_touched_and_goes_when_its_owner_stops(
+    zk_hosts: str, zk_path: str, faultproxy
+) -> None:
+    """TTL mode: the keeper touches the node every half TTL, so the server (checking every second here)
+    never reaps it; once the owner is cut off (frozen), the server reaps it; back, the keeper makes it
+    again."""
+    path = f"{zk_path}/ttl"
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
+        async with zkwire.open_client(proxy.hosts, session_timeout=30) as zk, zkwire.open_client(zk_hosts) as other:
+            async with zklock.PersistentNode(zk, path, b"d", mode="ttl", ttl=1.0) as node:
+                with trio.fail_after(10):
+                    await node.wait_created()
+                first = await other.exists(path)
+                assert first is not None
+                await trio.sleep(3.5)
+                kept = await other.exists(path)
+                assert kept is not None and kept.czxid == first.czxid and kept.version > first.version
+
+                async def gone() -> bool:
+                    return await other.exists(path) is None
+
+                proxy.freeze()
+                await _until(gone, "reaped once nobody touches it")
+                proxy.thaw()
 
                 async def remade() -> bool:
-                    again = await zk.exists(path)
-                    return again is not None and again.czxid != first
+                    again = await other.exists(path)
+                    return again is not None and again.czxid != first.czxid
 
-                await _until(remade, "reaped by the server and made again")
-        assert await zk.exists(path) is None
+                await _until(remade, "made again by the keeper")
 
 
 def test_bad_arguments_are_refused_at_once() -> None:

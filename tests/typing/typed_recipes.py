@@ -55,3 +55,38 @@ async def elections(zk: zkwire.Client) -> None:
         await trio.sleep(1)
 
     await election.run(idle)  # type: ignore[arg-type]  # fn takes the lease
+
+
+async def toolbox(zk: zkwire.Client, stream: zkwire.Sessions) -> None:
+    async with zklock.PersistentNode(stream, "/n", b"d", mode="ttl", ttl=5.0) as node:
+        assert_type(await node.wait_created(), str)
+        assert_type(node.actual_path, str | None)
+    zklock.PersistentNode(zk, "/n", mode="sticky")  # type: ignore[arg-type]
+    async with zklock.GroupMember(zk, "/g", "me", b"p") as member:
+        assert_type(await member.current_members(), dict[str, bytes])
+    async with zklock.open_group_view(zk, "/g") as view:
+        assert_type(view.members, dict[str, bytes])
+        async for members in view.changes():
+            assert_type(members, dict[str, bytes])
+    async for identifiers in zklock.watch_party(stream, "/p"):
+        assert_type(identifiers, list[str])
+    assert_type(await zklock.SharedCount(zk, "/c").add(1), int)
+    assert_type(await zklock.AtomicLong(zk, "/l").add(1), zklock.AtomicValue)
+    assert_type(await zklock.Counter(zk, "/k", 0.5).add(0.5), int | float)
+    queue = zklock.LockingQueue(stream, "/q")
+    async with queue.take() as item:
+        assert_type(item, bytes)
+    assert_type(await zklock.Queue(zk, "/q2", naming="curator").get_nowait(), bytes | None)
+    async with zklock.SetPartitioner(stream, "/parts", range(4)) as partitioner:
+        async for assignment in partitioner:
+            assert_type(assignment.partitions, list[object])
+    async with zklock.Semaphore(zk, "/s", 3).leases(2) as leases:
+        assert_type(leases, list[Lease])
+    async with zklock.MultiLock(zk, ["/a", "/b"]) as held:
+        assert_type(held, list[Lease])
+    assert_type(await zklock.non_blocking_lease(zk, "/lease", 60.0), bool)
+    discovery = zklock.ServiceDiscovery(stream, "/services")
+    async with discovery.open_cache("api") as cache:
+        provider = zklock.ServiceProvider(cache, "random")
+        assert_type(provider.get_instance(), zklock.ServiceInstance | None)
+    zklock.ServiceProvider(cache, "sticky")  # type: ignore[arg-type]
