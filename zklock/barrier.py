@@ -74,7 +74,12 @@ class Barrier:
     async def set(self) -> None:
         """Raise the barrier (create the node; already up is fine)."""
         zk = await current_client(self.source)
-        await zk.ensure_path(self.path)
+        while True:
+            try:
+                await zk.ensure_path(self.path)
+                return
+            except ConnectionLossError:
+                continue  # making it again is harmless: it exists, or it is made now
 
     async def remove(self) -> None:
         """Lower the barrier (delete the node; already down is fine)."""
@@ -195,18 +200,23 @@ class DoubleBarrier:
     async def leave(self) -> None:
         """Delete our member node and wait until every member has left (bound it with a cancel scope)."""
         zk = await current_client(self.source)
+        ready_first = self.naming == "kazoo"  # kazoo deletes ``ready`` first, Curator last
+        left = False
         while True:
             try:
-                if self.naming == "kazoo":
+                if ready_first:
                     await self._delete(zk, self.ready)
-                if await self._leave_step(zk):
-                    break
+                    ready_first = False
+                if not left:
+                    left = await self._leave_step(zk)
+                    continue
+                if self.naming == "curator":
+                    await self._delete(zk, self.ready)
+                return
             except ConnectionLossError:
                 continue
             except _ENDED as e:
                 zk = await _session(self.source, e)
-        if self.naming == "curator":
-            await self._delete(zk, self.ready)
 
     async def _leave_step(self, zk: Client) -> bool:
         """One turn of the leave loop; True once every member node is gone."""

@@ -174,3 +174,27 @@ async def test_a_lost_create_reply_makes_one_member_node(zk_hosts: str, zk_path:
             with trio.fail_after(15):
                 await barrier.leave()
             assert await other.get_children(path) == []
+
+
+@pytest.mark.parametrize("naming", ["curator", "kazoo"])
+async def test_leave_survives_a_lost_reply_to_deleting_ready(
+    zk_hosts: str, zk_path: str, faultproxy, naming: zklock.Naming
+) -> None:
+    """The connection is cut just after the server deleted ``ready`` (last in Curator's order, first in
+    kazoo's): leave carries on after the reconnection instead of raising ConnectionLossError (as the
+    toolbox nemesis once saw)."""
+    from helpers.addresses import first_server
+
+    from zkwire.constants import OpCode
+
+    path = f"{zk_path}/double"
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
+        async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk, zkwire.open_client(zk_hosts) as other:
+            barrier = zklock.DoubleBarrier(zk, path, 1, naming=naming)
+            with trio.fail_after(15):
+                await barrier.enter()
+            swallow = proxy.swallow_reply(op=OpCode.DELETE, path_prefix=f"{path}/ready")
+            with trio.fail_after(15):
+                await barrier.leave()
+            assert swallow.triggered
+            assert await other.get_children(path) == []
