@@ -25,16 +25,18 @@ import json
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from zkwire import (
+    Client,
     ConnectionLossError,
     GetData,
     InvalidArgumentError,
     NoNodeError,
+    SessionExpiredError,
     SessionSource,
     current_client,
     open_tree_cache,
@@ -56,6 +58,7 @@ __all__ = [
     "UriSpec",
 ]
 
+T = TypeVar("T")
 ServiceType = Literal["DYNAMIC", "DYNAMIC_SEQUENTIAL", "STATIC", "PERMANENT"]
 _TYPES = ("DYNAMIC", "DYNAMIC_SEQUENTIAL", "STATIC", "PERMANENT")
 #: Jackson's type tag for a map payload.
@@ -230,7 +233,9 @@ class ServiceDiscovery:
 
     async def query_for_names(self) -> list[str]:
         """The services that have (or had) instances, sorted."""
-        zk = await current_client(self.source)
+        return await _reading(self.source, self._names)
+
+    async def _names(self, zk: Client) -> list[str]:
         try:
             return sorted(await zk.get_children(self.base_path))
         except NoNodeError:
@@ -239,7 +244,9 @@ class ServiceDiscovery:
     async def query_for_instances(self, name: str) -> list[ServiceInstance]:
         """The instances of service ``name`` now, by id (an instance that goes while it is read is left
         out; a node that is not an instance raises :class:`InstanceDataError`)."""
-        zk = await current_client(self.source)
+        return await _reading(self.source, lambda zk: self._instances(zk, name))
+
+    async def _instances(self, zk: Client, name: str) -> list[ServiceInstance]:
         path = self.service_path(name)
         try:
             ids = sorted(await zk.get_children(path))
@@ -258,13 +265,16 @@ class ServiceDiscovery:
 
     async def query_for_instance(self, name: str, instance_id: str) -> ServiceInstance | None:
         """One instance, or None."""
-        zk = await current_client(self.source)
         path = self.instance_path(name, instance_id)
-        try:
-            data, _ = await zk.get_data(path)
-        except NoNodeError:
-            return None
-        return ServiceInstance.from_json(data, path)
+
+        async def read(zk: Client) -> ServiceInstance | None:
+            try:
+                data, _ = await zk.get_data(path)
+            except NoNodeError:
+                return None
+            return ServiceInstance.from_json(data, path)
+
+        return await _reading(self.source, read)
 
     @asynccontextmanager
     async def open_cache(self, name: str) -> AsyncIterator[ServiceCache]:
@@ -272,6 +282,20 @@ class ServiceDiscovery:
         block runs (it starts once they are read)."""
         async with open_tree_cache(self.source, self.service_path(name)) as tree:
             yield ServiceCache(tree, self.service_path(name))
+
+
+async def _reading(source: SessionSource, read: Callable[[Client], Awaitable[T]]) -> T:
+    """``read`` with the current client, again after a lost connection (reads are safe to repeat) and,
+    with a stream, in the next session after an expiry."""
+    while True:
+        zk = await current_client(source)
+        try:
+            return await read(zk)
+        except ConnectionLossError:
+            continue
+        except SessionExpiredError:
+            if isinstance(source, Client):
+                raise
 
 
 class ServiceRegistration(NodeKeeper):

@@ -285,12 +285,15 @@ class LockingQueue(_ItemQueue):
             except ConnectionLossError:
                 continue
         self._lock_owner = zk.session_id
-        try:
-            data, _ = await zk.get_data(f"{self.items}/{name}")
-        except NoNodeError:
-            await self._delete_lock(zk, lock)
-            return None
-        return data
+        while True:  # our lock is there: the item is read, however long the connection takes
+            try:
+                data, _ = await zk.get_data(f"{self.items}/{name}")
+            except NoNodeError:
+                await self._delete_lock(zk, lock)
+                return None
+            except ConnectionLossError:
+                continue
+            return data
 
     @staticmethod
     async def _delete_lock(zk: Client, lock: str) -> None:

@@ -159,3 +159,19 @@ async def test_bad_items_are_refused(zk_hosts: str, zk_path: str) -> None:
         with pytest.raises(zkwire.InvalidArgumentError):
             zklock.Queue(zk, f"{zk_path}/q", naming="java")  # type: ignore[arg-type]
         assert await zk.exists(f"{zk_path}/q") is None  # nothing written
+
+
+async def test_a_lost_read_after_locking_an_item_does_not_strand_it(zk_hosts: str, zk_path: str, faultproxy) -> None:
+    """The connection is cut while the consumer reads the item it has just locked: it reads it again
+    and gets it (before, it started over, found the item taken -- by its own lock -- and waited)."""
+    path = f"{zk_path}/locking"
+    async with faultproxy.open_fault_proxy(*first_server(zk_hosts)) as proxy:
+        async with zkwire.open_client(proxy.hosts, session_timeout=6) as zk:
+            queue = zklock.LockingQueue(zk, path)
+            await queue.put(b"job")
+            swallow = proxy.swallow_reply(op=OpCode.GET_DATA, path_prefix=f"{path}/entries/")
+            with trio.fail_after(15):
+                assert await queue.get() == b"job"
+            assert swallow.triggered
+            assert await queue.consume()
+            await queue.aclose()
