@@ -238,6 +238,7 @@ class LockingQueue(_ItemQueue):
         #: The item this object holds: (name, data), or None.
         self.processing: tuple[str, bytes] | None = None
         self._lock_owner = 0
+        self._candidates: list[str] = []  # free items of the newest listing, not tried yet
 
     def _item_path(self, priority: int) -> str:
         return f"{self.items}/entry-{priority:03d}-"
@@ -248,25 +249,32 @@ class LockingQueue(_ItemQueue):
 
     async def get(self) -> bytes:
         """Lock the first free item and return it, waiting for one (bound it with a cancel scope); the
-        item this object holds already, if any."""
+        item this object holds already, if any.  The free items of one listing are tried in order before
+        the queue is listed again, so taking costs a lock, a read and (later) a delete, not a listing."""
         if self.processing is not None:
             return self.processing[1]
         while True:
             zk = await current_client(self.source)
             try:
-                names, changed = await self._listing(zk, True)
-                taken, taken_watch = await zk.get_children(self.taken, watch=True)
-                free = [n for n in names if n not in set(taken)]
-                for name in free:
+                if not self._candidates:
+                    names, changed = await self._listing(zk, True)
+                    taken, taken_watch = await zk.get_children(self.taken, watch=True)
+                    busy = set(taken)
+                    self._candidates = [n for n in names if n not in busy]
+                    if not self._candidates:
+                        assert changed is not None
+                        await first_of(changed.wait, taken_watch.wait)
+                        continue
+                while self._candidates:
+                    name = self._candidates.pop(0)
                     data = await self._lock(zk, name)
                     if data is not None:
                         self.processing = (name, data)
                         return data
-                assert changed is not None
-                await first_of(changed.wait, taken_watch.wait)
             except (ConnectionLossError, NoNodeError):
                 continue
             except _ENDED:
+                self._candidates = []
                 if isinstance(self.source, Client):
                     raise
 
@@ -278,7 +286,10 @@ class LockingQueue(_ItemQueue):
                 await zk.create(lock, self.id, ephemeral=True)
                 break
             except NodeExistsError:
-                data, stat = await zk.get_data(lock)
+                try:
+                    data, stat = await zk.get_data(lock)
+                except (NoNodeError, ConnectionLossError):
+                    continue  # released meanwhile, or not known yet: try again
                 if data == self.id and stat.ephemeral_owner == zk.session_id:
                     break  # ours: made by a create whose reply was lost
                 return None
