@@ -39,7 +39,7 @@ from .multilock import MultiLock
 from .mutex import Mutex
 from .naming import Naming
 from .partitioner import Assignment, SetPartitioner
-from .persistent import NodeMode, PersistentNode
+from .persistent import NodeMode, PersistentNode, PersistentTtlNode
 from .recipe import default_identifier, request_revocation
 from .rwlock import ReadLock, ReadWriteLock, WriteLock
 from .semaphore import Semaphore
@@ -62,6 +62,7 @@ __all__ = [
     "default_identifier",
     "request_revocation",
     "PersistentNode",
+    "PersistentTtlNode",
     "NodeMode",
     "GroupMember",
     "GroupView",

@@ -66,7 +66,7 @@ from zkwire import (
 
 from .recipe import CLEANUP_TIMEOUT, delete_node
 
-__all__ = ["PersistentNode", "NodeMode", "PROTECTED_PREFIX", "NodeKeeper"]
+__all__ = ["PersistentNode", "PersistentTtlNode", "NodeMode", "PROTECTED_PREFIX", "NodeKeeper"]
 
 log = logging.getLogger("zklock")
 
@@ -462,3 +462,50 @@ class NodeKeeper:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
         return await self.node.__aexit__(exc_type, exc, tb)
+
+
+class PersistentTtlNode(NodeKeeper):
+    """Curator's ``PersistentTtlNode``, in its layout: ``path`` is a container node holding ``data``, and
+    its child ``touch`` a TTL node (``ttl`` seconds) written every ``ttl / 2`` while the block runs.  When
+    the owner stops (its process dies, its connections are cut), ``touch`` goes ``ttl`` later and the
+    server then removes the empty container: the node outlives its owner by about one TTL, whatever the
+    sessions.  Needs extended types on the server.
+
+    Raises:
+        InvalidPathError, InvalidArgumentError: a bad ``path``, ``ttl`` or ``data`` (at construction).
+    """
+
+    #: The name of the touched child (Curator's).
+    TOUCH = "touch"
+
+    def __init__(self, source: SessionSource, path: str, ttl: float, data: bytes = b"") -> None:
+        self.node = PersistentNode(source, path, data, mode="container")
+        self.touch = PersistentNode(source, f"{self.node.path.rstrip('/')}/{self.TOUCH}", b"", mode="ttl", ttl=ttl)
+
+    async def wait_created(self) -> str:
+        """Wait until the container and its touched child exist; returns the container's path."""
+        path = await self.node.wait_created()
+        await self.touch.wait_created()
+        return path
+
+    async def set_data(self, data: bytes) -> None:
+        """New data for the container node."""
+        await self.node.set_data(data)
+
+    async def __aenter__(self) -> Self:
+        await self.node.__aenter__()
+        try:
+            await self.touch.__aenter__()
+        except BaseException as e:
+            await self.node.__aexit__(type(e), e, e.__traceback__)
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        try:
+            await self.touch.__aexit__(exc_type, exc, tb)  # the child first: the container must be empty
+        finally:
+            swallowed = await self.node.__aexit__(exc_type, exc, tb)
+        return swallowed

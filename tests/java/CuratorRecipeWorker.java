@@ -23,6 +23,10 @@
 //     selector-start <path> <id>   starts a LeaderSelector (autoRequeue) that leads until stopped; OK
 //     selector-leader <path>       LEADER true|false (hasLeadership)
 //     selector-stop <path>         closes it; answers OK
+//     pnode-start <path> <data>    starts an EPHEMERAL PersistentNode; answers OK once it exists
+//     pnode-stop <path>            closes it; answers OK
+//     ttlnode-start <path> <ms> <data>  starts a PersistentTtlNode; answers OK once it exists
+//     ttlnode-stop <path>          closes it; answers OK
 //     quit                         exits
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -41,6 +45,9 @@ import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListenerAdapter;
 import org.apache.curator.framework.recipes.nodes.GroupMember;
+import org.apache.curator.framework.recipes.nodes.PersistentNode;
+import org.apache.curator.framework.recipes.nodes.PersistentTtlNode;
+import org.apache.zookeeper.CreateMode;
 import org.apache.curator.framework.recipes.queue.SimpleDistributedQueue;
 import org.apache.curator.framework.recipes.shared.SharedCount;
 import org.apache.curator.framework.recipes.shared.VersionedValue;
@@ -52,6 +59,8 @@ public class CuratorRecipeWorker {
     static final Map<String, SharedCount> counts = new HashMap<>();
     static final Map<String, DistributedDoubleBarrier> barriers = new HashMap<>();
     static final Map<String, LeaderSelector> selectors = new HashMap<>();
+    static final Map<String, PersistentNode> pnodes = new HashMap<>();
+    static final Map<String, PersistentTtlNode> ttlnodes = new HashMap<>();
 
     static SharedCount count(CuratorFramework client, String path) throws Exception {
         SharedCount c = counts.get(path);
@@ -150,6 +159,24 @@ public class CuratorRecipeWorker {
                 return "LEADER " + selectors.get(w[1]).hasLeadership();
             case "selector-stop":
                 selectors.remove(w[1]).close();
+                return "OK";
+            case "pnode-start": {
+                PersistentNode n = new PersistentNode(client, CreateMode.EPHEMERAL, false, w[1], w[2].getBytes(StandardCharsets.UTF_8));
+                n.start();
+                pnodes.put(w[1], n);
+                return "OK " + n.waitForInitialCreate(20, TimeUnit.SECONDS);
+            }
+            case "pnode-stop":
+                pnodes.remove(w[1]).close();
+                return "OK";
+            case "ttlnode-start": {
+                PersistentTtlNode n = new PersistentTtlNode(client, w[1], Long.parseLong(w[2]), w[3].getBytes(StandardCharsets.UTF_8));
+                n.start();
+                ttlnodes.put(w[1], n);
+                return "OK " + n.waitForInitialCreate(20, TimeUnit.SECONDS);
+            }
+            case "ttlnode-stop":
+                ttlnodes.remove(w[1]).close();
                 return "OK";
             default:
                 return "ERR unknown command " + w[0];

@@ -276,6 +276,7 @@ BLOCKS: dict[str, BlockFactory] = {
     "zklock.Election.leadership": lambda env: zklock.Election(env.zk, f"{env.path}/election").leadership(),
     "zklock.Lease": _lease_block,
     "zkwire.task_nursery": lambda env: zkwire.task_nursery("a test"),
+    "zklock.PersistentTtlNode": lambda env: zklock.PersistentTtlNode(env.zk, f"{env.path}/ttl", 5.0),
     "zklock.PersistentNode": lambda env: zklock.PersistentNode(env.zk, f"{env.path}/node"),
     "zklock.GroupMember": lambda env: zklock.GroupMember(env.zk, f"{env.path}/group", "me"),
     "zklock.open_group_view": lambda env: zklock.open_group_view(env.zk, f"{env.path}/group"),
