@@ -45,6 +45,7 @@ from zkwire import (
 
 from .naming import Naming, check_naming
 from .recipe import default_identifier, delete_node
+from .retrying import repeat
 
 __all__ = ["Barrier", "DoubleBarrier", "READY"]
 
@@ -73,25 +74,22 @@ class Barrier:
 
     async def set(self) -> None:
         """Raise the barrier (create the node; already up is fine)."""
-        zk = await current_client(self.source)
-        while True:
-            try:
-                await zk.ensure_path(self.path)
-                return
-            except ConnectionLossError:
-                continue  # making it again is harmless: it exists, or it is made now
+
+        async def make(zk: Client) -> None:
+            await zk.ensure_path(self.path)
+
+        await repeat(self.source, make)
 
     async def remove(self) -> None:
         """Lower the barrier (delete the node; already down is fine)."""
-        zk = await current_client(self.source)
-        while True:
+
+        async def delete(zk: Client) -> None:
             try:
                 await zk.delete(self.path)
-                return
             except NoNodeError:
-                return
-            except ConnectionLossError:
-                continue
+                pass
+
+        await repeat(self.source, delete)
 
     async def wait(self) -> None:
         """Wait until the barrier is down (bound it with a cancel scope)."""

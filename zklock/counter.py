@@ -39,6 +39,7 @@ from zkwire import (
     InvalidArgumentError,
     NodeExistsError,
     NoNodeError,
+    SessionExpiredError,
     SessionSource,
     SetData,
     Stat,
@@ -49,6 +50,7 @@ from zkwire import (
 
 from .errors import ContentionError, CounterDataError
 from .mutex import Mutex
+from .retrying import repeat
 from .witness import WITNESS_PREFIX, Witnessed
 
 __all__ = [
@@ -169,16 +171,37 @@ class _Cell:
                 update in flight at that moment may have been applied (a :class:`zkwire.Sessions`
                 stream settles it in the next session instead).
         """
-        zk = await self.client()
-        for _ in range(self.max_attempts):
-            old, stat = await self.read(zk)
-            new = compute(old)
-            if new is None:
-                return None
-            if await self.write(zk, stat, new):
-                return old, new
+        return await self.compare_and_set(lambda old, _stat: compute(old), self.max_attempts)
+
+    async def compare_and_set(
+        self, compute: Callable[[Number, Stat | None], Number | None], attempts: int
+    ) -> tuple[Number, Number] | None:
+        """:meth:`update` with ``compute`` also given the Stat read (None: no node), at most
+        ``attempts`` times.  A lost connection and, with a stream, an expiry only start the attempt
+        again (an update in flight is settled by its witness first)."""
+        tried = 0
+        while tried < attempts:
             zk = await self.client()
-        raise ContentionError(self.path, self.max_attempts)
+            try:
+                old, stat = await self.read(zk)
+                new = compute(old, stat)
+                if new is None:
+                    return None
+                if await self.write(zk, stat, new):
+                    return old, new
+            except ConnectionLossError:
+                continue
+            except SessionExpiredError:
+                if isinstance(self.source, Client):
+                    raise
+                continue
+            tried += 1
+        raise ContentionError(self.path, attempts)
+
+    async def current(self) -> tuple[Number, Stat | None]:
+        """The value and Stat now (see :meth:`read`), read again after a lost connection or, with a
+        stream, an expiry."""
+        return await repeat(self.source, self.read)
 
     async def write(self, zk: Client, stat: Stat | None, value: Number) -> bool:
         """Write ``value`` if the node is still at ``stat`` (None: still missing); whether it was."""
@@ -260,7 +283,7 @@ class SharedCount(_CounterBase):
 
     async def get_versioned(self) -> VersionedValue:
         """The count and the version it was read at, for :meth:`try_set`."""
-        value, stat = await self._cell.read(await self._cell.client())
+        value, stat = await self._cell.current()
         assert isinstance(value, int) and stat is not None
         return VersionedValue(value, stat.version)
 
@@ -270,12 +293,13 @@ class SharedCount(_CounterBase):
 
     async def try_set(self, previous: VersionedValue, value: int) -> bool:
         """Set the count if it has not changed since ``previous`` was read; whether it was set."""
-        cell = self._cell
-        zk = await cell.client()
-        _, stat = await cell.read(zk)
-        if stat is None or stat.version != previous.version:
+        try:
+            done = await self._cell.compare_and_set(
+                lambda _old, stat: value if stat is not None and stat.version == previous.version else None, 1
+            )
+        except ContentionError:
             return False
-        return await cell.write(zk, stat, value)
+        return done is not None
 
     async def add(self, delta: int) -> int:
         """Add ``delta`` (exactly once); returns the new count.
@@ -320,7 +344,7 @@ class AtomicLong(_CounterBase):
 
     async def get(self) -> AtomicValue:
         """The value now (0 when the node does not exist)."""
-        value, _ = await self._cell.read(await self._cell.client())
+        value, _ = await self._cell.current()
         return AtomicValue(True, int(value), int(value))
 
     async def _apply(self, compute: Callable[[Number], Number | None]) -> AtomicValue:
@@ -369,10 +393,11 @@ class AtomicLong(_CounterBase):
 
     async def initialize(self, value: int) -> bool:
         """Create the node with ``value`` if it does not exist; whether it was created."""
-        cell = self._cell
-        zk = await cell.client()
-        _, stat = await cell.read(zk)
-        return stat is None and await cell.write(zk, None, value)
+        try:
+            done = await self._cell.compare_and_set(lambda _old, stat: value if stat is None else None, 1)
+        except ContentionError:
+            return False  # made by someone else meanwhile
+        return done is not None
 
 
 class AtomicInteger(AtomicLong):
@@ -411,7 +436,7 @@ class Counter(_CounterBase):
 
     async def value(self) -> int | float:
         """The value now (``default`` while the node is empty; the node is created empty if missing)."""
-        value, _ = await self._cell.read(await self._cell.client())
+        value, _ = await self._cell.current()
         return value
 
     async def add(self, delta: int | float) -> int | float:

@@ -33,11 +33,9 @@ from contextlib import asynccontextmanager
 from zkwire import (
     Client,
     ClientClosedError,
-    ConnectionLossError,
     InvalidArgumentError,
     NoNodeError,
     SessionSource,
-    current_client,
     open_tree_cache,
     validate_path,
     watch_children,
@@ -46,6 +44,7 @@ from zkwire import TreeCache as _TreeCache
 
 from .persistent import NodeKeeper, PersistentNode
 from .recipe import default_identifier
+from .retrying import repeat
 
 __all__ = [
     "GroupMember",
@@ -111,21 +110,21 @@ class GroupMember(_Member):
 async def group_members(source: SessionSource, path: str) -> dict[str, bytes]:
     """A Curator group's members now (member id -> payload), read once (a member that leaves while it
     is read is left out)."""
-    zk = await current_client(source)
-    while True:
+
+    async def read(zk: Client) -> dict[str, bytes]:
         try:
             names = await zk.get_children(path)
-            out: dict[str, bytes] = {}
-            for name in sorted(names):
-                try:
-                    out[name], _ = await zk.get_data(f"{path.rstrip('/')}/{name}")
-                except NoNodeError:
-                    continue
-            return out
         except NoNodeError:
             return {}
-        except ConnectionLossError:
-            continue
+        out: dict[str, bytes] = {}
+        for name in sorted(names):
+            try:
+                out[name], _ = await zk.get_data(f"{path.rstrip('/')}/{name}")
+            except NoNodeError:
+                continue
+        return out
+
+    return await repeat(source, read)
 
 
 class GroupView:
@@ -218,15 +217,15 @@ class ShallowParty(Party):
 
 async def party_members(source: SessionSource, path: str, *, shallow: bool = False) -> list[str]:
     """A kazoo party's identifiers now, sorted, read once."""
-    zk = await current_client(source)
-    while True:
+
+    async def read(zk: Client) -> list[str]:
         try:
             names = await zk.get_children(path)
-            return await _identities(zk, path, names, shallow, {})
         except NoNodeError:
             return []
-        except ConnectionLossError:
-            continue
+        return await _identities(zk, path, names, shallow, {})
+
+    return await repeat(source, read)
 
 
 async def _identities(zk: Client, path: str, names: list[str], shallow: bool, known: dict[str, str]) -> list[str]:
@@ -256,16 +255,15 @@ async def watch_party(source: SessionSource, path: str, *, shallow: bool = False
     known: dict[str, str] = {}
     last: list[str] | None = None
     async for names in watch_children(source, path):
+        listed = names or []
+
+        async def read(zk: Client, listed: list[str] = listed) -> list[str]:
+            return await _identities(zk, path, listed, shallow, known)
+
         try:
-            zk = await current_client(source)
+            members = await repeat(source, read)
         except ClientClosedError:
             return
-        while True:
-            try:
-                members = await _identities(zk, path, names or [], shallow, known)
-                break
-            except ConnectionLossError:
-                continue
         if members != last:
             last = members
             yield members

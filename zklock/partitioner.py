@@ -119,6 +119,12 @@ class SetPartitioner:
         member's share.  Ends when the block is left."""
         await self._release()
         while True:
+            # The member's node first: its keeper carries on through lost connections and expiries, and
+            # an error from it (no permission, the block left) ends the iteration.
+            try:
+                await self._member.wait_joined()
+            except ClientClosedError:
+                raise StopAsyncIteration from None
             try:
                 assignment = await self._allocate()
             except ClientClosedError:
@@ -127,14 +133,15 @@ class SetPartitioner:
                 await self._release()
                 if isinstance(self.source, Client) and self.source.ended is not None:
                     raise
+                await trio.lowlevel.checkpoint()
                 continue
             if assignment is not None:
                 self._current = assignment
                 return assignment
+            await trio.lowlevel.checkpoint()
 
     async def _allocate(self) -> Assignment | None:
         """One attempt; None if the party changed while locks were taken (everything is released)."""
-        await self._member.wait_joined()
         zk = await current_client(self.source)
         members, changed = await self._stable_party(zk)
         if self.identifier not in members:

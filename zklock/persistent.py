@@ -282,7 +282,10 @@ class PersistentNode:
         """Keep the node in ``zk``'s session until the session ends."""
         while True:
             if self._actual is None:
-                await self._create(zk)
+                try:
+                    await self._create(zk)
+                except ConnectionLossError:
+                    pass  # every step of a creation may be taken again: it starts over
                 continue
             try:
                 if not self._applied:

@@ -10,8 +10,9 @@ Layout (kazoo's): ``<path>/lease_holder`` holds UTF-8 JSON ``{"version": 1, "hol
 ``<path>``.  The lease is obtained when there is no holder, the holder is ``identifier`` (a renewal) or
 its end has passed; the holder node is then replaced in one transaction.  The clocks of the clients
 must roughly agree (the end is a client's clock, as in kazoo).  The multi-lease tries ``<path>/0`` ..
-``<path>/<count-1>`` in turn.  A lost reply is settled by reading the holder again: the lease is ours
-if it holds exactly what we wrote.
+``<path>/<count-1>`` in turn.  The holder is replaced by a compare-and-set on what was read, and a
+lost reply is settled by reading it again after a ``sync``: the lease is ours if it holds exactly what
+we wrote.
 """
 
 from __future__ import annotations
@@ -22,18 +23,22 @@ import socket
 from collections.abc import Callable
 
 from zkwire import (
+    Client,
     ConnectionLossError,
     Create,
     Delete,
     InvalidArgumentError,
     NoNodeError,
     ServerError,
+    SessionExpiredError,
     SessionSource,
+    Stat,
     current_client,
     validate_path,
 )
 
 from .mutex import Mutex
+from .retrying import repeat
 
 __all__ = ["non_blocking_lease", "multi_non_blocking_lease", "LEASE_HOLDER"]
 
@@ -73,22 +78,38 @@ async def non_blocking_lease(
 
     Raises:
         InvalidPathError, InvalidArgumentError: a bad ``path`` or ``duration`` (nothing is sent).
-        LockLostError: the lock guarding the holder node was lost meanwhile (the lease was not taken).
+        SessionExpiredError: ``source`` is one client whose session ended while the holder was
+            written (the lease may have been taken: read ``<path>/lease_holder``).
     """
     path = validate_path(path)
     span = _duration(path, duration)
     ident = identifier or socket.gethostname()
-    zk = await current_client(source)
     holder = f"{path.rstrip('/')}/{LEASE_HOLDER}"
-    await zk.ensure_path(path)
-    async with Mutex(zk, path, identifier=ident, naming="kazoo"):
+
+    async def make_path(zk: Client) -> None:
+        await zk.ensure_path(path)
+
+    async def read_holder(zk: Client) -> tuple[bytes, Stat] | None:
+        try:
+            return await zk.get_data(holder)
+        except NoNodeError:
+            return None
+
+    async def read_back(zk: Client) -> bytes | None:
+        await zk.sync(holder)  # the member we reach has then applied every write of our session
+        found = await read_holder(zk)
+        return None if found is None else found[0]
+
+    await repeat(source, make_path)
+    zk = await current_client(source)
+    # The holder node is replaced by a compare-and-set (its version, or its absence), so a write can
+    # never overwrite a holder it did not read; the lock is kazoo's protocol, kept for its clients.
+    async with Mutex(zk, path, identifier=ident, naming="kazoo", cancel_on_loss=False):
         now = clock()
         ops: list[Create | Delete] = []
-        try:
-            raw, stat = await zk.get_data(holder)
-        except NoNodeError:
-            pass
-        else:
+        found = await repeat(source, read_holder)
+        if found is not None:
+            raw, stat = found
             try:
                 data = json.loads(raw.decode("utf-8"))
                 if data["version"] != _VERSION:
@@ -101,20 +122,15 @@ async def non_blocking_lease(
             ops.append(Delete(holder, stat.version))
         mine = json.dumps({"version": _VERSION, "holder": ident, "end": (now + span).strftime(_FORMAT)}).encode()
         ops.append(Create(holder, mine))
-        while True:
-            try:
-                await zk.multi(ops)
-                return True
-            except ConnectionLossError:
-                try:
-                    raw, _ = await zk.get_data(holder)
-                except NoNodeError:
-                    continue
-                except ConnectionLossError:
-                    continue
-                return raw == mine
-            except ServerError:
-                return False
+        try:
+            await zk.multi(ops)
+            return True
+        except (ConnectionLossError, SessionExpiredError):
+            if isinstance(source, Client) and zk.ended is not None:
+                raise
+            return await repeat(source, read_back) == mine  # applied or not: the holder tells
+        except ServerError:
+            return False  # the holder changed since it was read
     return False  # reached only if the lock's block swallowed the body's end
 
 

@@ -36,6 +36,8 @@ from zkwire import (
     current_client,
 )
 
+from .retrying import repeat
+
 __all__ = ["Witnessed", "WITNESS_PREFIX"]
 
 #: The name prefix of a witness node.
@@ -52,9 +54,15 @@ class Witnessed:
         self._exists = False  # whether the witness node was made (then it is written, not created)
         self._one_at_a_time = trio.Lock()
 
-    async def apply(self, zk: Client, ops: Sequence[WriteOp]) -> list[str | object | None] | None:
+    async def apply(
+        self, zk: Client, ops: Sequence[WriteOp], *, same_session: bool = False
+    ) -> list[str | object | None] | None:
         """Apply ``ops`` atomically, exactly once; returns their results, or None when the reply was
         lost and the transaction found applied (the results are then unknown).
+
+        With ``same_session`` the transaction is only ever sent in ``zk``'s session (it deletes nodes of
+        that session, say): if that session ends before it is known to be applied, it is not sent again
+        and :class:`~zkwire.SessionExpiredError` is raised (it was not applied).
 
         Raises:
             ServerError: an op failed (nothing was applied); ``error.results`` covers ``ops`` only.
@@ -72,18 +80,23 @@ class Witnessed:
                 except (ConnectionLossError, SessionExpiredError):
                     if isinstance(self.source, Client) and zk.ended is not None:
                         raise
+                    session = zk.session_id
                     zk, found = await self._settle()
                     self._exists = found is not None
-                    if found != token:
-                        continue
-                    return None
+                    if found == token:
+                        return None
+                    if same_session and zk.session_id != session:
+                        raise SessionExpiredError(
+                            self.node, "the session ended; the transaction was not applied"
+                        ) from None
+                    continue
                 except ServerError as e:
                     failed = _failed_index(e)
                     if failed == n and isinstance(e, NoNodeError):
                         if self._exists:
                             self._exists = False  # deleted by someone: made again
                         else:
-                            await zk.ensure_path(self.directory, container=True)
+                            await self._make_directory(zk)
                         continue
                     if failed == n and isinstance(e, NodeExistsError):
                         self._exists = True  # made by a transaction whose reply was lost
@@ -92,6 +105,12 @@ class Witnessed:
                     raise
                 self._exists = True
                 return list(results[:n])
+
+    async def _make_directory(self, zk: Client) -> None:
+        try:
+            await zk.ensure_path(self.directory, container=True)
+        except ConnectionLossError:
+            pass  # the transaction is sent again (after the reconnection) and tells
 
     async def _settle(self) -> tuple[Client, bytes | None]:
         """After a lost reply: the client to go on with, and the witness's token now (None: no node),
@@ -113,17 +132,23 @@ class Witnessed:
                 continue  # the stream's next session looks
 
     async def aclose(self) -> None:
-        """Delete the witness node."""
-        if not self._exists:
-            return
-        zk = self.source if isinstance(self.source, Client) else self.source.current
-        if zk is None or zk.ended is not None:
-            return
-        try:
-            await zk.delete(self.node)
-        except NoNodeError:
-            pass
-        self._exists = False
+        """Delete the witness node (after the transaction in progress, if any: its answer may depend on
+        the node)."""
+        async with self._one_at_a_time:
+            if not self._exists:
+                return
+            zk = self.source if isinstance(self.source, Client) else self.source.current
+            if zk is None or zk.ended is not None:
+                return
+
+            async def delete(zk: Client) -> None:
+                try:
+                    await zk.delete(self.node)
+                except NoNodeError:
+                    pass
+
+            await repeat(self.source, delete)
+            self._exists = False
 
 
 def _failed_index(error: ServerError) -> int | None:

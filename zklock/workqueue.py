@@ -53,6 +53,7 @@ from zkwire import (
 )
 
 from .persistent import first_of
+from .retrying import repeat
 from .witness import Witnessed
 
 __all__ = ["Queue", "LockingQueue", "QueueNaming", "WITNESS_DIRECTORY"]
@@ -118,7 +119,7 @@ class _ItemQueue:
                 await self._writes.apply(zk, ops)
                 return
             except NoNodeError:
-                await self._ensure(zk)
+                await repeat(self.source, self._ensure)
 
     async def _listing(self, zk: Client, watch: bool) -> tuple[list[str], Watch | None]:
         """The item names, sorted, and (with ``watch``) the watch of the next change."""
@@ -207,7 +208,10 @@ class Queue(_ItemQueue):
                     path = f"{self.items}/{self._names.pop(0)}"
                     try:
                         data, stat = await zk.get_data(path)
-                        await self._writes.apply(zk, [Delete(path, stat.version)])
+                        # Shielded: a take the server may have applied is settled and its item
+                        # returned; a cancellation takes effect after.
+                        with trio.CancelScope(shield=True):
+                            await self._writes.apply(zk, [Delete(path, stat.version)])
                     except (NoNodeError, BadVersionError):
                         continue  # taken by another consumer
                     return data
@@ -258,7 +262,11 @@ class LockingQueue(_ItemQueue):
             try:
                 if not self._candidates:
                     names, changed = await self._listing(zk, True)
-                    taken, taken_watch = await zk.get_children(self.taken, watch=True)
+                    try:
+                        taken, taken_watch = await zk.get_children(self.taken, watch=True)
+                    except NoNodeError:
+                        await self._ensure(zk)
+                        continue
                     busy = set(taken)
                     self._candidates = [n for n in names if n not in busy]
                     if not self._candidates:
@@ -267,7 +275,10 @@ class LockingQueue(_ItemQueue):
                         continue
                 while self._candidates:
                     name = self._candidates.pop(0)
-                    data = await self._lock(zk, name)
+                    # Shielded: once the lock may be ours, the item must end up held (and then
+                    # returned) or unlocked; a cancellation takes effect after.
+                    with trio.CancelScope(shield=True):
+                        data = await self._lock(zk, name)
                     if data is not None:
                         self.processing = (name, data)
                         return data
@@ -314,12 +325,15 @@ class LockingQueue(_ItemQueue):
             pass
 
     async def holds_lock(self) -> bool:
-        """Whether this object still holds the lock of its item (checked on the server after a ``sync``)."""
+        """Whether this object still holds the lock of its item (checked on the server after a ``sync``;
+        False once the session that locked it has ended)."""
         if self.processing is None:
             return False
-        zk = await current_client(self.source)
         lock = f"{self.taken}/{self.processing[0]}"
         while True:
+            zk = await current_client(self.source)
+            if zk.session_id != self._lock_owner:
+                return False  # the lock went with the session that made it
             try:
                 await zk.sync(lock)
                 data, stat = await zk.get_data(lock)
@@ -327,6 +341,10 @@ class LockingQueue(_ItemQueue):
                 return False
             except ConnectionLossError:
                 continue
+            except SessionExpiredError:
+                if isinstance(self.source, Client):
+                    raise
+                return False
             return data == self.id and stat.ephemeral_owner == zk.session_id
 
     async def consume(self) -> bool:
@@ -347,9 +365,15 @@ class LockingQueue(_ItemQueue):
         ops = [Delete(f"{self.items}/{name}"), Delete(lock)] if consume else [Delete(lock)]
         zk = await current_client(self.source)
         try:
-            await self._writes.apply(zk, ops)
+            # Only in the session that holds the lock: sent again in another one, the deletes could
+            # remove another consumer's lock (and item).
+            await self._writes.apply(zk, ops, same_session=True)
         except NoNodeError:
             return False
+        except SessionExpiredError:
+            if isinstance(self.source, Client):
+                raise
+            return False  # not applied, and the lock went with the session
         finally:
             self.processing = None
         return True
