@@ -218,3 +218,31 @@ async def test_foreign_data_and_bad_values_are_typed_errors(zk_hosts: str, zk_pa
             with pytest.raises(zkwire.InvalidArgumentError):
                 zklock.Counter(zk, f"{zk_path}/c", **bad)
         assert await zk.get_data(f"{zk_path}/text") == (b"not a number", (await zk.exists(f"{zk_path}/text")))
+
+
+async def test_promoted_to_a_lock_after_the_optimistic_attempts(zk_hosts: str, zk_path: str) -> None:
+    """``promote_to_lock``: when the optimistic attempts meet conflicts, the update is tried again holding
+    a Curator-layout mutex at the lock path (Curator's PromotedToLock), and succeeds."""
+    path, lock = f"{zk_path}/long", f"{zk_path}/long-lock"
+    async with zkwire.open_client(zk_hosts) as zk:
+        counter = zklock.AtomicLong(zk, path, max_attempts=1, promote_to_lock=lock)
+        await counter.add(1)
+        original = zk.multi
+        held_during: list[list[str]] = []
+
+        async def meddling_multi(ops: Any) -> Any:
+            held_during.append(await zk.get_children(lock) if await zk.exists(lock) else [])
+            if len(held_during) == 1:
+                await zk.set_data(path, struct.pack(">q", 10))  # another writer, once
+            return await original(ops)
+
+        zk.multi = meddling_multi  # type: ignore[method-assign]
+        try:
+            result = await counter.add(5)
+        finally:
+            del zk.multi
+        assert result == zklock.AtomicValue(True, 10, 15)
+        assert held_during[0] == [] and len(held_during[1]) == 1 and "-lock-" in held_during[1][0]
+        assert (await counter.get()).post_value == 15
+        assert await zk.get_children(lock) == []
+        await counter.aclose()
