@@ -25,10 +25,10 @@ import json
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from zkwire import (
     Client,
@@ -36,7 +36,6 @@ from zkwire import (
     GetData,
     InvalidArgumentError,
     NoNodeError,
-    SessionExpiredError,
     SessionSource,
     current_client,
     open_tree_cache,
@@ -46,6 +45,7 @@ from zkwire import TreeCache as _TreeCache
 
 from .errors import LockError
 from .persistent import NodeKeeper, PersistentNode
+from .retrying import repeat
 
 __all__ = [
     "ServiceInstance",
@@ -58,7 +58,6 @@ __all__ = [
     "UriSpec",
 ]
 
-T = TypeVar("T")
 ServiceType = Literal["DYNAMIC", "DYNAMIC_SEQUENTIAL", "STATIC", "PERMANENT"]
 _TYPES = ("DYNAMIC", "DYNAMIC_SEQUENTIAL", "STATIC", "PERMANENT")
 #: Jackson's type tag for a map payload.
@@ -233,7 +232,7 @@ class ServiceDiscovery:
 
     async def query_for_names(self) -> list[str]:
         """The services that have (or had) instances, sorted."""
-        return await _reading(self.source, self._names)
+        return await repeat(self.source, self._names)
 
     async def _names(self, zk: Client) -> list[str]:
         try:
@@ -244,7 +243,7 @@ class ServiceDiscovery:
     async def query_for_instances(self, name: str) -> list[ServiceInstance]:
         """The instances of service ``name`` now, by id (an instance that goes while it is read is left
         out; a node that is not an instance raises :class:`InstanceDataError`)."""
-        return await _reading(self.source, lambda zk: self._instances(zk, name))
+        return await repeat(self.source, lambda zk: self._instances(zk, name))
 
     async def _instances(self, zk: Client, name: str) -> list[ServiceInstance]:
         path = self.service_path(name)
@@ -274,7 +273,7 @@ class ServiceDiscovery:
                 return None
             return ServiceInstance.from_json(data, path)
 
-        return await _reading(self.source, read)
+        return await repeat(self.source, read)
 
     @asynccontextmanager
     async def open_cache(self, name: str) -> AsyncIterator[ServiceCache]:
@@ -282,20 +281,6 @@ class ServiceDiscovery:
         block runs (it starts once they are read)."""
         async with open_tree_cache(self.source, self.service_path(name)) as tree:
             yield ServiceCache(tree, self.service_path(name))
-
-
-async def _reading(source: SessionSource, read: Callable[[Client], Awaitable[T]]) -> T:
-    """``read`` with the current client, again after a lost connection (reads are safe to repeat) and,
-    with a stream, in the next session after an expiry."""
-    while True:
-        zk = await current_client(source)
-        try:
-            return await read(zk)
-        except ConnectionLossError:
-            continue
-        except SessionExpiredError:
-            if isinstance(source, Client):
-                raise
 
 
 class ServiceRegistration(NodeKeeper):

@@ -159,7 +159,6 @@ class PersistentNode:
         self._owner = 0
         #: Sessions of ours that created the node: a node of theirs left on the server is a leftover.
         self._sessions: set[int] = set()
-        self._version = 0  # the data version the current node has
         self._applied = True  # the current node has ``_data``
         self._changed = trio.Event()  # set when the data or the node changes
         self._error: BaseException | None = None
@@ -309,12 +308,11 @@ class PersistentNode:
     async def _write_data(self, zk: Client, path: str) -> None:
         data = self._data
         try:
-            stat = await zk.set_data(path, data)
+            await zk.set_data(path, data)
         except NoNodeError:
             self._set_absent()
             return
         if data is self._data:
-            self._version = stat.version
             self._applied = True
             self._wake()
 
@@ -349,7 +347,7 @@ class PersistentNode:
     def _adopt(self, zk: Client, path: str, stat: Stat, data: bytes) -> None:
         if not self._named:
             self._target, self._named = path, True  # re-created at this name from now on
-        self._actual, self._owner, self._version = path, stat.ephemeral_owner, stat.version
+        self._actual, self._owner = path, stat.ephemeral_owner
         if stat.ephemeral_owner:
             self._sessions.add(stat.ephemeral_owner)
         self._applied = data is self._data

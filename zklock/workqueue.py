@@ -86,7 +86,7 @@ class _ItemQueue:
         self._writes = Witnessed(source, witnesses)
 
     def _item_path(self, priority: int) -> str:
-        return f"{self.items}/{self.prefix}"
+        raise NotImplementedError
 
     def _is_item(self, name: str) -> bool:
         return name.startswith(self.prefix)
