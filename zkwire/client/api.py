@@ -39,6 +39,7 @@ from ..protocol.records import ACL, Stat
 from ..sansio.ensemble import CONFIG_PATH, EnsembleConfig, Member, parse_config
 from ..sansio.hosts import HostPort
 from ..sansio.moves import DEFAULT_MOVE_SPREAD
+from ..sansio.observing import Observer
 from ..sansio.ops import Check, Create, Delete, GetChildren, GetData, ReadOp, SetData, WriteOp
 from ..sansio.requests import check_watcher_type
 from ..sansio.watches import WatchKind
@@ -71,6 +72,7 @@ async def open_client(
     connect: Connect | None = None,
     follow_ensemble: bool | None = None,
     move_spread: float = DEFAULT_MOVE_SPREAD,
+    observers: Sequence[Observer] = (),
 ) -> AsyncIterator[Client]:
     """Open a ZooKeeper session; leaving the block closes it (closeSession).
 
@@ -94,6 +96,9 @@ async def open_client(
     list, and when the list changes the session may move to another member so that sessions spread
     evenly; a move is planned (the state stays CONNECTED, no request fails) and happens at a moment drawn
     from the next ``move_spread`` seconds.  See :mod:`zkwire.client.ensemble` and docs/reconfig.rst.
+
+    ``observers``: objects told everything the session does, from its first connection attempt on
+    (:mod:`zkwire.observing`; more with :meth:`Client.add_observer`).  They never hold the client up.
 
     ``connect`` replaces how a connection to one server is opened: an async function taking a
     :class:`~zkwire.sansio.session.HostPort` and returning a connected :class:`trio.abc.Stream`
@@ -129,6 +134,7 @@ async def open_client(
         connect=connect,
         follow_ensemble=follow_ensemble,
         move_spread=move_spread,
+        observers=observers,
     )
     async with running(client, wait_connected=wait_connected):
         yield client
@@ -146,6 +152,7 @@ def make_client(
     connect: Connect | None = None,
     follow_ensemble: bool | None = None,
     move_spread: float = DEFAULT_MOVE_SPREAD,
+    observers: Sequence[Observer] = (),
 ) -> Client:
     """A :class:`Client` with its options checked and ``auth`` queued, not yet running: what
     :func:`open_client` opens (also used to close a session abandoned by an earlier client)."""
@@ -159,6 +166,7 @@ def make_client(
         connect=connect,
         follow_ensemble=follow_ensemble,
         move_spread=move_spread,
+        observers=observers,
     )
     if isinstance(auth, str | bytes):
         raise InvalidArgumentError("auth must be a sequence of (scheme, credential) pairs, not a single str")
@@ -178,6 +186,7 @@ async def running(client: Client, *, wait_connected: bool) -> AsyncIterator[None
         # The client's own tasks run shielded from the caller's cancel scopes (see _task_scope).  What
         # the body raised, the Cancelled of an outer cancel scope and what a background task raised (never
         # by design: that would be a bug) come out as one exception (see task_nursery).
+        client._observers.start()
         client._driver.start(nursery)
         if client._follower is not None:
             client.spawn(client._follower.run, name="zkwire ensemble follower")

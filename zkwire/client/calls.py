@@ -73,7 +73,7 @@ class Backlog(deque[BacklogEntry]):
     waiters are not all woken by every reply.
     """
 
-    __slots__ = ("_core", "_room", "_wake_writer", "room_waiters")
+    __slots__ = ("_core", "_room", "_wake_writer", "room_waiters", "tags")
 
     def __init__(self, core: ClientCore, wake_writer: Callable[[], None]) -> None:
         super().__init__()
@@ -84,6 +84,9 @@ class Backlog(deque[BacklogEntry]):
         self._room = trio.lowlevel.ParkingLot()
         #: How many callers are parked in ``_room`` (read on every reply: cheaper than asking the lot).
         self.room_waiters = 0
+        #: The observers' tag of each waiting request, captured in its caller's task (only while the
+        #: session is observed: see :class:`~zkwire.sansio.observing.Observation`).
+        self.tags: dict[PendingCall, tuple[int, object]] = {}
 
     async def wait_for_reply(self, entry: BacklogEntry, limit: int) -> None:
         """Queue ``entry`` and wait, in the caller's cancel scope, until its call has its reply.
@@ -96,6 +99,9 @@ class Backlog(deque[BacklogEntry]):
             raise core.terminal_error()
         call = entry[4]
         call.queued = True
+        observed = core.observed
+        if observed is not None and observed.capture is not None:
+            self.tags[call] = observed.capture()
         self.append(entry)
         if core.outstanding < limit:
             self.send(limit)  # room after all (entries given up at the head)
@@ -116,9 +122,10 @@ class Backlog(deque[BacklogEntry]):
         moved = False
         while self and free > 0:
             op, record, path, watch, call = self[0]
+            tag = self.tags.pop(call, None) if self.tags else None
             if call.queued:
                 try:
-                    core.send_request(op, record, call, now, path=path, watch=watch)
+                    core.send_request(op, record, call, now, path=path, watch=watch, tag=tag)
                 except ConnectionLossError:
                     break  # no open connection: they wait for the next one
                 except ZKError as e:  # the session ended, or the request cannot be encoded
@@ -133,6 +140,7 @@ class Backlog(deque[BacklogEntry]):
 
     def fail(self) -> None:
         """The session has ended: every waiting request fails with a fresh copy of why."""
+        self.tags.clear()
         while self:
             call = self.popleft()[4]
             if call.queued:

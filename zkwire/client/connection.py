@@ -230,7 +230,7 @@ class ConnectionDriver(RequestPath):
                 return None
             self._transport = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
             return stream
-        self.dispatch(self.core.connection_failed())  # timed out
+        self.dispatch(self.core.connection_failed(cause="connect timed out"))
         return None
 
     def _attempt_failed(self, host: HostPort, error: Exception) -> None:
@@ -238,7 +238,8 @@ class ConnectionDriver(RequestPath):
         if reason is not None:
             log.info("connection to %s failed: %s", host, reason)
         self._connect_log.failed(host, error, len(self.core.hosts))
-        self.dispatch(self.core.connection_failed(reason))
+        cause = str(reason) if reason else getattr(error, "strerror", None) or type(error).__name__
+        self.dispatch(self.core.connection_failed(reason, cause=cause))
 
     async def _run_connection(self, host: HostPort, stream: trio.abc.Stream) -> None:
         core = self.core
@@ -268,7 +269,7 @@ class ConnectionDriver(RequestPath):
                 transport, self._transport = self._transport, None
                 if transport is not None:
                     await trio.aclose_forcefully(transport)
-            self.dispatch(core.connection_lost(trio.current_time()))
+            self.dispatch(core.connection_lost(trio.current_time(), cause="connection ended"))
             self._connection_ended.set()
             self.wake_timer()
 
@@ -285,7 +286,7 @@ class ConnectionDriver(RequestPath):
             return
         reason = tls_failure(error, host)
         log.info("%s %s failed: %s", action, host, reason or error)
-        self.drop_connection(reason)
+        self.drop_connection(reason, cause=f"{action} the server failed: {reason or type(error).__name__}")
 
     def _server_closed(self) -> None:
         log.log(
@@ -293,7 +294,7 @@ class ConnectionDriver(RequestPath):
             "server %s closed the connection",
             self.core.current_host,
         )
-        self.drop_connection()
+        self.drop_connection(cause="the server closed the connection")
 
     def _stream_opened(self, stream: trio.abc.Stream) -> None:
         """A connection's stream is open, before its handshake (nothing to do in the plain driver; raising
@@ -332,16 +333,16 @@ class ConnectionDriver(RequestPath):
             if core.has_data_to_send:
                 await self.flush()
 
-    def drop_connection(self, reason: ZKError | None = None) -> None:
+    def drop_connection(self, reason: ZKError | None = None, *, cause: str = "dropped by the client") -> None:
         """End the current connection now: the core learns at once (so no request is sent into a dying
         socket and waiters fail fast), then the connection's tasks are cancelled.  ``reason``: a
-        classified failure (see :meth:`_transport_failed`)."""
+        classified failure (see :meth:`_transport_failed`); ``cause``: why, for the observers."""
         self._stream = None
         self._stream_closed()
         if self._conn_scope is not None:
             self._conn_scope.cancel()
         self._cancel_sasl_steps()
-        self.dispatch(self.core.connection_lost(trio.current_time(), reason=reason))
+        self.dispatch(self.core.connection_lost(trio.current_time(), reason=reason, cause=cause))
 
     def _cancel_sasl_steps(self) -> None:
         for scope in self._sasl_scopes:
@@ -389,7 +390,7 @@ class ConnectionDriver(RequestPath):
                     core.current_host,
                     trio.current_time() - started,
                 )
-                self.drop_connection()
+                self.drop_connection(cause="a write blocked while nothing sent was answered")
         except TRANSPORT_ERRORS as e:
             self._transport_failed("write to", e)
         finally:
@@ -438,7 +439,7 @@ class ConnectionDriver(RequestPath):
                 self._on_state_changed(ev)
             elif isinstance(ev, DropConnection):
                 log.info("dropping connection to %s: %s", self.core.current_host, ev.reason)
-                self.drop_connection()
+                self.drop_connection(cause=ev.reason)
             elif isinstance(ev, SaslStep) and self.nursery is not None:
                 self.nursery.start_soon(self._sasl_step, ev)
             elif isinstance(ev, DeadlineMoved):
@@ -495,7 +496,7 @@ class ConnectionDriver(RequestPath):
             for w in self.core.watches.all_watchers():
                 w._fail(copy_error(error))
             self.core.watches.clear()
-            self.drop_connection()
+            self.drop_connection(cause=f"session {ev.new.value}")
         if ev.new is SessionState.READ_ONLY and self.nursery is not None:
             self.nursery.start_soon(self._probe_read_write)
         self._state_changed.set()
@@ -523,7 +524,7 @@ class ConnectionDriver(RequestPath):
                 if await is_read_write(host, core.connect_timeout):
                     log.info("read-write server found at %s; moving there", host)
                     core.prefer_host(host)
-                    self.drop_connection()
+                    self.drop_connection(cause="moving to a read-write server")
                     return
             await trio.sleep(delay)
             delay = min(delay * 2, 5.0)
@@ -547,7 +548,7 @@ class ConnectionDriver(RequestPath):
             with trio.move_on_after(min(2.0, core.read_timeout)):
                 await self._connection_ended.wait()
         self.dispatch(core.mark_closed())
-        self.drop_connection()
+        self.drop_connection(cause="client closed")
         self.cancel_tasks()
 
 

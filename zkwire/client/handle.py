@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import trio
@@ -27,6 +27,7 @@ import trio
 from ..errors import ClientClosedError, InvalidArgumentError, ZKError
 from ..sansio.hosts import parse_connect_string
 from ..sansio.moves import DEFAULT_MOVE_SPREAD
+from ..sansio.observing import Observer, RecipeEvent
 from ..sansio.ops import ReadOp, WriteOp
 from ..sansio.options import check_max_frame, check_session_timeout
 from ..sansio.paths import strip_chroot, with_chroot_hint
@@ -37,6 +38,7 @@ from .calls import ClientCore, PendingCall
 from .connection import Connect, tcp_connector
 from .ensemble import EnsembleFollower
 from .fastpath import connection_driver
+from .observers import ObserverHub
 from .watchers import StateStream, Watcher
 
 __all__ = ["SessionHandle"]
@@ -62,6 +64,7 @@ class SessionHandle:
         connect: Connect | None = None,
         follow_ensemble: bool | None = None,
         move_spread: float = DEFAULT_MOVE_SPREAD,
+        observers: Sequence[Observer] = (),
     ) -> None:
         host_list, chroot = parse_connect_string(hosts)
         if follow_ensemble is not None and not isinstance(follow_ensemble, bool):
@@ -96,6 +99,12 @@ class SessionHandle:
         follow = ssl_context is None if follow_ensemble is None else follow_ensemble
         self._follower = EnsembleFollower(self, host_list, float(move_spread)) if follow else None
         self._move_spread = float(move_spread)
+        #: The observers and their delivery thread (:mod:`zkwire.client.observers`).
+        self._observers = ObserverHub(self._core)
+        if isinstance(observers, str | bytes) or not isinstance(observers, Sequence):
+            raise InvalidArgumentError("observers must be a sequence of observers")
+        for observer in observers:
+            self._observers.add(observer)
 
     # ------------------------------------------------------------------ public attributes
 
@@ -142,6 +151,59 @@ class SessionHandle:
     @max_in_flight.setter
     def max_in_flight(self, value: int) -> None:
         self._driver.max_in_flight = value
+
+    @property
+    def in_flight(self) -> int:
+        """Requests sent on the current connection and not answered yet."""
+        return self._core.outstanding
+
+    @property
+    def backlogged(self) -> int:
+        """Requests waiting for room under :attr:`max_in_flight` (not sent yet)."""
+        return len(self._driver._backlog)
+
+    @property
+    def expiry_deadline(self) -> float | None:
+        """The earliest moment, on trio's clock, the servers may expire the session: the last moment a
+        server is known to have heard from the client, plus the session timeout (None before the
+        session opened, or once it ended).  The lock recipes report how long before it they told a
+        holder of a loss."""
+        return None if self._core.state.is_terminal else self._core.expiry_deadline
+
+    # ------------------------------------------------------------------ observers
+
+    def add_observer(self, observer: Observer) -> None:
+        """Tell ``observer`` (``observer.on_event(event)``) what this session does from now on: every
+        request, connection and state change, watch notification and recipe event
+        (:mod:`zkwire.observing`).  It is called in a thread of its own, never holding up the client:
+        see :mod:`zkwire.client.observers`.
+
+        Raises:
+            InvalidArgumentError: ``observer`` has no ``on_event`` method.
+        """
+        self._observers.add(observer)
+
+    def remove_observer(self, observer: Observer) -> None:
+        """Stop telling ``observer`` (what is already queued still reaches it); unknown ones are ignored."""
+        self._observers.remove(observer)
+
+    @property
+    def observed(self) -> bool:
+        """Some observer is attached: a recipe reports its events only then."""
+        return self._core.observed is not None
+
+    def report(self, event: RecipeEvent) -> None:
+        """Hand a recipe's event to this session's observers (nothing happens when none is attached).
+
+        Raises:
+            InvalidArgumentError: ``event`` is not a :class:`~zkwire.observing.RecipeEvent`.
+        """
+        self._observers.report(event)
+
+    async def flush_observers(self, limit: float = 5.0) -> bool:
+        """Wait (at most ``limit`` seconds) until every event so far has reached every observer; True if
+        it has (an observer that is stuck in a call keeps it False).  It never raises."""
+        return await self._observers.flush(limit)
 
     def states(self) -> StateStream:
         """An async iterator of session states, starting with the current one; ends after a terminal one."""
@@ -213,6 +275,7 @@ class SessionHandle:
     async def close(self) -> None:
         """Close the session (closeSession) and stop all tasks.  Idempotent; never raises."""
         await self._driver.close()
+        await self._observers.aclose()
 
     # ------------------------------------------------------------------ credentials
 

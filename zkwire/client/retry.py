@@ -57,6 +57,7 @@ from ..errors import (
     ZKError,
 )
 from ..sansio.backoff import SHARED_RNG, Backoff
+from .observers import ATTEMPT
 
 __all__ = ["RetryPolicy", "TRANSIENT_ERRORS", "retry", "retry_with", "DEFAULT_POLICY"]
 
@@ -144,6 +145,7 @@ async def retry_with(
     """
     attempt = 0
     while True:
+        counted = ATTEMPT.set(attempt + 1)  # the observers' RequestEvent.attempt
         try:
             return await fn(*args, **kwargs)
         except policy.retry_on as error:
@@ -155,4 +157,6 @@ async def retry_with(
             wait = policy.delay(attempt - 1)
             name = getattr(fn, "__qualname__", fn)
             log.debug("retrying %s in %.3fs after %r (attempt %d)", name, wait, error, attempt)
+        finally:
+            ATTEMPT.reset(counted)
         await trio.sleep(wait)

@@ -46,6 +46,7 @@ from .handshake import Handshake, Phase, check_connect_response, granted_timeout
 from .hosts import HostPort, HostRotation
 from .liveness import Liveness
 from .matching import RequestQueue
+from .observing import Observation
 from .paths import strip_chroot
 from .watches import WatchRegistry
 
@@ -71,6 +72,7 @@ class RoutedSession(Protocol[TokenT, WatcherT]):
     chroot: str
     max_frame: int
     watches: WatchRegistry[WatcherT]
+    observed: Observation | None
     _passwd: bytes
     _phase: Phase
 
@@ -207,6 +209,10 @@ class FrameRouter(Generic[TokenT, WatcherT]):
             frame.length,
             session.max_frame,
         )
+        if session.observed is not None:
+            session.observed.answered(
+                p, session.session_id, session.current_host, frame.length + 4, now, ReplyTooLargeError
+            )
         events.append(Reply(p.token, zxid, None, ReplyTooLargeError(frame.length, session.max_frame, p.path)))
 
     def _handle_connect_response(
@@ -273,7 +279,7 @@ class FrameRouter(Generic[TokenT, WatcherT]):
                 self._confirm(sent, now, events)
             return
         if xid == WATCH_XID:
-            self._handle_notification(payload, events)
+            self._handle_notification(payload, now, events)
             return
         if xid == AUTH_XID:
             self._handle_auth_reply(err, events)
@@ -295,7 +301,11 @@ class FrameRouter(Generic[TokenT, WatcherT]):
         watch = p.watch
         if watch is not None:
             session.watches.answered(p.op, watch.kind, watch.path, watch.watcher, err)
-        events.append(Reply(p.token, zxid, body, error_for_code(err, p.path) if err else None))
+        error = error_for_code(err, p.path) if err else None
+        if session.observed is not None:
+            failed = None if error is None else type(error)
+            session.observed.answered(p, session.session_id, session.current_host, len(payload) + 4, now, failed)
+        events.append(Reply(p.token, zxid, body, error))
 
     def _confirm(self, sent: float, now: float, events: list[Event[TokenT, WatcherT]]) -> None:
         """The server answered, at ``now``, something we sent at ``sent``: it heard from us then or later."""
@@ -365,7 +375,9 @@ class FrameRouter(Generic[TokenT, WatcherT]):
         log.warning("session 0x%x: %s", session.session_id, detail)
         session.auth_failed(events, SessionClosedRequireSaslAuthError(detail=detail))
 
-    def _handle_notification(self, payload: bytes | memoryview, events: list[Event[TokenT, WatcherT]]) -> None:
+    def _handle_notification(
+        self, payload: bytes | memoryview, now: float, events: list[Event[TokenT, WatcherT]]
+    ) -> None:
         r = Reader(payload, 16)
         ev = WatcherEvent.read(r)
         r.expect_end("WatcherEvent")
@@ -379,4 +391,8 @@ class FrameRouter(Generic[TokenT, WatcherT]):
             kstate: KeeperState | int = KeeperState(ev.state)
         except ValueError:
             kstate = ev.state
-        events.append(WatchNotification(etype, kstate, strip_chroot(self._session.chroot, server_path), watchers))
+        path = strip_chroot(self._session.chroot, server_path)
+        observed = self._session.observed
+        if observed is not None:
+            observed.watch(self._session.session_id, etype, path, len(watchers), self._session.current_host, now)
+        events.append(WatchNotification(etype, kstate, path, watchers))

@@ -90,6 +90,7 @@ from .hosts import HostPort, HostRotation
 from .liveness import Liveness
 from .matching import RequestQueue
 from .moves import DEFAULT_MOVE_SPREAD, MoveSteps
+from .observing import ConnectionEventKind, Observation
 from .options import check_max_frame, check_session_timeout
 from .routing import FrameRouter
 from .watches import WatchKind, WatchRegistry
@@ -142,6 +143,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         "_pending",
         "_phase",
         "_router",
+        "_trying",
         "abandoned",
         "allow_read_only",
         "attachments",
@@ -149,6 +151,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         "current_host",
         "last_zxid",
         "max_frame",
+        "observed",
         "seen_read_write",
         "session_id",
         "state",
@@ -210,6 +213,10 @@ class SessionCore(Generic[TokenT, WatcherT]):
         #: Connections on which the session opened (the first, then one per re-attach: a reconnection
         #: or a planned move).
         self.attachments = 0
+        #: The observers' link (:mod:`~zkwire.sansio.observing`), set by the I/O layer; None: unobserved.
+        self.observed: Observation | None = None
+        #: The server of the last connection attempt (named by a failed attempt's event).
+        self._trying: HostPort | None = None
 
     # ------------------------------------------------------------------ timeouts and deadlines
 
@@ -257,6 +264,16 @@ class SessionCore(Generic[TokenT, WatcherT]):
         return self._clock.liveness_deadline(self._phase)
 
     @property
+    def expiry_deadline(self) -> float | None:
+        """The earliest moment the servers may expire the session: the newest moment a server is known to
+        have heard from the client (:attr:`~zkwire.sansio.liveness.Liveness.last_heard`) plus the
+        session timeout; None before the session first opened."""
+        clock = self._clock
+        if clock.last_heard is None:
+            return None
+        return clock.last_heard + clock.timeout
+
+    @property
     def ping_interval(self) -> float:
         return self._clock.ping_interval
 
@@ -266,7 +283,9 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     def next_host(self) -> HostPort:
         """The server to connect to next."""
-        return self._hosts.next()
+        host = self._hosts.next()
+        self._trying = host
+        return host
 
     def reconnect_delay(self) -> float:
         """How long to wait before the next connection attempt (see :class:`~zkwire.sansio.hosts.HostRotation`):
@@ -356,8 +375,12 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self._out += connect_request(
             attach, self._passwd, self.last_zxid, self.requested_timeout, self.allow_read_only, self.max_frame
         )
+        if self.observed is not None:
+            self.observed.connection(ConnectionEventKind.CONNECTING, self.session_id, host, now)
 
-    def connection_failed(self, reason: ZKError | None = None) -> list[Event[TokenT, WatcherT]]:
+    def connection_failed(
+        self, reason: ZKError | None = None, *, cause: str | None = None
+    ) -> list[Event[TokenT, WatcherT]]:
         """A connection attempt did not even reach the handshake.  ``reason``: why, when another attempt
         at that server would fail the same way (a :class:`~zkwire.errors.TLSError`: a certificate
         refused); None when the server may merely be down.
@@ -366,8 +389,12 @@ class SessionCore(Generic[TokenT, WatcherT]):
         ``AUTH_FAILED`` with that reason (:meth:`~zkwire.sansio.hosts.HostRotation.failed`): the events
         say so.  A session that was established keeps trying while some server is merely down (a
         rolling restart, a certificate rotation under way): it may come back, and the session with its
-        ephemeral nodes lives until it expires; only when every server refuses does it end at once."""
+        ephemeral nodes lives until it expires; only when every server refuses does it end at once.
+        ``cause``: what failed, for the observers (:mod:`~zkwire.sansio.observing`)."""
         events: list[Event[TokenT, WatcherT]] = []
+        if self.observed is not None:
+            why = cause or (str(reason) if reason is not None else "timed out")
+            self.observed.connection(ConnectionEventKind.ATTEMPT_FAILED, self.session_id, self._trying, None, why)
         if not self._attempt_failed(events, reason) and self._moves.move.reattaching:
             self._moves.failed(events)
         return events
@@ -394,17 +421,20 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self._hosts.closed(now, answered)
 
     def connection_lost(
-        self, now: float, error: ZKError | None = None, *, reason: ZKError | None = None
+        self, now: float, error: ZKError | None = None, *, reason: ZKError | None = None, cause: str | None = None
     ) -> list[Event[TokenT, WatcherT]]:
         """The socket is gone.  Pending requests fail; the session is suspended, not ended.
 
         ``reason``: why the connection failed, when another attempt would fail the same way (as for
         :meth:`connection_failed`; a server that refuses the client's certificate only after the TLS
         handshake, as under TLS 1.3).  It counts only while the handshake was not answered: then the
-        attempt is a failed one, and a pass of them may end the session."""
+        attempt is a failed one, and a pass of them may end the session.  ``cause``: why it ended, for
+        the observers."""
         events: list[Event[TokenT, WatcherT]] = []
         if self.current_host is None:
             return events  # already handled
+        if self.observed is not None:
+            self.observed.connection(ConnectionEventKind.LOST, self.session_id, self.current_host, now, cause)
         phase = self._phase
         self._phase = Phase.IDLE
         self.current_host = None
@@ -432,6 +462,11 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     def _fail_pending(self, events: list[Event[TokenT, WatcherT]], error: ZKError) -> None:
         """Fail every outstanding request with a fresh copy of ``error`` (carrying the request's path)."""
+        observed = self.observed
+        if observed is not None:
+            for p in self._pending:
+                if p.token is not None:
+                    observed.answered(p, self.session_id, self.current_host, 0, None, type(error))
         events.extend(self._pending.fail_all(error))
         self._handshake.connection_lost()
 
@@ -468,6 +503,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
     def _opened(self, events: list[Event[TokenT, WatcherT]], state: SessionState) -> None:
         """The connection's handshake is over: the session is open (ends a planned move)."""
         self.attachments += 1
+        if self.observed is not None:
+            self._observe_opened()
         self._moves.opened(events)
         self._set_state(events, state)
         # The list changed while this connection was being made: the session is on a server no longer
@@ -478,6 +515,16 @@ class SessionCore(Generic[TokenT, WatcherT]):
             and self._moves.update_hosts(self._hosts.hosts, self._clock.answered_at, 0.0)
         ):
             events.append(DeadlineMoved())
+
+    def _observe_opened(self) -> None:
+        assert self.observed is not None
+        move = self._moves.move
+        if move.reattaching:
+            kind, previous = ConnectionEventKind.MOVED, move.source
+        else:
+            kind = ConnectionEventKind.CONNECTED if self.attachments == 1 else ConnectionEventKind.REATTACHED
+            previous = None
+        self.observed.connection(kind, self.session_id, self.current_host, self._clock.answered_at, None, previous)
 
     @property
     def outstanding(self) -> int:
@@ -512,13 +559,22 @@ class SessionCore(Generic[TokenT, WatcherT]):
         *,
         path: str | None = None,
         watch: WatchRequest[WatcherT] | None = None,
+        tag: tuple[int, object] | None = None,
     ) -> int:
-        """Queue a request on the open connection; its Reply will carry ``token``.  Returns the xid."""
+        """Queue a request on the open connection; its Reply will carry ``token``.  Returns the xid.
+        ``tag``: the request's attempt number and caller context for the observers, when the I/O layer
+        captured them earlier (a request sent from another task than its caller's; see
+        :class:`~zkwire.sansio.observing.Observation`)."""
         if self._phase is not Phase.OPEN or self._draining:
             if self.state.is_terminal:
                 raise self.terminal_error()
             raise ConnectionLossError(path, "moving to another server" if self._draining else "not connected")
-        xid = self._pending.send(self._out, op, record, token, now, self.max_frame, path, watch)
+        if self.observed is None:
+            xid = self._pending.send(self._out, op, record, token, now, self.max_frame, path, watch)
+        else:
+            before = len(self._out)
+            xid = self._pending.send(self._out, op, record, token, now, self.max_frame, path, watch)
+            self.observed.sent(xid, len(self._out) - before, len(self._pending), tag)
         self._clock.last_send = now
         return xid
 
@@ -672,6 +728,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
         if old is new or old.is_terminal:
             return
         self.state = new
+        if self.observed is not None:
+            self.observed.state(new, self.session_id, self.current_host, None if error is None else str(error))
         log.log(
             logging.DEBUG if new is SessionState.CLOSED else logging.INFO,
             "session 0x%x: %s -> %s",
