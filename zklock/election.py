@@ -35,6 +35,7 @@ log = logging.getLogger("zklock.election")
 class Election(LockRecipe):
     """Leader election on ``path``; the arguments are those of :class:`~zklock.Mutex`."""
 
+    event_name: str | None = "election"
     curator_marker = LATCH
     kazoo_marker = KAZOO_LOCK
     markers = ELECTION_MARKERS
@@ -71,5 +72,6 @@ class LeaderSelector(Election):
     mutexes on the path).  With ``naming="kazoo"`` it is :class:`Election`'s kazoo layout.  The same API
     as :class:`Election`."""
 
+    event_name: str | None = "leader_selector"
     curator_marker = MUTEX
     markers = LOCK_MARKERS

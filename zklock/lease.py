@@ -23,6 +23,7 @@ from zkwire import (
 )
 
 from .errors import LockLostError
+from .reporting import report
 
 __all__ = ["Lease", "HeldLock", "REVOKE_DATA", "OWN_NODE_WATCH_DELAY"]
 
@@ -41,6 +42,8 @@ class HeldLock(Protocol):
     path: str
     lose_on_suspend: bool
     cancel_on_loss: bool
+    #: The lock's name in its events (:mod:`zklock.reporting`), None when it reports none.
+    event_name: str | None
 
     @property
     def lease(self) -> Lease | None:
@@ -90,6 +93,7 @@ class Lease:
         session_id: int,
         *,
         create_uuid: str | None = None,
+        context: object = None,
     ) -> None:
         self.recipe = recipe
         self.node = node
@@ -108,6 +112,10 @@ class Lease:
         self._count = 1
         #: The acquire's uuid if it ever lost a create reply: release then sweeps every node carrying it.
         self.create_uuid = create_uuid
+        #: When granted, on the trio clock.
+        self.granted_at = trio.current_time()
+        #: The acquiring task's context, for the observers (:mod:`zklock.reporting`).
+        self._context = context
 
     @property
     def path(self) -> str:
@@ -220,6 +228,8 @@ class Lease:
         self.released = True
         self._watch_scope.cancel()
         self.recipe.client.remove_state_listener(self._on_state)
+        if not self.lost:  # a lost lease's hold ended when it was told
+            self._report("released")
         return True
 
     async def _watch_node(self) -> None:
@@ -264,11 +274,28 @@ class Lease:
         log.warning("lock %s lost: %s", self.recipe.path, reason)
         self.lost_reason = reason
         self.lost_at = trio.current_time()
+        deadline = self.recipe.client.expiry_deadline
+        margin = None if deadline is None else deadline - self.lost_at
+        self._report("lost", margin=margin, cause=reason)
         self._lost.set()
         self._watch_scope.cancel()
         if self.recipe.cancel_on_loss:
             for scope in self._scopes:
                 scope.cancel()
+
+    def _report(self, kind: str, **figures: object) -> None:
+        recipe = self.recipe
+        held = trio.current_time() - self.granted_at
+        report(
+            recipe.client,
+            recipe.event_name,
+            kind,
+            recipe.path,
+            context=self._context,
+            hold=held,
+            token=self.fencing_token,
+            **figures,
+        )
 
     def __repr__(self) -> str:
         state = "lost" if self.lost else "released" if self.released else "held"

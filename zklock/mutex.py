@@ -34,6 +34,7 @@ class Mutex(LockRecipe):
     (a default peer of that family would not see ours).
     """
 
+    event_name: str | None = "mutex"
     curator_marker = MUTEX
     kazoo_marker = KAZOO_LOCK
     markers = LOCK_MARKERS

@@ -77,6 +77,7 @@ from .naming import (
     parse_contender,
     sort_contenders,
 )
+from .reporting import AcquireReport
 from .sharedqueue import Listing, SharedQueue, nearest_below, release_queue, shared_queue
 
 __all__ = [
@@ -130,6 +131,9 @@ class LockRecipe:
     sequential = True
     #: Waiters wait for any change among the children (see :meth:`_blocker`), not for one node.
     watches_children = False
+    #: The recipe's name in its events (:mod:`zklock.reporting`); None: it reports none (a lock inside
+    #: another recipe).
+    event_name: str | None = "lock"
 
     def __init__(
         self,
@@ -332,6 +336,7 @@ class _Attempt:
         self.create_sent = False
         #: A create reply was lost at least once: nodes carrying our uuid may exist besides ours.
         self.create_lost = False
+        self.report = AcquireReport(recipe.client, recipe.event_name, recipe.path)
 
     async def run(self, blocking: bool) -> Lease | None:
         recipe = self.recipe
@@ -524,6 +529,7 @@ class _Attempt:
                 # lost) made it: recovered like a lost reply.
                 self.create_lost = True
                 if await self._recover_lost_create():
+                    self.report.node_queued()
                     return await self._list()
                 continue
             if isinstance(created, BaseException):
@@ -532,6 +538,7 @@ class _Attempt:
             self.node, stat = created
             self.node_session = stat.ephemeral_owner
             self.czxid = stat.czxid
+            self.report.node_queued()
             if not children:
                 return None
             [result] = children
@@ -580,13 +587,16 @@ class _Attempt:
             self.czxid,
             self.node_session,
             create_uuid=self.uuid if self.create_lost else None,
+            context=self.report.context,
         )
+        self.report.granted(self.czxid)
         lease.start()
         self.node = None  # the lease owns the node now
         return lease
 
     async def abandon(self) -> None:
         """Remove whatever this attempt created (the caller shields this)."""
+        self.report.abandoned()
         client = self.client
         if self.node is not None:
             node, self.node = self.node, None

@@ -23,6 +23,7 @@ class ReadLock(LockRecipe):
     """The shared side of a :class:`ReadWriteLock` (it takes the same keyword arguments as
     :class:`~zklock.Mutex`)."""
 
+    event_name: str | None = "read"
     curator_marker = READ
     kazoo_marker = KAZOO_READ
     markers = LOCK_MARKERS
@@ -35,6 +36,7 @@ class WriteLock(LockRecipe):
     """The exclusive side of a :class:`ReadWriteLock` (it takes the same keyword arguments as
     :class:`~zklock.Mutex`)."""
 
+    event_name: str | None = "write"
     curator_marker = WRITE
     kazoo_marker = KAZOO_LOCK
     markers = LOCK_MARKERS

@@ -49,6 +49,7 @@ class Semaphore(LockRecipe):
     Semaphore.  The other arguments are those of :class:`~zklock.Mutex`.
     """
 
+    event_name: str | None = "semaphore"
     curator_marker = LEASE
     kazoo_marker = KAZOO_LEASE
     watches_children = True
@@ -88,6 +89,7 @@ class Semaphore(LockRecipe):
             cancel_on_loss=False,
             naming=naming,
         )
+        self._guard.event_name = None  # the guard's grants are the semaphore's business, not reported
         #: Whether the semaphore node was looked at (once per object): in kazoo's layout the count it
         #: stores is checked; in Curator's, kazoo-layout leases beside ours are warned about.
         self._checked = False

@@ -166,9 +166,9 @@ class SessionHandle:
     def expiry_deadline(self) -> float | None:
         """The earliest moment, on trio's clock, the servers may expire the session: the last moment a
         server is known to have heard from the client, plus the session timeout (None before the
-        session opened, or once it ended).  The lock recipes report how long before it they told a
-        holder of a loss."""
-        return None if self._core.state.is_terminal else self._core.expiry_deadline
+        session first opened).  The lock recipes report how long before it they told a
+        holder of a loss (after an expiry it is in the past)."""
+        return self._core.expiry_deadline
 
     # ------------------------------------------------------------------ observers
 
@@ -184,7 +184,8 @@ class SessionHandle:
         self._observers.add(observer)
 
     def remove_observer(self, observer: Observer) -> None:
-        """Stop telling ``observer`` (what is already queued still reaches it); unknown ones are ignored."""
+        """Stop telling ``observer`` (events not delivered yet no longer reach it: :meth:`flush_observers`
+        first for those); unknown ones are ignored."""
         self._observers.remove(observer)
 
     @property

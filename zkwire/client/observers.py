@@ -96,7 +96,7 @@ class ObserverHub:
         self._install()
 
     def remove(self, observer: Observer) -> None:
-        """Stop telling ``observer`` (unknown ones are ignored); events already queued still reach it."""
+        """Stop telling ``observer`` (unknown ones are ignored); events not delivered yet no longer reach it."""
         self._observers = tuple(o for o in self._observers if o is not observer)
         if not self._observers:
             self._core.observed = None

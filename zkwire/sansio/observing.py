@@ -64,8 +64,10 @@ class RequestEvent:
     started: float
     #: When its reply was read, or it failed (seconds since the epoch).
     finished: float | None
-    #: The error it ended with: a ZooKeeper error code's class, or ConnectionLossError (and the like)
-    #: for a request that failed with its connection; None on success.
+    #: The error it ended with: the class of the server's error code, as on the wire (an ``exists``
+    #: of a missing node is a NoNodeError reply, which the client returns as None), or
+    #: ConnectionLossError (and the like) for a request that failed with its connection; None on
+    #: success.
     error: type[ZKError] | None
     #: Requests in flight on the connection when it was sent, itself included.
     in_flight: int = 1

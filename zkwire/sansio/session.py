@@ -433,9 +433,10 @@ class SessionCore(Generic[TokenT, WatcherT]):
         events: list[Event[TokenT, WatcherT]] = []
         if self.current_host is None:
             return events  # already handled
-        if self.observed is not None:
-            self.observed.connection(ConnectionEventKind.LOST, self.session_id, self.current_host, now, cause)
         phase = self._phase
+        # A closing or ended session's connection ends with it: CLOSED or EXPIRED... says it all.
+        if self.observed is not None and phase is not Phase.CLOSING and not self.state.is_terminal:
+            self.observed.connection(ConnectionEventKind.LOST, self.session_id, self.current_host, now, cause)
         self._phase = Phase.IDLE
         self.current_host = None
         self._out.clear()
