@@ -3,10 +3,12 @@ floor, the blocking raw socket, and ``least``: one trio task doing only what any
 getData (build, encode and remember the request; split, match and decode the reply into a reply event),
 so that zkwire's count reads as floor + least work + its layers.  ``zkwire-plain`` (on request) is
 zkwire without its fast path (``zkwire.client.fastpath.FAST_PATH`` off: the reader task reads every
-reply and wakes the caller).
+reply and wakes the caller).  ``zkwire-noop`` is zkwire with a no-op observer attached (what making and
+delivering the events costs: :mod:`zkwire.observing`), ``zkwire-base`` the zkwire of another checkout
+(``--base-tree``: the commit before a change, measured in the same run).
 
     .venv/bin/python bench/instructions.py [--ops 1000] [--peers zkwire,least,trio,raw,zkwire-plain]
-                                           [--hosts H:P]
+                                           [--hosts H:P] [--base-tree DIR]
                                            [--json out.json]
 
 Client CPU time per request (``bench/run.py``'s seq row) moves by ±20 % between rounds on a shared
@@ -44,7 +46,8 @@ CHILD = "--child"
 
 
 def child(peer: str, hosts: str, n: int) -> None:
-    sys.path.insert(0, str(ROOT))
+    # zkwire-base: the zkwire of another checkout (--base-tree), e.g. the commit before a change.
+    sys.path.insert(0, os.environ["ZKWIRE_BENCH_BASE"] if peer == "zkwire-base" else str(ROOT))
     sys.path.insert(0, str(HERE))
     import trio
 
@@ -83,13 +86,21 @@ def child(peer: str, hosts: str, n: int) -> None:
         from zkwire.client import fastpath
 
         fastpath.FAST_PATH = peer != "zkwire-plain"  # off: the reader task reads every reply
-        async with zkwire.open_client(hosts) as zk:
+        options = {"observers": [_NoOp()]} if peer == "zkwire-noop" else {}
+        async with zkwire.open_client(hosts, **options) as zk:
             if isinstance(zk._driver, fastpath.FastPathDriver):
                 zk._driver.reader_handback = 3600.0  # see the module docstring
             for _ in range(n):
                 await zk.get_data(PATH)
 
     trio.run(main)
+
+
+class _NoOp:
+    """An observer that does nothing (zkwire-noop: what delivering the events costs)."""
+
+    def on_event(self, event: object) -> None:
+        pass
 
 
 async def _least(hosts: str, n: int) -> None:
@@ -139,8 +150,13 @@ def main() -> int:
     p.add_argument("--base", type=int, default=200, help="calls of the short run that is subtracted (default 200)")
     p.add_argument("--peers", default="zkwire,least,trio,raw")
     p.add_argument("--hosts", help="a running server (default: start a fresh one, as bench/run.py does)")
+    p.add_argument("--base-tree", type=Path, help="the checkout whose zkwire the zkwire-base peer runs")
     p.add_argument("--json", type=Path)
     args = p.parse_args()
+    if args.base_tree is not None:
+        os.environ["ZKWIRE_BENCH_BASE"] = str(args.base_tree.resolve())
+    elif "zkwire-base" in args.peers.split(","):
+        p.error("the zkwire-base peer needs --base-tree")
     if shutil.which("valgrind") is None:
         print("valgrind is not installed (Debian: apt-get install valgrind)", file=sys.stderr)
         return 1
