@@ -37,7 +37,7 @@ from ..errors import InvalidArgumentError
 from ..sansio.observing import ConnectionEvent, Observation, ObservedEvent, Observer, RecipeEvent, RequestEvent
 from .calls import ClientCore
 
-__all__ = ["ATTEMPT", "DELIVERY_INTERVAL", "Observer", "ObserverHub"]
+__all__ = ["ATTEMPT", "DEFAULT_CAPACITY", "DELIVERY_INTERVAL", "ObserverHub"]
 
 log = logging.getLogger("zkwire.observers")
 
