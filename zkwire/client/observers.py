@@ -48,6 +48,9 @@ DELIVERY_INTERVAL = 0.05
 #: Events waiting for delivery at most, by default; more are dropped (and counted).
 DEFAULT_CAPACITY = 10_000
 
+#: Seconds between two warnings that events are being dropped, at least.
+DROP_WARNING_INTERVAL = 60.0
+
 #: The attempt number of the request being made (:func:`zkwire.retry` sets it for each attempt after
 #: the first); read when a request is sent, for :attr:`~zkwire.sansio.observing.RequestEvent.attempt`.
 ATTEMPT: contextvars.ContextVar[int] = contextvars.ContextVar("zkwire_attempt", default=1)
@@ -72,6 +75,7 @@ class ObserverHub:
         #: Events dropped because the queue was full (the observers were behind).
         self.dropped = 0
         self._dropping = False
+        self._warn_after = 0.0
         #: Calls of an observer that raised.
         self.failures = 0
         self._failed: set[int] = set()
@@ -142,8 +146,9 @@ class ObserverHub:
         queue = self._queue
         if len(queue) >= self.capacity:
             self.dropped += 1
-            if not self._dropping:
+            if not self._dropping and time.monotonic() >= self._warn_after:
                 self._dropping = True
+                self._warn_after = time.monotonic() + DROP_WARNING_INTERVAL
                 log.warning(
                     "session 0x%x: observers are %d events behind; further events are dropped (and counted)",
                     self._core.session_id,
