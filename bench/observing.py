@@ -45,6 +45,7 @@ def _observers(setting: str) -> tuple[list[Any], Any]:
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
         from zkwire.observing.otel import OpenTelemetryObserver
 
         reader = InMemoryMetricReader()

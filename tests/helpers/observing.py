@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
+import trio
+
+import zkwire
 from zkwire.observing import ConnectionEvent, ConnectionEventKind, ObservedEvent, RecipeEvent, RequestEvent
 
 
@@ -30,3 +34,15 @@ class Recorder:
 
     def recipes(self) -> list[RecipeEvent]:
         return [e for e in self.events if isinstance(e, RecipeEvent)]
+
+
+async def sever_and_reattach(zk: zkwire.Client, proxy: Any) -> None:
+    """Sever ``zk``'s connection through the fault proxy and wait until its session is suspended, then
+    connected again (at most 10 s)."""
+    states = zk.states()
+    await proxy.sever()
+    with trio.fail_after(10):
+        async for state in states:
+            if state is zkwire.SessionState.SUSPENDED:
+                break
+        await zk.wait_connected()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import trio
 from helpers.addresses import first_server
-from helpers.observing import Recorder
+from helpers.observing import Recorder, sever_and_reattach
 from helpers.sessiontools import expire
 
 import zkwire
@@ -32,13 +32,7 @@ async def test_sever_gives_lost_suspended_connecting_reattached(zk_hosts: str, z
         async with zkwire.open_client(proxy.hosts, session_timeout=6, observers=[rec], follow_ensemble=False) as zk:
             sid = zk.session_id
             await zk.create(zk_path)
-            states = zk.states()
-            await proxy.sever()
-            with trio.fail_after(10):
-                async for state in states:
-                    if state is SessionState.SUSPENDED:
-                        break
-                await zk.wait_connected()
+            await sever_and_reattach(zk, proxy)
             await zk.get_data(zk_path)
             assert await zk.flush_observers()
             during = rec.connection()

@@ -15,8 +15,9 @@ Observers run in a thread of the client's own, never holding it up: one that rai
 kept; one that is slow makes events wait, then be dropped and counted, never the client
 (:mod:`zkwire.client.observers`).  With no observer attached a session makes no event at all.
 
-Ready-made observers: an OpenTelemetry adapter (metrics and spans, and through its
-Prometheus exporter, Prometheus; the ``otel`` extra).  docs/observing.rst lists every metric and span.
+Ready-made observers: an OpenTelemetry adapter (:mod:`zkwire.observing.otel`: metrics and spans, and
+through OpenTelemetry's Prometheus exporter, Prometheus; the ``otel`` extra).  docs/observing-otel.rst
+lists every metric and span.
 """
 
 from __future__ import annotations
