@@ -274,9 +274,10 @@ class Lease:
         log.warning("lock %s lost: %s", self.recipe.path, reason)
         self.lost_reason = reason
         self.lost_at = trio.current_time()
-        deadline = self.recipe.client.expiry_deadline
-        margin = None if deadline is None else deadline - self.lost_at
-        self._report("lost", margin=margin, cause=reason)
+        if self.recipe.event_name is not None and self.recipe.client.observed:
+            deadline = self.recipe.client.expiry_deadline
+            margin = None if deadline is None else deadline - self.lost_at
+            self._report("lost", margin=margin, cause=reason)
         self._lost.set()
         self._watch_scope.cancel()
         if self.recipe.cancel_on_loss:

@@ -64,6 +64,8 @@ class MemoryClient:
         self._data_watches: dict[str, list[MemoryWatch]] = {}
         self._child_watches: dict[str, list[MemoryWatch]] = {}
         self._listeners: list[Callable[[SessionState], None]] = []
+        #: No observers here: the recipes report no events (zkwire.Client.observed).
+        self.observed = False
 
     # ------------------------------------------------------------------ the tree
 

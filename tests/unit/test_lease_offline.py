@@ -46,6 +46,7 @@ class StubClient:
         self.data: bytes | None = b"me"  # None: the node is gone
         self.watches: list[StubWatch] = []
         self.multi_error: Exception | None = None
+        self.observed = False  # no observers: nothing reported
 
     def add_state_listener(self, fn: Callable[[SessionState], None]) -> None:
         self.listeners.append(fn)
@@ -92,6 +93,7 @@ class StubLock:
         self.cancel_on_loss = cancel_on_loss
         self.held: Lease | None = None
         self.released = 0
+        self.event_name: str | None = None
 
     @property
     def lease(self) -> Lease | None:
