@@ -79,8 +79,13 @@ async def test_freeze_gives_suspended_lost_and_the_requests_in_flight_failed_onc
             failed = [e for e in rec.requests() if e.error is zkwire.ConnectionLossError]
     assert outcomes.count("loss") == 20
     assert len(failed) == 20 and len({e.xid for e in failed}) == 20
-    assert collapse_attempts(kinds) == [K.SUSPENDED, K.LOST, K.CONNECTING, K.REATTACHED]
-    assert causes[1] is not None and "answered" in causes[1]
+    # Which of the liveness clocks fires first (the suspension, or the drop of a connection with nothing
+    # answered) depends on when the last ping went out; both come before the reconnection.
+    kinds = collapse_attempts(kinds)
+    assert sorted(kinds[:2], key=str) == sorted([K.SUSPENDED, K.LOST], key=str)
+    assert kinds[2:] == [K.CONNECTING, K.REATTACHED]
+    lost = causes[kinds.index(K.LOST)]
+    assert lost is not None and "answered" in lost
 
 
 async def test_expiry_gives_expired_with_the_server_as_cause(zk_hosts: str, zk_path: str, faultproxy) -> None:
