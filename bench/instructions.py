@@ -117,19 +117,14 @@ async def _least(hosts: str, n: int) -> None:
 
 def count(peer: str, hosts: str, n: int, out_dir: Path) -> int:
     """Instructions of one child run of ``n`` calls."""
-    out = out_dir / f"callgrind.{peer}.{n}"
+    script = str(Path(__file__).resolve())
+    return callgrind([script, CHILD, peer, hosts, str(n)], out_dir / f"callgrind.{peer}.{n}", peer)
+
+
+def callgrind(args: list[str], out: Path, what: str) -> int:
+    """User-space instructions of ``python ARGS`` under valgrind's callgrind (its profile goes to ``out``)."""
     proc = subprocess.run(
-        [
-            "valgrind",
-            "--tool=callgrind",
-            f"--callgrind-out-file={out}",
-            sys.executable,
-            str(Path(__file__).resolve()),
-            CHILD,
-            peer,
-            hosts,
-            str(n),
-        ],
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, *args],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -137,7 +132,7 @@ def count(peer: str, hosts: str, n: int, out_dir: Path) -> int:
     )
     m = re.search(r"Collected : (\d+)", proc.stderr)
     if proc.returncode != 0 or m is None:
-        raise RuntimeError(f"{peer}: callgrind run failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+        raise RuntimeError(f"{what}: callgrind run failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     return int(m.group(1))
 
 

@@ -42,7 +42,7 @@ from zkwire.protocol.codec import (
     decode_request,
     decode_watcher_event,
 )
-from zkwire.protocol.framing import FrameDecoder
+from zkwire.protocol.framing import FrameDecoder, OversizeFrame
 from zkwire.trace import schema as S
 from zkwire.trace.decoder import (
     CLIENT,
@@ -488,6 +488,34 @@ def check_framing(tally: Tally, rng: random.Random, stream: bytes, *, strict_bad
     except Exception:
         return tally.add("framing", OTHER, traceback.format_exc(limit=4), stream)
     return tally.add("framing", REJECTED if bad else DECODED)
+
+
+def read_as_a_driver(
+    decoder: FrameDecoder, stream: bytes, rng: random.Random, steps: Sequence[int], into: float = 0.7
+) -> list[bytes | OversizeFrame]:
+    """``stream`` through ``decoder`` as a driver reads it, in pieces of a size drawn from ``steps`` (now
+    and then up to three times the largest instead): into the decoder's buffer when it offers one (with
+    probability ``into``), fed otherwise.  The frames, each copied as it comes (a large frame's view is valid
+    until the next call), as the session core does."""
+    got: list[bytes | OversizeFrame] = []
+    pos = 0
+    while pos < len(stream):
+        step = rng.choice(steps) if rng.random() < 0.8 else rng.randint(1, 3 * max(steps))
+        view = decoder.receive_buffer()
+        if view is not None and rng.random() < into:
+            n = min(len(view), step, len(stream) - pos)
+            view[:n] = stream[pos : pos + n]
+            view.release()
+            frames = decoder.received(n)
+        else:
+            if view is not None:
+                view.release()
+            n = min(step, len(stream) - pos)
+            frames = decoder.feed(stream[pos : pos + n])
+        pos += n
+        got += [bytes(f) if isinstance(f, memoryview) else f for f in frames]
+        del frames  # done with the views: their buffers may serve the next frames
+    return got
 
 
 # ------------------------------------------------------------------------------------------ traffic decoder

@@ -15,7 +15,7 @@ import trio
 from helpers.addresses import first_server
 from helpers.fakeserver import STAT, FakeServer
 from helpers.faultproxy import open_fault_proxy
-from helpers.hostileserver import HostileConnection, honest, open_hostile_server, reply_for
+from helpers.hostileserver import HONEST_DATA, HostileConnection, bounded, honest, open_hostile_server, reply_for
 
 import zkwire
 from zkwire import SessionState
@@ -69,10 +69,14 @@ def _read_large(decoder: FrameDecoder, payload: bytes) -> memoryview:
     return whole
 
 
-def test_a_large_frames_buffer_is_reused_once_nothing_looks_at_it() -> None:
+def test_a_large_frames_buffer_is_reused_once_nothing_looks_at_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each large frame used to get a new buffer of its size: a megabyte of fresh pages faulted in per
     reply.  The buffer of a frame the caller is done with serves the next (of this or another
     decoder); one whose view is still alive is never written again."""
+    from zkwire.protocol import framing
+
+    # The spares of the process start empty here (earlier tests' buffers could fill them: then ours is not kept).
+    monkeypatch.setattr(framing, "_spares", framing._SpareBuffers())
     first = bytes(range(256)) * (3 * LARGE_FRAME // 256)
     second = b"\x01" * (2 * LARGE_FRAME)  # shorter: a reused buffer may be longer than the frame
     decoder = FrameDecoder(len(first))
@@ -326,6 +330,67 @@ async def test_oversize_reply_and_notification_keep_the_connection() -> None:
                 data, _ = await zk.get_data("/small")
                 assert data == b"honest"
             assert zk.state is SessionState.CONNECTED
+        assert server.connections == 1
+
+
+async def _opaque(host: HostPort) -> trio.abc.Stream:
+    """A connection the driver reads with receive_some (as under TLS)."""
+    return _OpaqueStream(await trio.open_tcp_stream(host.host, host.port))
+
+
+@pytest.mark.parametrize("opaque", [False, True], ids=["recv_into", "stream"])
+async def test_a_huge_announced_reply_is_held_only_as_its_bytes_come(opaque: bool) -> None:
+    """A reply announced at 2**28 bytes (within the largest max_frame) of which 256 KiB ever come: the client
+    allocates a few MiB for it, not 256 MiB (the buffer of a large frame follows its bytes), on the fast
+    path (recv_into) and on a stream; the frame never completes, so the connection is dropped after the
+    read timeout and the session re-attached."""
+    huge = 1 << 28
+
+    async def announces(conn: HostileConnection) -> None:
+        await conn.accept()
+        req = await conn.request()
+        assert req is not None
+        await conn.send(struct.pack(">iiqi", huge, req.xid, 5, 0) + bytes(256 * 1024))
+        await conn.hold()
+
+    options = {"connect": _opaque} if opaque else {}
+    async with open_hostile_server(announces, honest) as server:
+        async with bounded(10, mib=8):
+            async with zkwire.open_client(
+                server.hosts, session_timeout=3, max_frame=huge, follow_ensemble=False, **options
+            ) as zk:
+                with pytest.raises(ConnectionLossError):
+                    await zk.get_data("/huge")
+                assert (await zk.get_data("/"))[0] == HONEST_DATA
+        assert server.connections == 2
+
+
+@pytest.mark.parametrize("opaque", [False, True], ids=["recv_into", "stream"])
+async def test_a_reply_longer_than_a_large_frames_first_buffer_comes_whole(opaque: bool) -> None:
+    """A 6 MiB reply on a session allowing 8 MiB: its buffer grows as its bytes come (1 MiB, 2 MiB, then
+    the whole frame), read into by the fast path or fed from a stream; replies before and after it, and
+    it again, come intact."""
+    data = bytes(range(256)) * (6 * 1024 * 1024 // 256)
+
+    async def six(conn: HostileConnection) -> None:
+        if await conn.accept() is None:
+            return
+        while (req := await conn.request()) is not None:
+            if isinstance(req.record, GetDataRequest) and req.record.path == "/six":
+                await conn.send(conn.fake.reply(req, GetDataResponse(data, STAT)))
+                continue
+            reply = reply_for(req)
+            if reply is not None:
+                await conn.send(reply)
+
+    options = {"connect": _opaque} if opaque else {}
+    async with open_hostile_server(six) as server:
+        async with zkwire.open_client(server.hosts, max_frame=8 << 20, follow_ensemble=False, **options) as zk:
+            with trio.fail_after(20):
+                for _ in range(3):
+                    assert await zk.get_data("/six") == (data, STAT)
+                results = await zk.pipeline([zkwire.GetData("/a"), zkwire.GetData("/six"), zkwire.GetData("/b")])
+                assert results == [(HONEST_DATA, STAT), (data, STAT), (HONEST_DATA, STAT)]
         assert server.connections == 1
 
 

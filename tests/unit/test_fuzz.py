@@ -122,26 +122,7 @@ def test_large_frames_through_reused_buffers_come_out_intact(sizes: list[int], s
     if small:
         payloads.insert(1, b"between")
     stream = b"".join(frame(p, 4 * LARGE_FRAME) for p in payloads)
-    decoder = FrameDecoder(4 * LARGE_FRAME)
-    got: list[bytes] = []
-    pos = 0
-    while pos < len(stream):
-        step = rng.choice((1, 7, 4096, 65536, rng.randint(1, 3 * LARGE_FRAME)))
-        view = decoder.receive_buffer()
-        if view is not None and rng.random() < 0.7:
-            n = min(len(view), step, len(stream) - pos)
-            view[:n] = stream[pos : pos + n]
-            view.release()
-            frames = decoder.received(n)
-        else:
-            if view is not None:
-                view.release()
-            n = min(step, len(stream) - pos)
-            frames = decoder.feed(stream[pos : pos + n])
-        pos += n
-        got += [bytes(f) for f in frames]  # type: ignore[arg-type]
-        del frames  # done with the views: their buffers may serve the next frames
-    assert got == payloads
+    assert F.read_as_a_driver(FrameDecoder(4 * LARGE_FRAME), stream, rng, (1, 7, 4096, 65536, LARGE_FRAME)) == payloads
 
 
 def test_frame_splitter_keeps_the_frames_before_a_bad_length_in_the_same_chunk() -> None:

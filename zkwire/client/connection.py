@@ -316,8 +316,8 @@ class ConnectionDriver(RequestPath):
 
     async def _read(self, stream: trio.abc.Stream) -> bool:
         """Read every byte the server sends and hand it to the core, whose events wake the callers
-        (:meth:`dispatch`); True when the server has closed the stream.  A reply announced larger than a
-        read is asked for whole."""
+        (:meth:`dispatch`); True when the server has closed the stream.  A large reply is asked for as far
+        as its buffer goes (the rest of it, or of what the core has allocated for it so far)."""
         core = self.core
         while True:
             view = core.receive_buffer()

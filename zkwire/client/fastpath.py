@@ -32,7 +32,8 @@ takes three shortcuts, each measured with ``bench/instructions.py`` and ``bench/
 
 Over TLS or any stream that is not a plain socket there is no duplicate to use: the fast driver then
 reads as the plain one does and keeps only the first shortcut and the timer's bursts.  On the duplicate,
-a large reply is read with ``recv_into`` straight into one buffer sized from its length prefix.
+a large reply is read with ``recv_into`` straight into one buffer sized from its length prefix (up to
+1 MiB; a longer one's buffer grows as its bytes come: see :mod:`zkwire.protocol.framing`).
 
 Measured on 2026-11-27 (``bench/instructions.py --peers zkwire,zkwire-plain``: user-space instructions
 per sequential getData under callgrind, which the machine's load does not change): about 139,000 on the
@@ -180,9 +181,10 @@ class FastPathDriver(ConnectionDriver):
     def _receive(self, raw: socket.socket) -> bool:
         """Read what the (readable) socket holds and hand it to the core; False at the end of the stream.
 
-        A large reply is read straight into one buffer sized from its length prefix (``recv_into``),
-        as much of it per call as has arrived; reading goes on while reads come back full (a few
-        times at most: the caller's wait for the socket is the scheduling point).
+        A large reply is read straight into its buffer (``recv_into``; see
+        :meth:`~zkwire.protocol.framing.FrameDecoder.receive_buffer`), as much of it per call as has
+        arrived; reading goes on while reads come back full (a few times at most: the caller's wait for
+        the socket is the scheduling point).
         """
         core = self.core
         for _ in range(_READS_PER_WAKEUP):

@@ -6,6 +6,23 @@ complete payloads.  A length below zero or above the maximum is a
 :class:`~zkwire.errors.ProtocolError`, unless the decoder is told to skip oversize frames (the
 client's sessions do): then such a frame is reported as an :class:`OversizeFrame`.  The same maximum
 is enforced on what we send (:func:`frame`, raising :class:`~zkwire.errors.DataTooLargeError`).
+
+A frame of at least :data:`LARGE_FRAME` bytes is gathered in one buffer of its own (a driver can read
+the socket straight into it: :meth:`FrameDecoder.receive_buffer`), sized from its length prefix but
+allocated only as the frame's bytes come.  The rule:
+
+* a frame of up to :data:`FIRST_CAPACITY` (1 MiB) bytes -- every frame the default ``max_frame``
+  allows -- gets a buffer of its whole size as soon as its length prefix is in;
+* a longer one starts with a buffer of :data:`FIRST_CAPACITY` bytes (or as long as what has already
+  arrived, if more); each time that is full and more comes, its bytes move to a buffer twice as long
+  (or as long as what has arrived, if more) -- or of the frame's whole length, once a third of the
+  frame has arrived (also when its first buffer is made).
+
+A large frame in progress thus holds a buffer of at most the larger of :data:`FIRST_CAPACITY` and
+three times what has arrived of it (a reused one may be longer, up to :data:`SPARE_LIMIT`, but costs
+nothing new): a length prefix alone costs at most 1 MiB whatever it announces (a hostile or broken
+server's ``2**28`` bytes included), and a frame of ``n`` bytes that does arrive is copied again fewer
+than ``4n/3`` bytes in all (the price of not trusting its length prefix).  :func:`_capacity` is the rule.
 """
 
 from __future__ import annotations
@@ -22,6 +39,7 @@ __all__ = [
     "OversizeFrame",
     "OVERSIZE_HEAD",
     "LARGE_FRAME",
+    "FIRST_CAPACITY",
     "READ_SIZE",
     "frame",
     "DEFAULT_MAX_FRAME",
@@ -56,6 +74,9 @@ OVERSIZE_HEAD = REPLY_HEADER.size
 #: Frames at least this long are read into one buffer sized from their length prefix (see
 #: :meth:`FrameDecoder.receive_buffer`) instead of being reassembled from chunks.
 LARGE_FRAME = 32 * 1024
+#: The size of a large frame's first buffer: a frame up to this long gets a buffer of its size at once,
+#: a longer one starts with this much, and its buffer grows as its bytes come (see the module's docstring).
+FIRST_CAPACITY = 1024 * 1024
 #: The size of one read a driver does when no large frame is in progress.
 READ_SIZE = 65536
 #: The buffers of finished large frames up to this size are kept for the next ones (see
@@ -64,7 +85,7 @@ SPARE_LIMIT = 2 * 1024 * 1024
 
 
 class _SpareBuffers:
-    """The buffers of large frames already handled, kept for the next large frames of any decoder in the
+    """The buffers of large frames already handled (or outgrown), kept for the next large frames of any decoder in the
     process (at most :attr:`count`, each at most :data:`SPARE_LIMIT` bytes).
 
     A new megabyte buffer per reply costs more than reading into it: the allocator hands fresh pages
@@ -111,9 +132,10 @@ class FrameDecoder:
     """Incremental frame splitter.
 
     ``feed(data)`` returns the payloads completed by ``data``, oldest first.  A frame of at least
-    :data:`LARGE_FRAME` bytes is copied once into a buffer that holds its announced size (one reused from
-    an earlier large frame when there is one); a driver can also read
-    the socket straight into that buffer (:meth:`receive_buffer`, then :meth:`received`).  Such a
+    :data:`LARGE_FRAME` bytes is copied into a buffer of its own, sized from its length prefix up to
+    :data:`FIRST_CAPACITY` and grown as its bytes come (see the module's docstring; one reused from an
+    earlier large frame when there is one); a driver can also read the socket straight into that
+    buffer (:meth:`receive_buffer`, then :meth:`received`).  Such a
     payload comes as a read-only view of that buffer (not copied again); the others as bytes.  The
     view is valid until the next call to the decoder: its buffer is then reused for a later large
     frame, so a caller copies what it keeps (the session core does).
@@ -149,8 +171,9 @@ class FrameDecoder:
         #: Why the stream failed (a bad length), or None while it is sound (a plain attribute: the
         #: session core reads it after every read).
         self.error: ProtocolError | None = None
-        #: The payload buffer of the large frame in progress (None between frames); it may be longer
-        #: than the frame (a reused one), whose size is ``_large_size``.
+        #: The payload buffer of the large frame in progress (None between frames); it may be shorter
+        #: than the frame (it grows as the bytes come) or longer (a reused one); the frame's size is
+        #: ``_large_size``, the bytes in the buffer so far ``_filled``.
         self._large: bytearray | None = None
         self._large_size = 0
         self._filled = 0
@@ -167,13 +190,16 @@ class FrameDecoder:
 
     def receive_buffer(self) -> memoryview | None:
         """Where the next bytes read should go while a large frame is in progress (the unfilled rest of
-        its buffer) or an oversize one is being skipped (a scratch buffer no larger than what is left of
-        it); None otherwise (read up to :data:`READ_SIZE` bytes and :meth:`feed` them).  Bytes read into
-        the view are handed over with :meth:`received`."""
+        its buffer: the rest of the frame, unless the frame is longer than its buffer has grown so far)
+        or an oversize one is being skipped (a scratch buffer no larger than
+        what is left of it); None otherwise (read up to :data:`READ_SIZE` bytes and :meth:`feed` them).
+        Bytes read into the view are handed over with :meth:`received`."""
         if self._handed is not None:
             self._give_back()
         large = self._large
         if large is not None:
+            if self._filled == len(large):
+                large = self._grow(self._filled + 1)
             return memoryview(large)[self._filled : self._large_size]
         if self._skip:
             scratch = self._scratch
@@ -195,6 +221,17 @@ class FrameDecoder:
             return [memoryview(large)[: self._large_size].toreadonly()]
         self._skip -= n
         return []
+
+    def _grow(self, need: int) -> bytearray:
+        """Move the large frame in progress to a longer buffer, of at least ``need`` bytes (what will have
+        arrived of it); the old buffer goes to the spares."""
+        old = self._large
+        assert old is not None
+        large = self._large = _spares.take(_capacity(self._large_size, need, len(old)))
+        with memoryview(large) as into, memoryview(old) as view:
+            into[: self._filled] = view[: self._filled]
+        _spares.give(old)
+        return large
 
     def _give_back(self) -> None:
         """The large frame handed out last has been handled: its buffer may serve the next one."""
@@ -255,12 +292,12 @@ class FrameDecoder:
                 pos = end
                 break
             if n >= LARGE_FRAME:
-                # A large frame, incomplete: move what has come into a buffer of its full size.
-                large = self._large = _spares.take(n)
-                self._large_size = n
+                # A large frame, incomplete: move what has come into a buffer of its own.
                 have = end - pos - 4
-                with memoryview(src) as view:
-                    large[:have] = view[pos + 4 : end]
+                large = self._large = _spares.take(_capacity(n, have))
+                self._large_size = n
+                with memoryview(large) as into, memoryview(src) as view:
+                    into[:have] = view[pos + 4 : end]
                 self._filled = have
                 pos = end
             break
@@ -278,12 +315,23 @@ class FrameDecoder:
         if large is not None:
             filled = self._filled
             take = min(self._large_size - filled, len(data))
-            large[filled : filled + take] = data[:take] if take < len(data) else data
+            if filled + take > len(large):
+                large = self._grow(filled + take)
+            with memoryview(large) as into, memoryview(data) as view:
+                into[filled : filled + take] = view[:take]
             frames.extend(self.received(take))
         else:
             take = min(self._skip, len(data))
             self._skip -= take
         return memoryview(data)[take:] if take < len(data) else b""
+
+
+def _capacity(size: int, arrived: int, replaced: int = 0) -> int:
+    """How long a buffer a large frame of ``size`` bytes gets once ``arrived`` bytes of it have come, in
+    place of a full one of ``replaced`` bytes (0: its first), by the rule of the module's docstring."""
+    if size <= max(FIRST_CAPACITY, 3 * arrived):
+        return size
+    return max(FIRST_CAPACITY, arrived, 2 * replaced)
 
 
 def _looks_like_text(src: bytes | bytearray | memoryview, pos: int) -> bool:

@@ -708,7 +708,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     def receive_buffer(self) -> memoryview | None:
         """Where the I/O layer may read the next bytes directly (``recv_into``), then report them with
-        :meth:`received_into`: the rest of a large reply's buffer, sized from its length prefix; None
+        :meth:`received_into`: the rest of a large reply's buffer, sized from its length prefix up to
+        1 MiB and grown as a longer reply's bytes come (see :mod:`~zkwire.protocol.framing`); None
         when no large reply is in progress (read up to :data:`~zkwire.protocol.framing.READ_SIZE`
         bytes and hand them to :meth:`receive_data`)."""
         return self._router.receive_buffer()
