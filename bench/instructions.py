@@ -4,7 +4,8 @@ getData (build, encode and remember the request; split, match and decode the rep
 so that zkwire's count reads as floor + least work + its layers.  ``zkwire-plain`` (on request) is
 zkwire without its fast path (``zkwire.client.fastpath.FAST_PATH`` off: the reader task reads every
 reply and wakes the caller).  ``zkwire-noop`` is zkwire with a no-op observer attached (what making and
-delivering the events costs: :mod:`zkwire.observing`), ``zkwire-base`` the zkwire of another checkout
+delivering the events costs: :mod:`zkwire.observing`), ``zkwire-otel`` with the OpenTelemetry adapter's
+metrics (the SDK, an in-memory reader), ``zkwire-base`` the zkwire of another checkout
 (``--base-tree``: the commit before a change, measured in the same run).
 
     .venv/bin/python bench/instructions.py [--ops 1000] [--peers zkwire,least,trio,raw,zkwire-plain]
@@ -86,7 +87,15 @@ def child(peer: str, hosts: str, n: int) -> None:
         from zkwire.client import fastpath
 
         fastpath.FAST_PATH = peer != "zkwire-plain"  # off: the reader task reads every reply
-        options = {"observers": [_NoOp()]} if peer == "zkwire-noop" else {}
+        options: dict[str, object] = {"observers": [_NoOp()]} if peer == "zkwire-noop" else {}
+        if peer == "zkwire-otel":
+            from opentelemetry.sdk.metrics import MeterProvider
+            from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+            from zkwire.observing.otel import OpenTelemetryObserver
+
+            meters = MeterProvider(metric_readers=[InMemoryMetricReader()])
+            options = {"observers": [OpenTelemetryObserver(meter_provider=meters, spans=False)]}
         async with zkwire.open_client(hosts, **options) as zk:
             if isinstance(zk._driver, fastpath.FastPathDriver):
                 zk._driver.reader_handback = 3600.0  # see the module docstring
