@@ -260,10 +260,12 @@ async def test_the_connect_strings_names_are_kept(reconfigurable: EmbeddedEnsemb
     named = zkwire.HostPort("localhost", ens.member_port(0))
     async with zkwire.open_client(f"{named}/app", move_spread=60, wait_connected=False) as zk:
         await zk.wait_connected()
-        with trio.fail_after(10):
-            while zk.ensemble is None:
-                await trio.sleep(0.02)
         others = {zkwire.HostPort("127.0.0.1", ens.member_port(i)) for i in (1, 2)}
+        # The follower keeps the configuration (zk.ensemble) before it has resolved the connect string's
+        # names and installed the host list: wait for the list itself.
+        with trio.fail_after(10):
+            while zk.ensemble is None or len(zk._core.hosts) < 3:
+                await trio.sleep(0.02)
         assert set(zk._core.hosts) == {named} | others
         assert zk.chroot == "/app"
 
