@@ -86,11 +86,6 @@ class ObserverHub:
     def observers(self) -> tuple[Observer, ...]:
         return self._observers
 
-    @property
-    def active(self) -> bool:
-        """Some observer is attached (the session makes events)."""
-        return self._core.observed is not None
-
     def add(self, observer: Observer) -> None:
         if not callable(getattr(observer, "on_event", None)):
             raise InvalidArgumentError(f"an observer has an on_event(event) method; {type(observer).__name__} has not")
@@ -129,10 +124,6 @@ class ObserverHub:
 
     def _capture(self) -> tuple[int, Any]:
         return ATTEMPT.get(), contextvars.copy_context() if self._wants_context else None
-
-    def capture(self) -> tuple[int, Any] | None:
-        """The calling task's tag for a request sent later from another task (None: unobserved)."""
-        return self._capture() if self._core.observed is not None else None
 
     # ------------------------------------------------------------------ events in (trio's thread)
 

@@ -45,6 +45,7 @@ from ..protocol.optable import op_name
 from ..sansio.events import SessionState
 from ..sansio.hosts import HostPort
 from ..sansio.observing import ConnectionEvent, ObservedEvent, RecipeEvent, RequestEvent, WatchEvent
+from ..sansio.paths import path_at_depth
 
 if TYPE_CHECKING:
     from ..client.api import Client
@@ -178,13 +179,9 @@ def _histogram(meter: Meter, name: str, unit: str, description: str, buckets: Se
 
 
 def cut_path(path: str, depth: int) -> str:
-    """``path``'s first ``depth`` components (``cut_path("/a/b/c", 2) == "/a/b"``)."""
-    end = 0
-    for _ in range(depth):
-        end = path.find("/", end + 1)
-        if end < 0:
-            return path
-    return path[:end]
+    """``path``'s first ``depth`` components (``cut_path("/a/b/c", 2) == "/a/b"``; the tracer's rule,
+    :func:`~zkwire.sansio.paths.path_at_depth`)."""
+    return path_at_depth(path, depth)
 
 
 class _Request:

@@ -139,6 +139,11 @@ class HostRotation:
         self._current = host
         return host
 
+    @property
+    def current(self) -> HostPort | None:
+        """The server of the current attempt (the last :meth:`next`), None before any."""
+        return self._current
+
     def prefer(self, host: HostPort) -> None:
         """Try ``host`` next, then carry on with the lap where it was."""
         self._preferred = host

@@ -128,14 +128,20 @@ class Liveness:
 
     # ------------------------------------------------------------------ deadlines
 
+    @property
+    def server_expiry(self) -> float | None:
+        """The earliest moment a server may expire the session: a session timeout after the newest moment
+        a server is known to have heard from the client (None before the first session)."""
+        if self.last_heard is None or self.negotiated is None:
+            return None
+        return self.last_heard + self.negotiated
+
     def expiry(self, vouched: bool) -> float | None:
         """When the client treats the session as expired by itself: a session timeout after the server
         last heard from it, while no connection vouches for it (``vouched``: connected, or the
         connection open; a server that still answers would close it if the session expired); None
         when that does not apply."""
-        if self.last_heard is None or self.negotiated is None or vouched:
-            return None
-        return self.last_heard + self.negotiated
+        return None if vouched else self.server_expiry
 
     def liveness_deadline(self, phase: Phase) -> float:
         """When the connection counts as dead unless the server answers something before then (see

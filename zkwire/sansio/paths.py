@@ -14,6 +14,7 @@ from ..constants import OpCode
 from ..errors import InvalidPathError, NoNodeError, ZKError
 
 __all__ = [
+    "path_at_depth",
     "validate_path",
     "join_chroot",
     "strip_chroot",
@@ -130,3 +131,12 @@ def with_chroot_hint(error: ZKError, chroot: str, op: int) -> ZKError:
     if hint is None:
         return error
     return NoNodeError(error.path, hint)
+
+
+def path_at_depth(path: str, depth: int | None) -> str:
+    """``path`` cut to its first ``depth`` components ("/a/b/c" at depth 2 is "/a/b"); None: whole.
+    The tracer's ``--depth`` and the OpenTelemetry adapter's ``path_depth`` both cut paths this way."""
+    if depth is None:
+        return path
+    parts = [p for p in path.split("/") if p]
+    return "/" + "/".join(parts[:depth])

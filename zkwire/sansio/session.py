@@ -143,7 +143,6 @@ class SessionCore(Generic[TokenT, WatcherT]):
         "_pending",
         "_phase",
         "_router",
-        "_trying",
         "abandoned",
         "allow_read_only",
         "attachments",
@@ -215,8 +214,6 @@ class SessionCore(Generic[TokenT, WatcherT]):
         self.attachments = 0
         #: The observers' link (:mod:`~zkwire.sansio.observing`), set by the I/O layer; None: unobserved.
         self.observed: Observation | None = None
-        #: The server of the last connection attempt (named by a failed attempt's event).
-        self._trying: HostPort | None = None
 
     # ------------------------------------------------------------------ timeouts and deadlines
 
@@ -268,10 +265,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
         """The earliest moment the servers may expire the session: the newest moment a server is known to
         have heard from the client (:attr:`~zkwire.sansio.liveness.Liveness.last_heard`) plus the
         session timeout; None before the session first opened."""
-        clock = self._clock
-        if clock.last_heard is None:
-            return None
-        return clock.last_heard + clock.timeout
+        return self._clock.server_expiry
 
     @property
     def ping_interval(self) -> float:
@@ -283,9 +277,7 @@ class SessionCore(Generic[TokenT, WatcherT]):
 
     def next_host(self) -> HostPort:
         """The server to connect to next."""
-        host = self._hosts.next()
-        self._trying = host
-        return host
+        return self._hosts.next()
 
     def reconnect_delay(self) -> float:
         """How long to wait before the next connection attempt (see :class:`~zkwire.sansio.hosts.HostRotation`):
@@ -394,7 +386,8 @@ class SessionCore(Generic[TokenT, WatcherT]):
         events: list[Event[TokenT, WatcherT]] = []
         if self.observed is not None:
             why = cause or (str(reason) if reason is not None else "timed out")
-            self.observed.connection(ConnectionEventKind.ATTEMPT_FAILED, self.session_id, self._trying, None, why)
+            kind, server = ConnectionEventKind.ATTEMPT_FAILED, self._hosts.current
+            self.observed.connection(kind, self.session_id, server, None, why)
         if not self._attempt_failed(events, reason) and self._moves.move.reattaching:
             self._moves.failed(events)
         return events

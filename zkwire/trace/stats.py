@@ -14,6 +14,7 @@ from typing import Any
 
 from ..constants import EventType, KeeperState, OpCode
 from ..errors import error_name
+from ..sansio.paths import path_at_depth
 from ..terminal import escape_controls
 from .filters import multi_failure
 from .frames import CLIENT, DecodedFrame
@@ -25,14 +26,6 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
     """The nearest-rank percentile of an ascending, non-empty list (``fraction`` 0.5 for p50)."""
     rank = max(1, min(len(sorted_values), int(-(-fraction * len(sorted_values) // 1))))
     return sorted_values[rank - 1]
-
-
-def path_at_depth(path: str, depth: int | None) -> str:
-    """``path`` cut to its first ``depth`` components ("/a/b/c" at depth 2 is "/a/b"); None: whole."""
-    if depth is None:
-        return path
-    parts = [p for p in path.split("/") if p]
-    return "/" + "/".join(parts[:depth])
 
 
 def _name(enum: Any, value: int) -> str:
