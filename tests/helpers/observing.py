@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
 import trio
 
 import zkwire
+from zkwire import GetData, SetData
 from zkwire.observing import ConnectionEvent, ConnectionEventKind, ObservedEvent, RecipeEvent, RequestEvent
 
 
@@ -46,3 +48,27 @@ async def sever_and_reattach(zk: zkwire.Client, proxy: Any) -> None:
             if state is zkwire.SessionState.SUSPENDED:
                 break
         await zk.wait_connected()
+
+
+async def mixed_traffic(zk: zkwire.Client, path: str) -> None:
+    """15 requests on ``path`` (not created yet) of most kinds: four fail (an exists, two getData of a
+    missing node, a create of an existing one), a multi, a pipeline of three, a children watch that
+    fires."""
+    await zk.create(path, b"a")
+    await zk.get_data(path)
+    await zk.set_data(path, b"b" * 300)
+    await zk.exists(path)
+    await zk.exists(f"{path}/none")
+    with pytest.raises(zkwire.NoNodeError):
+        await zk.get_data(f"{path}/none")
+    with pytest.raises(zkwire.NodeExistsError):
+        await zk.create(path)
+    await zk.create(f"{path}/c", b"")
+    await zk.get_children(path, watch=True)
+    tx = zk.transaction()
+    tx.set_data(path, b"c")
+    tx.check(path, version=2)
+    await tx.commit()
+    await zk.pipeline([GetData(path), SetData(f"{path}/c", b"x"), GetData(f"{path}/none")])
+    await zk.delete(f"{path}/c")  # fires the children watch
+    await zk.sync(path)

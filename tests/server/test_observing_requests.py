@@ -13,35 +13,13 @@ import time
 
 import pytest
 import trio
-from helpers.observing import Recorder
+from helpers.observing import Recorder, mixed_traffic
 from helpers.tracerproc import TracerProcess
 
 import zkwire
-from zkwire import GetData, SetData
 from zkwire.observing import ObservedEvent, WatchEvent
 
 VAR: contextvars.ContextVar[str] = contextvars.ContextVar("observing_test", default="unset")
-
-
-async def _traffic(zk: zkwire.Client, path: str) -> None:
-    await zk.create(path, b"a")
-    await zk.get_data(path)
-    await zk.set_data(path, b"b" * 300)
-    await zk.exists(path)
-    await zk.exists(f"{path}/none")
-    with pytest.raises(zkwire.NoNodeError):
-        await zk.get_data(f"{path}/none")
-    with pytest.raises(zkwire.NodeExistsError):
-        await zk.create(path)
-    await zk.create(f"{path}/c", b"")
-    await zk.get_children(path, watch=True)
-    tx = zk.transaction()
-    tx.set_data(path, b"c")
-    tx.check(path, version=2)
-    await tx.commit()
-    await zk.pipeline([GetData(path), SetData(f"{path}/c", b"x"), GetData(f"{path}/none")])
-    await zk.delete(f"{path}/c")  # fires the children watch
-    await zk.sync(path)
 
 
 async def test_request_events_match_the_tracers_frames_one_for_one(zk_hosts: str, zk_path: str) -> None:
@@ -49,7 +27,7 @@ async def test_request_events_match_the_tracers_frames_one_for_one(zk_hosts: str
     rec = Recorder()
     try:
         async with zkwire.open_client(tracer.hosts, observers=[rec], follow_ensemble=False) as zk:
-            await _traffic(zk, zk_path)
+            await mixed_traffic(zk, zk_path)
             assert await zk.flush_observers()
     finally:
         tracer.stop()

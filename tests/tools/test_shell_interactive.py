@@ -298,6 +298,9 @@ def test_what_a_word_completes_to() -> None:
     assert candidates("config ", "-", tree) == ["-c ", "-s ", "-w "]
     assert candidates("reconfig ", "-", tree) == ["-add ", "-file ", "-members ", "-remove ", "-s ", "-v "]
     assert candidates("reconfig ", "-re", tree) == ["-remove "]
+    # A flag's long name completes too.
+    assert candidates("session ", "-", tree) == ["-j ", "--json "]
+    assert candidates("session ", "--", tree) == ["--json "]
     assert candidates("reconfig -remove ", "", tree) == []  # the option's value
     assert candidates("reconfig -add ", "-", tree) == []
     assert candidates("help ", "reco", tree) == ["reconfig "]

@@ -293,6 +293,16 @@ def test_every_option_is_in_its_usage_line() -> None:
             assert f"-{letter}" in cmd.usage, (name, letter)
 
 
+def test_a_flag_by_its_long_name() -> None:
+    session = COMMANDS["session"]
+    assert session.parse(["--json"]) == session.parse(["-j"]) != session.parse([])
+    with pytest.raises(UsageError) as caught:
+        session.parse(["--jsonl"])
+    assert str(caught.value) == (
+        "session: unknown option --jsonl (zkwire's own options go before the command); usage: session [-j|--json]"
+    )
+
+
 def test_lookup_by_alias_and_in_any_case() -> None:
     assert lookup("exit") is COMMANDS["quit"]
     assert lookup("?") is COMMANDS["help"]
@@ -301,7 +311,7 @@ def test_lookup_by_alias_and_in_any_case() -> None:
 
 
 def test_shell_only_commands_are_refused_outside_the_shell() -> None:
-    for name in ("history", "redo", "connect", "close", "quit"):
+    for name in ("history", "redo", "connect", "close", "quit", "session"):
         words = [name, "1"] if name == "redo" else [name]
         with pytest.raises(UsageError, match=f"^{name}: only available in the interactive shell$"):
             prepare(words, interactive=False)

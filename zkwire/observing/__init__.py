@@ -15,9 +15,12 @@ Observers run in a thread of the client's own, never holding it up: one that rai
 kept; one that is slow makes events wait, then be dropped and counted, never the client
 (:mod:`zkwire.client.observers`).  With no observer attached a session makes no event at all.
 
-Ready-made observers: an OpenTelemetry adapter (:mod:`zkwire.observing.otel`: metrics and spans, and
-through OpenTelemetry's Prometheus exporter, Prometheus; the ``otel`` extra).  docs/observing-otel.rst
-lists every metric and span.
+Ready-made observers: :class:`SessionCounters` (:mod:`zkwire.observing.counters`: totals of requests,
+errors, latency, bytes, sessions, connection, watch and lock events, under the names ``zkwire trace
+--stats`` uses; the shell's ``session`` command shows them; docs/observing-counters.rst), and an
+OpenTelemetry adapter (:mod:`zkwire.observing.otel`: metrics and spans, and through OpenTelemetry's
+Prometheus exporter, Prometheus; the ``otel`` extra).  docs/observing-otel.rst lists every metric and
+span.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ..sansio.observing import (
     RequestEvent,
     WatchEvent,
 )
+from .counters import SessionCounters
 
 __all__ = [
     "ConnectionEvent",
@@ -39,5 +43,6 @@ __all__ = [
     "Observer",
     "RecipeEvent",
     "RequestEvent",
+    "SessionCounters",
     "WatchEvent",
 ]

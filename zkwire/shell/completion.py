@@ -4,8 +4,8 @@
 
 * the first word is a command name (or alias) and completes with a space after it, as does the word
   after ``help``;
-* a word starting with ``-`` is one of the command's options (``-s``, ``-w``, ``-add``, ...), from its
-  arguments dataclass in the registry (:mod:`zkwire.shell.registry`);
+* a word starting with ``-`` is one of the command's options (``-s``, ``-w``, ``-add``, ``--json``, ...),
+  from its arguments dataclass in the registry (:mod:`zkwire.shell.registry`);
 * a word starting with ``/``, for a command that works on the session, is a znode path: the children of
   its parent, listed from the live session.  Names that could not be shown as they are (control, format or
   separator characters: :func:`zkwire.terminal.escape_controls` would change them) are never offered, so
@@ -74,7 +74,8 @@ def candidates(before: str, text: str, list_children: Callable[[str], list[str]]
         return []  # the option's value
     if text.startswith("-"):
         letters = sorted(set(syntax.flags) | set(syntax.options), key=lambda x: (x.lower(), x))
-        return [f"-{x} " for x in letters if f"-{x}".startswith(text)]
+        names = [f"-{x}" for x in letters] + [f"--{name}" for name in sorted(syntax.long_flags)]
+        return [f"{name} " for name in names if name.startswith(text)]
     if found.name == "help" and len(words) == 1:
         return _command_names(text)
     if found.session and text.startswith("/"):

@@ -3,7 +3,9 @@
 :class:`Context` holds the session (opened by :meth:`Context.connect`, replaced by the shell's
 ``connect``, ended by ``close``), the output streams (everything printed has its control characters
 escaped), the one-shot and persistent watches whose events it prints, and the interactive shell's state
-(history, ``printwatches``, ``quit``).  Running a command line against it is :mod:`zkwire.shell.dispatch`.
+(history, ``printwatches``, ``quit``, and the counters of what its sessions did: one
+:class:`~zkwire.observing.SessionCounters` attached to every session the shell opens, shown by
+``session``).  Running a command line against it is :mod:`zkwire.shell.dispatch`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..client.fourletter import connect_error_reason
 from ..client.watchers import Watch, WatchedEvent
 from ..constants import EventType
 from ..errors import AuthFailedError, NoWatcherError, ZKError
+from ..observing.counters import SessionCounters
 from ..sansio.hosts import parse_connect_string
 from ..sansio.session import SessionState
 from ..sasl import SaslMechanism
@@ -67,6 +70,10 @@ class Context:
         self.history: dict[int, str] = {}
         self.command_number = 0
         self.quit_requested = False
+        #: The interactive shell's counters, attached to every session it opens (kept across
+        #: ``connect``: they count all of them); their gauges are the current session's.  One-shot runs
+        #: have none (their session makes no event).
+        self.counters: SessionCounters | None = SessionCounters() if interactive else None
         #: One-shot watches and persistent watches registered, and whether an event has arrived.
         self.watches_set = 0
         self.persistent_watches = 0
@@ -132,6 +139,8 @@ class Context:
         done, finished = trio.Event(), trio.Event()
         client: Client = await self.nursery.start(self._run_connection, hosts, done, finished)
         self.client, self._conn_done, self._conn_finished = client, done, finished
+        if self.counters is not None:
+            self.counters.client = client
         try:
             with trio.fail_after(self.connect_timeout):
                 await client.wait_connected()
@@ -166,6 +175,7 @@ class Context:
                 sasl=self.sasl,
                 ssl_context=self.ssl_context,
                 wait_connected=False,
+                observers=[self.counters] if self.counters is not None else (),
             ) as client:
                 task_status.started(client)
                 started = True
@@ -200,6 +210,8 @@ class Context:
         if self.client is None:
             return
         self.client = None
+        if self.counters is not None:
+            self.counters.client = None
         assert self._conn_done is not None and self._conn_finished is not None
         self._conn_done.set()
         with trio.CancelScope(shield=True):

@@ -22,6 +22,7 @@ The words of a command line (:meth:`Command.parse`):
 
 * options may come before or after the positional arguments (``removewatches /x -a``), flags may be
   combined (``-sw``) and an option's value may be attached (``-v3``) or the next word (``-v 3``);
+* a flag may also have a long name (``flag("j", long="json")``), given as ``--json``;
 * an option may also be a word (``option("add", ...)``, given as ``-add VALUE``, as ZooKeeper's shell
   spells ``reconfig``'s): the whole word after the dash names it, never combined with others, and its
   value is always the next word;
@@ -81,6 +82,7 @@ class _Declaration:
     kind: str  # "positional", "flag" or "option"
     letter: str = ""
     convert: Callable[[str], object] = str
+    long: str = ""
 
 
 def positional(convert: Callable[[str], T]) -> T:
@@ -94,9 +96,9 @@ def optional_positional(convert: Callable[[str], T]) -> T | None:
     return dataclasses.field(default=None, metadata={_DECLARATION: _Declaration("positional", convert=convert)})
 
 
-def flag(letter: str) -> bool:
-    """``-letter``: ``True`` when given."""
-    return dataclasses.field(default=False, metadata={_DECLARATION: _Declaration("flag", letter)})
+def flag(letter: str, *, long: str = "") -> bool:
+    """``-letter`` (or ``--long``, when it has a long name): ``True`` when given."""
+    return dataclasses.field(default=False, metadata={_DECLARATION: _Declaration("flag", letter, long=long)})
 
 
 @overload
@@ -127,6 +129,8 @@ class _Syntax:
     required: int
     flags: dict[str, str]
     options: dict[str, tuple[str, Callable[[str], object]]]
+    #: The flags' long names (``json``) and their letters.
+    long_flags: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def words(self) -> frozenset[str]:
@@ -141,6 +145,7 @@ class _Syntax:
         required = 0
         flags: dict[str, str] = {}
         options: dict[str, tuple[str, Callable[[str], object]]] = {}
+        long_flags: dict[str, str] = {}
         for f in dataclasses.fields(arguments):
             declared = f.metadata.get(_DECLARATION)
             if not isinstance(declared, _Declaration):
@@ -162,7 +167,14 @@ class _Syntax:
                 flags[declared.letter] = f.name
             else:
                 options[declared.letter] = (f.name, declared.convert)
-        return cls(tuple(positionals), required, flags, options)
+            if declared.long:
+                if (
+                    not (declared.long.isascii() and declared.long.replace("-", "").isalnum())
+                    or declared.long in long_flags
+                ):
+                    raise TypeError(f"{arguments.__name__}.{f.name}: long name {declared.long!r} unusable")
+                long_flags[declared.long] = declared.letter
+        return cls(tuple(positionals), required, flags, options, long_flags)
 
 
 @dataclass
@@ -244,6 +256,10 @@ class Command(Generic[A]):
                 only_positional = True
                 continue
             if word.startswith("--"):
+                letter = syntax.long_flags.get(word[2:])
+                if letter is not None:
+                    out.flags.add(letter)
+                    continue
                 raise self._usage(f"unknown option {word} (zkwire's own options go before the command)")
             letters = word[1:]
             if letters in syntax.words:

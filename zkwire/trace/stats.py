@@ -1,6 +1,10 @@
 """Counts over decoded traffic: requests by op and by path, errors, reply latency per op, watch events,
 bytes, sessions opened, re-attached, closed and expired (sans I/O, thread-safe).
 
+The figures it shares with :class:`zkwire.observing.SessionCounters` have the same names and text lines
+(:mod:`zkwire.summary`); the latency percentiles are those of each op's last
+:data:`~zkwire.summary.LATENCY_WINDOW` replies (the count and the maximum of all).
+
 :class:`TraceStats` is fed every :class:`~zkwire.trace.decoder.DecodedFrame` shown (after filters) with
 the connection it came from; :meth:`TraceStats.lines` renders the summary and :meth:`TraceStats.to_json`
 gives the same as plain values.
@@ -15,24 +19,24 @@ from typing import Any
 from ..constants import EventType, KeeperState, OpCode
 from ..errors import error_name
 from ..sansio.paths import path_at_depth
+from ..summary import (
+    Durations,
+    add_duration,
+    bytes_text,
+    enum_name,
+    errors_line,
+    events_lines,
+    latency_lines,
+    latency_table,
+    percentile,
+    requests_line,
+    sessions_line,
+)
 from ..terminal import escape_controls
 from .filters import multi_failure
 from .frames import CLIENT, DecodedFrame
 
 __all__ = ["TraceStats", "percentile", "path_at_depth"]
-
-
-def percentile(sorted_values: list[float], fraction: float) -> float:
-    """The nearest-rank percentile of an ascending, non-empty list (``fraction`` 0.5 for p50)."""
-    rank = max(1, min(len(sorted_values), int(-(-fraction * len(sorted_values) // 1))))
-    return sorted_values[rank - 1]
-
-
-def _name(enum: Any, value: int) -> str:
-    try:
-        return str(enum(value).name)
-    except ValueError:
-        return str(value)
 
 
 class TraceStats:
@@ -45,7 +49,7 @@ class TraceStats:
         self.paths: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
         self.errors_by_op: Counter[str] = Counter()
-        self.latency: dict[str, list[float]] = {}
+        self.latency: dict[str, Durations] = {}
         self.events: Counter[str] = Counter()
         self.bytes = {"client": 0, "server": 0}
         self.frames = 0
@@ -85,7 +89,7 @@ class TraceStats:
             else:
                 self.sessions_opened += 1
         elif frame.kind == "event":
-            self.events[_name(EventType, int(record.get("type", 0)))] += 1
+            self.events[enum_name(EventType, int(record.get("type", 0)))] += 1
             if record.get("state") == KeeperState.EXPIRED:
                 self.sessions_expired += 1
         elif frame.direction == CLIENT and frame.op_name is not None:
@@ -101,21 +105,9 @@ class TraceStats:
             elif frame.op == OpCode.CLOSE_SESSION:
                 self.sessions_closed += 1
             if frame.latency is not None:
-                self.latency.setdefault(frame.op_name, []).append(frame.latency)
+                add_duration(self.latency, frame.op_name, frame.latency)
 
     # ------------------------------------------------------------------ rendering
-
-    def _latency_table(self) -> dict[str, dict[str, float]]:
-        out: dict[str, dict[str, float]] = {}
-        for op, values in sorted(self.latency.items()):
-            ordered = sorted(values)
-            out[op] = {
-                "count": len(ordered),
-                "p50_ms": percentile(ordered, 0.5) * 1000,
-                "p99_ms": percentile(ordered, 0.99) * 1000,
-                "max_ms": ordered[-1] * 1000,
-            }
-        return out
 
     def to_json(self) -> dict[str, Any]:
         with self._lock:
@@ -128,7 +120,7 @@ class TraceStats:
                 "path_depth": self.depth,
                 "errors": dict(self.errors.most_common()),
                 "errors_by_op": dict(self.errors_by_op.most_common()),
-                "latency": self._latency_table(),
+                "latency": latency_table(self.latency),
                 "events": dict(self.events.most_common()),
                 "pings": self.pings,
                 "malformed": self.malformed,
@@ -146,17 +138,12 @@ class TraceStats:
         """The summary as text lines (the ``top`` most frequent paths)."""
         s = self.to_json()
         out = [
-            f"summary: {s['connections']} connections, {s['frames']} frames, "
-            f"{s['bytes']['client']} bytes from clients, {s['bytes']['server']} bytes from servers"
+            f"summary: {s['connections']} connections, {s['frames']} frames, {bytes_text(s['bytes'])}"
             + (f", {s['skipped_bytes']} bytes not decoded" if s["skipped_bytes"] else "")
             + (f", {s['malformed']} malformed" if s["malformed"] else ""),
         ]
-        sess = s["sessions"]
-        out.append(
-            f"sessions: {sess['opened']} opened, {sess['reattached']} re-attached, {sess['closed']} closed, "
-            f"{sess['expired']} expired"
-        )
-        out.append("requests: " + (", ".join(f"{op} {n}" for op, n in s["requests"].items()) or "none"))
+        out.append(sessions_line(s["sessions"]))
+        out.append(requests_line(s["requests"]))
         if s["pings"]:
             out.append(f"pings: {s['pings']}")
         if s["paths"]:
@@ -166,12 +153,7 @@ class TraceStats:
             out.append(
                 f"paths{depth}: " + ", ".join(f"{p} {n}" for p, n in shown) + (f", ... {more} more" if more > 0 else "")
             )
-        out.append("errors: " + (", ".join(f"{op} {n}" for op, n in s["errors_by_op"].items()) or "none"))
-        for op, row in s["latency"].items():
-            out.append(
-                f"latency {op}: n={row['count']} p50={row['p50_ms']:.3f}ms p99={row['p99_ms']:.3f}ms "
-                f"max={row['max_ms']:.3f}ms"
-            )
-        if s["events"]:
-            out.append("watch events: " + ", ".join(f"{t} {n}" for t, n in s["events"].items()))
+        out.append(errors_line(s["errors_by_op"]))
+        out += latency_lines(s["latency"])
+        out += events_lines(s["events"])
         return [escape_controls(line) for line in out]

@@ -1,17 +1,24 @@
 """Commands of the interactive shell's session: ``history``, ``redo``, ``connect``, ``close``, ``quit``,
-and ``help``."""
+``session`` and ``help``."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
+from ...client.api import Client
+from .. import format as fmt
 from ..argument_types import integer
 from ..context import Context
 from ..dispatch import execute_line
 from ..outcomes import UsageError
-from ..registry import COMMANDS, NoArguments, command, lookup, optional_positional, positional, split_line
+from ..registry import COMMANDS, NoArguments, command, flag, lookup, optional_positional, positional, split_line
 
-__all__ = ["RedoArguments", "ConnectArguments", "HelpArguments"]
+__all__ = ["RedoArguments", "ConnectArguments", "HelpArguments", "SessionArguments"]
+
+#: The longest ``session`` waits for the events of the commands before it to reach the counters (seconds).
+_COUNTERS_FLUSH = 1.0
 
 #: Lines that ``history`` shows.
 _HISTORY_SHOWN = 20
@@ -67,6 +74,54 @@ async def cmd_connect(ctx: Context, a: ConnectArguments) -> None:
 @command("close", "close", "close the session", NoArguments, session=False, shell_only=True)
 async def cmd_close(ctx: Context, a: NoArguments) -> None:
     await ctx.close()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionArguments:
+    json: bool = flag("j", long="json")
+
+
+def _session_facts(client: Client | None) -> dict[str, Any]:
+    """The current session: id, state, server, chroot, negotiated timeout (None where there is none)."""
+    if client is None:
+        return {"id": None, "state": None, "server": None, "chroot": None, "timeout_ms": None}
+    host = client.connected_host
+    timeout = client.session_timeout
+    return {
+        "id": fmt.format_zxid(client.session_id) if client.session_id else None,
+        "state": client.state.value,
+        "server": None if host is None else str(host),
+        "chroot": client.chroot or None,
+        "timeout_ms": None if timeout is None else round(timeout * 1000),
+    }
+
+
+@command(
+    "session",
+    "session [-j|--json]",
+    "show the session (id, state, server, timeout, requests in flight) and what the shell's sessions did",
+    SessionArguments,
+    session=False,
+    shell_only=True,
+)
+async def cmd_session(ctx: Context, a: SessionArguments) -> None:
+    client, counters = ctx.client, ctx.counters
+    assert counters is not None  # an interactive shell's context has them
+    if client is not None:
+        await client.flush_observers(_COUNTERS_FLUSH)  # the commands before this one, counted
+    facts = _session_facts(client)
+    if a.json:
+        ctx.print(json.dumps({"session": facts, **counters.to_json()}))
+        return
+    if client is None:
+        ctx.print("session id: none\nstate: not connected")
+    else:
+        ctx.print(f"session id: {facts['id'] or 'none'}\nstate: {facts['state']}\nserver: {facts['server'] or 'none'}")
+        if facts["chroot"] is not None:
+            ctx.print(f"chroot: {facts['chroot']}")
+        timeout = facts["timeout_ms"]
+        ctx.print(f"negotiated timeout: {'none' if timeout is None else f'{timeout}ms'}")
+    ctx.print("\n".join(counters.lines()))
 
 
 @command("quit", "quit", "leave the shell", NoArguments, session=False, shell_only=True)
