@@ -15,6 +15,7 @@ from helpers.hostileserver import HostileConnection, Script, bounded, honest, op
 
 import zkwire
 from zkwire import EventType, HostPort, SessionState
+from zkwire.client.ensemble import EnsembleFollower
 from zkwire.constants import OpCode
 from zkwire.protocol.records import GetDataRequest, GetDataResponse
 from zkwire.sansio.ensemble import EnsembleConfigWarning
@@ -142,3 +143,32 @@ async def test_an_unreadable_configuration_keeps_no_watch() -> None:
             with pytest.raises(zkwire.EnsembleConfigError):
                 await zk.get_config(watch=True)
             assert not zk._core.watches
+
+
+async def test_the_ensemble_shown_is_never_ahead_of_the_host_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Client.ensemble`` shows a configuration once its host list is decided: while the follower looks
+    up the connect string's names (here held up), the client shows the configuration before it."""
+    looking_up, go_on = trio.Event(), trio.Event()
+    look_up = EnsembleFollower._aliases
+
+    async def slow_look_up(self: EnsembleFollower) -> dict[HostPort, HostPort]:
+        looking_up.set()
+        await go_on.wait()
+        return await look_up(self)
+
+    monkeypatch.setattr(EnsembleFollower, "_aliases", slow_look_up)
+    port = 0
+
+    async def answer(conn: HostileConnection, req: ClientRequest) -> None:
+        data = f"{member_lines(port, 1001)}\nversion=100".encode()
+        await conn.send(conn.fake.reply(req, GetDataResponse(data, STAT)))
+
+    async with open_hostile_server(config_server(answer)) as server:
+        port = int(server.hosts.rpartition(":")[2])
+        async with bounded(20), zkwire.open_client(server.hosts, move_spread=600) as zk:
+            await looking_up.wait()
+            assert zk.ensemble is None
+            go_on.set()
+            while zk.ensemble is None:
+                await trio.sleep(0.01)
+            assert set(zk._core.hosts) == {HostPort("127.0.0.1", port), HostPort("127.0.0.1", 1001)}

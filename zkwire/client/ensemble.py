@@ -229,9 +229,12 @@ class EnsembleFollower:
                 return False
             if config.version == self.config.version:
                 return False
-        previous, self.config = self.config, config
+        # ``config`` becomes :attr:`config` (what zkwire.Client.ensemble shows) only once its host list
+        # is decided, after the name lookups below: never ahead of the client's hosts.
+        previous = self.config
         hosts = client_hosts(config, await self._aliases())
         if not hosts:
+            self.config = config
             if previous is None or not client_hosts(previous):
                 # The members' client ports are in their static configuration: a deployment, not an
                 # anomaly; there is nothing to follow.
@@ -241,8 +244,11 @@ class EnsembleFollower:
             return False
         core = self._client._core
         if set(hosts) == set(core.hosts):
+            self.config = config
             return False
-        if not await self._shares_a_server(hosts, core.hosts):
+        shares = await self._shares_a_server(hosts, core.hosts)
+        self.config = config
+        if not shares:
             if self._foreign is None:
                 log.info(
                     "the ensemble's configuration names none of the servers this client uses (%s): the client "
