@@ -36,7 +36,16 @@ from ..terminal import escape_controls
 from .filters import multi_failure
 from .frames import CLIENT, DecodedFrame
 
-__all__ = ["TraceStats", "percentile", "path_at_depth"]
+__all__ = ["TraceStats", "capture_line", "percentile", "path_at_depth"]
+
+
+def capture_line(capture: dict[str, int]) -> str:
+    """The live capture's counts: packets read and what the kernel dropped, said plainly."""
+    dropped = capture.get("kernel_dropped", 0)
+    line = f"capture: {capture.get('packets', 0)} packets read, kernel dropped {dropped}"
+    if dropped:
+        line += " (the figures are partial)"
+    return line
 
 
 class TraceStats:
@@ -61,6 +70,8 @@ class TraceStats:
         self.sessions_reattached = 0
         self.sessions_closed = 0
         self.sessions_expired = 0
+        #: A live capture's counts (packets read, kernel drops, ...), shown with the summary when set.
+        self.capture: dict[str, int] | None = None
         self._asked_session: dict[int, int] = {}  # connection -> session id of its ConnectRequest
 
     def add(self, conn: int | None, frame: DecodedFrame) -> None:
@@ -132,7 +143,7 @@ class TraceStats:
                     "closed": self.sessions_closed,
                     "expired": self.sessions_expired,
                 },
-            }
+            } | ({"capture": dict(self.capture)} if self.capture is not None else {})
 
     def lines(self, top: int = 20) -> list[str]:
         """The summary as text lines (the ``top`` most frequent paths)."""
@@ -142,6 +153,8 @@ class TraceStats:
             + (f", {s['skipped_bytes']} bytes not decoded" if s["skipped_bytes"] else "")
             + (f", {s['malformed']} malformed" if s["malformed"] else ""),
         ]
+        if "capture" in s:
+            out.append(capture_line(s["capture"]))
         out.append(sessions_line(s["sessions"]))
         out.append(requests_line(s["requests"]))
         if s["pings"]:

@@ -52,7 +52,7 @@ from .filters import FrameFilter, parse_op, parse_session_id
 from .frames import CLIENT, SERVER
 from .output import DEFAULT_MAX_LINE, DEFAULT_MAX_QUEUED, FdWriter, TraceOptions, show_event
 from .proxy import READ_CHUNK, serve_trace
-from .sniff import open_sniffer
+from .sniffing import sniff_command
 from .stats import TraceStats
 from .upstream import Upstreams
 
@@ -224,41 +224,6 @@ async def _trace_until_interrupted(
     return code
 
 
-async def _sniff(iface: str, ports: list[int], options: TraceOptions, duration: float | None) -> int:
-    """``zkwire sniff``: decode live traffic on ``iface`` until Ctrl-C (or ``duration`` seconds)."""
-    try:
-        sniffer = open_sniffer(iface, ports)
-    except CaptureError as e:
-        print(escape_controls(f"zkwire sniff: {e}"), file=sys.stderr)
-        return 1
-    decoder = CaptureDecoder(ports)
-    code = EXIT_INTERRUPTED
-    which = f"TCP port {','.join(map(str, ports))}" if ports else "ZooKeeper traffic (ports detected)"
-    options.note(0, f"sniffing {which} on {iface}; Ctrl-C stops")
-
-    async def decode_packets() -> None:
-        async for segment in sniffer:
-            for event in decoder.add(segment):
-                show_event(options, event)
-
-    with sniffer, trio.open_signal_receiver(signal.SIGINT, signal.SIGUSR1) as signals:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(decode_packets)
-            with trio.move_on_after(duration if duration is not None else math.inf) as timer:
-                async for signum in signals:
-                    if signum != signal.SIGUSR1:
-                        break
-                    options.summary(always=True)
-            if timer.cancelled_caught:
-                code = 0
-            nursery.cancel_scope.cancel()
-    for event in decoder.finish():
-        if event.kind != "close":  # connections still open when sniffing stops are not closed
-            show_event(options, event)
-    options.summary()
-    return code
-
-
 def _add_view_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verbose", "-v", action="store_true", help="the full decoded record and a hex dump")
     p.add_argument("--json", action="store_true", help="one JSON object per frame")
@@ -374,6 +339,13 @@ def _main(argv: list[str]) -> int:
         metavar="PORT[,PORT]",
         help="the server's ports (default: all TCP, ZooKeeper's detected as in zkwire decode)",
     )
+    sniff.add_argument(
+        "--ring-mb",
+        type=_ring_mb,
+        default=64,
+        metavar="MIB",
+        help="the ring packets wait in for decoding (default: %(default)s MiB); when full the kernel drops and says so",
+    )
     sniff.add_argument("--duration", type=_seconds, metavar="SECONDS", help="stop after this long (default: Ctrl-C)")
     for p in (trace, decode, sniff):
         _add_view_options(p)
@@ -387,7 +359,7 @@ def _main(argv: list[str]) -> int:
     except (AttributeError, OSError, ValueError):  # not a file (a test's capture): written as it is
         options.out = sys.stdout
     if args.command == "sniff":
-        return trio.run(_sniff, args.iface, args.port or [], options, args.duration)
+        return trio.run(sniff_command, args.iface, args.port or [], options, args.duration, args.ring_mb << 20)
     try:
         listen = _parse_hostport(args.listen)
         upstreams = _upstreams(args)
@@ -444,6 +416,13 @@ def _depth(text: str) -> int:
     value = _number(text, "path components")
     if value != int(value) or value < 1:
         raise argparse.ArgumentTypeError(f"a depth is a whole number of path components, 1 or more: {text!r}")
+    return int(value)
+
+
+def _ring_mb(text: str) -> int:
+    value = _number(text, "MiB")
+    if value != int(value) or not 2 <= value <= 4096:
+        raise argparse.ArgumentTypeError(f"the ring is a whole number of MiB, 2 to 4096: {text!r}")
     return int(value)
 
 
