@@ -11,6 +11,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 from ..terminal import escape_controls
@@ -66,6 +67,9 @@ class TraceOptions:
         self.stats = stats
         self.show_frames = show_frames
         self.session_view = session_view
+        #: Set while the statistics live elsewhere (the tracing proxy's decoding process): a summary asked
+        #: for is then printed there, ``always`` passed on.
+        self.summary_via: Callable[[bool], None] | None = None
         self._connections: dict[int, ConnectionInfo] = {}
 
     def connection(self, conn: int | None) -> ConnectionInfo:
@@ -134,6 +138,9 @@ class TraceOptions:
     def summary(self, *, always: bool = False) -> None:
         """Print the statistics gathered so far (text lines, or one JSON object with ``--json``): at the
         end when a frame was counted or only statistics are shown; ``always`` (on request) even if not."""
+        if self.summary_via is not None:
+            self.summary_via(always)
+            return
         if self.stats is None or not (always or self.stats.frames or not self.show_frames):
             return
         if self.json_lines:

@@ -1,7 +1,8 @@
 """``zkwire trace``'s proxy: each client connection forwarded to a server, a copy of its bytes decoded.
 
-Bytes are forwarded unchanged as they arrive; the copy goes to the :mod:`~zkwire.trace.worker`, which
-decodes and prints off the forwarding path, so decoding never delays or alters the traffic.
+Bytes are forwarded unchanged as they arrive, each piece timestamped when it is read; the copy goes to
+the :mod:`~zkwire.trace.worker`, which has it decoded and printed in another process, so decoding never
+delays or alters the traffic, and reply latencies are the times the bytes passed here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from .conversations import format_endpoint
 from .frames import CLIENT, SERVER, Direction
 from .output import TraceOptions
 from .upstream import UpstreamError, Upstreams
-from .worker import DecodingWorker, TracedConnection
+from .worker import DecodingWorker, TracedConnection, open_decoding_worker
 
 __all__ = ["READ_CHUNK", "serve_trace"]
 
@@ -56,15 +57,26 @@ async def serve_trace(
     ``conn-N-server.bin`` in that directory (``zkwire decode conn-N-client.bin --server-file
     conn-N-server.bin`` decodes them later).
 
-    Each connection's bytes are forwarded as they arrive; decoding and printing happen in a worker thread
-    (see :class:`~zkwire.trace.worker.DecodingWorker`) and never hold up the traffic.  If writing the
-    output fails (a closed pipe), the proxy stops with that error.
+    Each connection's bytes are forwarded as they arrive; decoding and printing happen in a process of
+    their own (see :class:`~zkwire.trace.worker.DecodingWorker`) and never hold up the traffic.  If
+    writing the output fails (a closed pipe), the proxy stops with that error.
     """
     upstreams = server if isinstance(server, Upstreams) else Upstreams([server])
     listeners = await trio.open_tcp_listeners(listen[1], host=listen[0])
     port = listeners[0].socket.getsockname()[1]
+    async with open_decoding_worker(options) as decoding:
+        await _serve(listeners, upstreams, decoding, save, task_status, port)
+
+
+async def _serve(
+    listeners: list[trio.SocketListener],
+    upstreams: Upstreams,
+    decoding: DecodingWorker,
+    save: Path | None,
+    task_status: trio.TaskStatus[int],
+    port: int,
+) -> None:
     ids = itertools.count(1)
-    decoding = DecodingWorker(options)
 
     async def handle(client: trio.SocketStream) -> None:
         conn_id = next(ids)
@@ -80,7 +92,7 @@ async def serve_trace(
             await trio.aclose_forcefully(client)
             return
         conn = TracedConnection(conn_id)
-        options.open_connection(conn_id, client_name)
+        decoding.open(conn, client_name)
         tls = " (TLS)" if upstreams.tls is not None else ""
         tried = f" after {'; '.join(failures)}" if failures else ""
         decoding.note(conn_id, f"open: client {client_name} -> server {format_endpoint(chosen)}{tls}{tried}")
@@ -118,10 +130,7 @@ async def serve_trace(
         assert decoding.failure is not None
         raise decoding.failure
 
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(stop_when_output_fails)
-            task_status.started(port)
-            await trio.serve_listeners(handle, listeners, handler_nursery=nursery)
-    finally:
-        await decoding.aclose()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stop_when_output_fails)
+        task_status.started(port)
+        await trio.serve_listeners(handle, listeners, handler_nursery=nursery)

@@ -1,28 +1,51 @@
-"""The tracing proxy's decoding worker: decoding and printing off the forwarding path.
+"""The tracing proxy's decoding worker: decoding and printing in another process, off the forwarding path.
 
-One thread takes what each pump has already forwarded from a queue bounded in bytes
-(:attr:`~zkwire.trace.output.TraceOptions.max_queued_bytes`) and feeds it to that connection's
-:class:`~zkwire.trace.decoder.ConversationDecoder`.  Nothing here blocks the caller: when the queue is
-full the bytes are skipped (and said to be), and the pumps follow the frame boundaries by the length
-prefixes alone so that decoding picks up again at the next frame.  The work items are typed
-(:data:`Job`): a note, bytes of one direction, bytes skipped, a connection's end.
+Decoding a large frame can hold an interpreter for a second; sharing it with the forwarding path delays
+every connection's bytes by as much (and that delay would be reported as the server's latency).  So
+the decoding, filtering, counting and printing run in a process of their own
+(:mod:`~zkwire.trace.decodeproc`), and the proxy's process only copies what it has forwarded into a
+pipe to it, each piece with the time it was read.
+
+What waits to be written into the pipe is bounded in bytes
+(:attr:`~zkwire.trace.output.TraceOptions.max_queued_bytes`; the pipe itself holds at most 1 MiB
+more).  Nothing here blocks the caller: when the queue is full the bytes are skipped (and said to be),
+and the pumps follow the frame boundaries by the length prefixes alone (:class:`TracedConnection`)
+so that decoding picks up again at the next frame.
+
+The decoding process writes to the output's file descriptor itself when there is one (a stalled
+output stalls only it); otherwise its lines come back here and are written to the output.  Its
+statistics come back when it ends and are set on ``options.stats``.  A failed output (a closed pipe)
+stops the tracer (:attr:`DecodingWorker.failed`, :attr:`DecodingWorker.failure`).
 """
 
 from __future__ import annotations
 
-import queue
-import threading
+import errno
+import fcntl
+import os
+import pickle
+import subprocess
+import sys
 import time
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
 
 import trio
 
-from .decoder import ConversationDecoder
-from .frames import CLIENT, SERVER, DecodedFrame, Direction
-from .output import TraceOptions
+from ..constants import DEFAULT_MAX_FRAME
+from .decodeproc import JOB, RESULT, options_config
+from .frames import CLIENT, SERVER, Direction
+from .output import FdWriter, TraceOptions
 from .resync import FrameTracker
 
-__all__ = ["DataJob", "DecodingWorker", "FinishJob", "Job", "NoteJob", "SkipJob", "TracedConnection"]
+__all__ = ["DecodingWorker", "TracedConnection", "open_decoding_worker"]
+
+_F_SETPIPE_SZ = 1031
+_PIPE_SIZE = 1 << 20
+#: Most bytes written into the pipe at once.
+_BATCH = 256 << 10
 
 
 class _Direction:
@@ -35,177 +58,212 @@ class _Direction:
 
 
 class TracedConnection:
-    """One proxied connection as the worker decodes it."""
+    """One proxied connection as the forwarding path follows it (frame boundaries, what it skips)."""
 
-    __slots__ = ("broken", "decoder", "id", "sides")
+    __slots__ = ("id", "sides")
 
-    def __init__(self, conn_id: int) -> None:
+    def __init__(self, conn_id: int, max_frame: int = DEFAULT_MAX_FRAME) -> None:
         self.id = conn_id
-        self.decoder = ConversationDecoder()
-        self.sides: dict[Direction, _Direction] = {
-            CLIENT: _Direction(self.decoder.max_frame),
-            SERVER: _Direction(self.decoder.max_frame),
-        }
-        self.broken = False  # the decoder failed (a bug): the rest of the connection is not decoded
+        self.sides: dict[Direction, _Direction] = {CLIENT: _Direction(max_frame), SERVER: _Direction(max_frame)}
 
 
-@dataclass(frozen=True, slots=True)
-class NoteJob:
-    """A line about connection ``conn`` (0: the whole trace)."""
-
-    conn: int
-    text: str
-    wall: float
-
-
-@dataclass(frozen=True, slots=True)
-class DataJob:
-    """Bytes ``direction`` sent, forwarded at ``now`` (trio's clock, from the connection's start);
-    ``data`` counts against the queue's bound until it is decoded."""
-
-    conn: TracedConnection
-    direction: Direction
-    data: bytes
-    now: float
-    wall: float
-
-
-@dataclass(frozen=True, slots=True)
-class SkipJob:
-    """``nbytes`` of ``direction`` went by undecoded (the queue was full)."""
-
-    conn: TracedConnection
-    direction: Direction
-    nbytes: int
-    now: float
-    wall: float
-
-
-@dataclass(frozen=True, slots=True)
-class FinishJob:
-    """The connection closed."""
-
-    conn: TracedConnection
-    now: float
-    wall: float
-
-
-Job = NoteJob | DataJob | SkipJob | FinishJob
+def _output_fd(options: TraceOptions) -> int | None:
+    """The output's file descriptor, if it has one (flushed first)."""
+    out = options.out
+    if isinstance(out, FdWriter):
+        return out.fd
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+    out.flush()
+    return fd
 
 
 class DecodingWorker:
-    """The worker thread and its queue.  A failed output (a closed pipe) stops the tracer
-    (:attr:`failed` is set, :attr:`failure` holds the error)."""
+    """The decoding process, its queue and the tasks that feed it and read what it says; made by
+    :func:`open_decoding_worker`.  Every method is called from the proxy's trio thread."""
 
-    def __init__(self, options: TraceOptions) -> None:
+    def __init__(self, options: TraceOptions, proc: trio.Process, direct: bool) -> None:
         self.options = options
         self.limit = max(options.max_queued_bytes, 1)
         self.failure: BaseException | None = None
         self.failed = trio.Event()
-        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._queued = 0
-        self._discard = False
-        self._token = trio.lowlevel.current_trio_token()
-        self._thread = threading.Thread(target=self._run, name="zkwire trace decoder", daemon=True)
-        self._thread.start()
+        self._proc = proc
+        self._direct = direct
+        self._jobs: deque[bytes] = deque()
+        self._queued = 0  # bytes of data in _jobs
+        self._wakeup = trio.Event()
+        self._ended = trio.Event()  # the process has said all it will say
 
-    # ------------------------------------------------------------------ forwarding side (trio)
+    # ------------------------------------------------------------------ the forwarding side
+
+    def _put(self, kind: bytes, conn: int, direction: Direction, now: float, payload: bytes, size: int = -1) -> None:
+        side = 1 if direction == SERVER else 0
+        head = JOB.pack(kind[0], conn, side, now, time.time(), len(payload) if size < 0 else size)
+        self._jobs.append(head + payload if payload else head)
+        self._wakeup.set()
 
     def note(self, conn: int, text: str) -> None:
-        self._jobs.put(NoteJob(conn, text, time.time()))
+        self._put(b"N", conn, CLIENT, 0.0, text.encode("utf-8", "surrogateescape"))
+
+    def open(self, conn: TracedConnection, client: str) -> None:
+        self._put(b"O", conn.id, CLIENT, 0.0, client.encode("utf-8", "surrogateescape"))
+
+    def summary(self, always: bool) -> None:
+        """Have the process print the summary so far (after the frames queued before this call)."""
+        self._put(b"S", 0, SERVER if always else CLIENT, 0.0, b"")
 
     def data(self, conn: TracedConnection, direction: Direction, data: bytes, now: float) -> None:
+        """``data`` of ``direction``, read at ``now`` (the connection's clock): queued, or skipped."""
         side = conn.sides[direction]
         first = side.bounds.feed(data)
         size = len(data)
-        wall = time.time()
         if side.skipping:
             if first is not None and self._reserve(size - first, resume=True):
-                self._jobs.put(SkipJob(conn, direction, side.skipped + first, now, wall))
-                self._jobs.put(DataJob(conn, direction, data[first:], now, wall))
+                self._put(b"K", conn.id, direction, now, b"", side.skipped + first)
+                self._put(b"D", conn.id, direction, now, data[first:])
                 side.skipping, side.skipped = False, 0
             else:
                 side.skipped += size
         elif self._reserve(size):
-            self._jobs.put(DataJob(conn, direction, data, now, wall))
+            self._put(b"D", conn.id, direction, now, data)
         else:
             side.skipping, side.skipped = True, size
 
     def finish(self, conn: TracedConnection, now: float) -> None:
-        wall = time.time()
         for direction, side in conn.sides.items():
             if side.skipping:
-                self._jobs.put(SkipJob(conn, direction, side.skipped, now, wall))
-        self._jobs.put(FinishJob(conn, now, wall))
+                self._put(b"K", conn.id, direction, now, b"", side.skipped)
+        self._put(b"F", conn.id, CLIENT, now, b"")
 
     def _reserve(self, size: int, *, resume: bool = False) -> bool:
-        with self._lock:
-            if self._queued + size > (self.limit // 2 if resume else self.limit):
-                return False
-            self._queued += size
-            return True
+        if self._queued + size > (self.limit // 2 if resume else self.limit):
+            return False
+        self._queued += size
+        return True
 
-    async def aclose(self) -> None:
-        """Let the worker print what is queued (for up to ``drain_seconds``), then stop it."""
-        self._jobs.put(None)
-        with trio.CancelScope(shield=True):
-            with trio.move_on_after(self.options.drain_seconds):
-                await trio.to_thread.run_sync(self._thread.join, abandon_on_cancel=True)
-            self._discard = True
-            with trio.move_on_after(1.0):
-                await trio.to_thread.run_sync(self._thread.join, abandon_on_cancel=True)
+    # ------------------------------------------------------------------ tasks
 
-    # ------------------------------------------------------------------ worker thread
+    async def _feed(self) -> None:
+        """Write the queued jobs into the process's pipe as it takes them."""
+        stdin = self._proc.stdin
+        assert stdin is not None
+        try:
+            while True:
+                if not self._jobs:
+                    await self._wakeup.wait()
+                    self._wakeup = trio.Event()
+                    continue
+                batch: list[bytes] = []
+                size = data = 0
+                while self._jobs and size < _BATCH:
+                    job = self._jobs.popleft()
+                    batch.append(job)
+                    size += len(job)
+                    if job[0] == ord("D"):
+                        data += len(job) - JOB.size
+                await stdin.send_all(b"".join(batch))
+                self._queued -= data
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._jobs.clear()  # the process has gone: said by _read
 
-    def _run(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            try:
-                if not self._discard:
-                    self._do(job)
-            except BaseException as e:  # the output failed: stop the tracer
-                self._fail(e)
-            finally:
-                if isinstance(job, DataJob):
-                    with self._lock:
-                        self._queued -= len(job.data)
+    async def _read(self) -> None:
+        """What the process sends back: lines to print, its statistics, an output failure."""
+        stdout = self._proc.stdout
+        assert stdout is not None
+        buf = bytearray()
+        try:
+            while chunk := await stdout.receive_some(1 << 16):
+                buf += chunk
+                while len(buf) >= RESULT.size:
+                    kind, size = RESULT.unpack_from(buf)
+                    if len(buf) < RESULT.size + size:
+                        break
+                    payload = bytes(buf[RESULT.size : RESULT.size + size])
+                    del buf[: RESULT.size + size]
+                    self._result(kind, payload)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self._ended.set()
 
-    def _do(self, job: Job) -> None:
-        options = self.options
-        if isinstance(job, NoteJob):
-            options.note(job.conn, job.text, job.wall)
-            return
-        conn = job.conn
-        if not conn.broken:
-            try:
-                frames = self._decode(job)
-            except Exception as e:  # a decoder bug must not stop the tracer
-                conn.broken = True
-                options.note(conn.id, f"decoder error: {e!r}; the rest of this connection is not decoded", job.wall)
-                frames = []
-            for frame in frames:
-                options.emit(conn.id, frame, job.wall)
-        if isinstance(job, FinishJob):
-            options.note(conn.id, "closed", job.wall)
-            options.close_connection(conn.id)
-
-    @staticmethod
-    def _decode(job: DataJob | SkipJob | FinishJob) -> list[DecodedFrame]:
-        decoder = job.conn.decoder
-        if isinstance(job, DataJob):
-            return decoder.feed(job.direction, job.data, job.now)
-        if isinstance(job, SkipJob):
-            return decoder.skip(job.direction, job.nbytes, job.now, reason="not decoded: decoding fell behind")
-        return decoder.finish(job.now)
+    def _result(self, kind: int, payload: bytes) -> None:
+        if kind == ord("T"):
+            if self.failure is None:
+                self.options.out.write(payload.decode("utf-8", "replace"))
+                self.options.out.flush()
+        elif kind == ord("S") and self.options.stats is not None:
+            vars(self.options.stats).update(pickle.loads(payload))  # from the process this one started
+        elif kind == ord("X"):
+            text = payload.decode("utf-8", "replace")
+            self._fail(BrokenPipeError(errno.EPIPE, "output closed") if text == "EPIPE" else OSError(text))
 
     def _fail(self, error: BaseException) -> None:
         if self.failure is None:
             self.failure = error
-            self._discard = True
-            try:
-                self._token.run_sync_soon(self.failed.set)
-            except trio.RunFinishedError:
-                pass
+            self.failed.set()
+
+    async def _finish(self) -> None:
+        """Let the process print what is queued (for up to ``drain_seconds``), then stop it."""
+        self._put(b"E", 0, CLIENT, 0.0, b"")
+        with trio.move_on_after(self.options.drain_seconds):
+            await self._ended.wait()
+        if self._proc.returncode is None:
+            self._proc.kill()
+        with trio.move_on_after(1.0):
+            await self._proc.wait()
+
+
+def _child_env() -> dict[str, str]:
+    """The environment of the decoding process: this one, with this package importable."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+@asynccontextmanager
+async def open_decoding_worker(options: TraceOptions) -> AsyncIterator[DecodingWorker]:
+    """Start the decoding process and the tasks around it; on the way out, let it finish (bounded) and
+    stop it.  While it runs, ``options.summary`` goes through it (the statistics are there)."""
+    fd = _output_fd(options)
+    out_fd = os.dup(fd) if fd is not None else None  # a number of its own (the output may be fd 1)
+    try:
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "zkwire.trace.decodeproc"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            pass_fds=(out_fd,) if out_fd is not None else (),
+            env=_child_env(),
+        )
+    finally:
+        if out_fd is not None:
+            os.close(out_fd)
+    assert isinstance(proc.stdin, trio.lowlevel.FdStream)
+    try:
+        fcntl.fcntl(proc.stdin.fileno(), _F_SETPIPE_SZ, _PIPE_SIZE)
+    except OSError:
+        pass  # the default pipe size (64 KiB) does too
+    worker = DecodingWorker(options, proc, out_fd is not None)
+    worker._put(b"C", 0, CLIENT, 0.0, options_config(options, out_fd))
+    scopes: list[trio.CancelScope] = []
+
+    async def shielded(task: Callable[[], Awaitable[None]]) -> None:
+        with trio.CancelScope(shield=True) as scope:  # stopped below, after the drain
+            scopes.append(scope)
+            await task()
+
+    previous = options.summary_via
+    options.summary_via = worker.summary
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(shielded, worker._feed)
+        nursery.start_soon(shielded, worker._read)
+        try:
+            yield worker
+        finally:
+            options.summary_via = previous
+            with trio.CancelScope(shield=True):
+                await worker._finish()
+            for scope in scopes:
+                scope.cancel()
