@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "BLOCK_SIZE",
+    "BLOCK_TIMEOUT_MS",
     "PacketRing",
     "RingPacket",
     "RingStatistics",
@@ -52,8 +53,12 @@ _SLL_OFFSET = 48  # TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
 _SLL = struct.Struct("=HBB")  # sll_hatype, sll_pkttype, sll_halen (at +8 of struct sockaddr_ll)
 _STATS_V3 = struct.Struct("=III")
 
-#: Default block size: a packet must fit in one block (loopback packets reach 64 KiB with GSO).
-BLOCK_SIZE = 1 << 20
+#: Default block size: a packet must fit in one block (loopback packets reach 64 KiB with GSO).  The
+#: kernel hands a block over when full or ``block_timeout_ms`` after its first packet, so at a low
+#: rate each block holds only that long's packets: small blocks and a long timeout waste less.
+BLOCK_SIZE = 256 << 10
+#: Default block timeout (ms): the longest a packet waits in a block that is not full.
+BLOCK_TIMEOUT_MS = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +116,7 @@ class PacketRing:
     """
 
     def __init__(
-        self, sock: socket.socket, *, block_size: int = BLOCK_SIZE, block_count: int = 32, block_timeout_ms: int = 8
+        self, sock: socket.socket, *, block_size: int = BLOCK_SIZE, block_count: int = 32, block_timeout_ms: int = BLOCK_TIMEOUT_MS
     ) -> None:
         page = mmap.PAGESIZE
         if block_size < page or block_size % page or block_count < 2:

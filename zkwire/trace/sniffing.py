@@ -98,7 +98,11 @@ async def sniff_command(
     code = EXIT_INTERRUPTED
     which = f"TCP port {','.join(map(str, ports))}" if ports else "ZooKeeper traffic (ports detected)"
     how = f"{sniffer.buffer_bytes >> 20} MiB ring" if sniffer.ring else "one read per packet"
-    options.note(0, f"sniffing {which} on {iface} ({how}); Ctrl-C stops")
+    started = f"sniffing {which} on {iface} ({how}); Ctrl-C stops"
+    if options.show_frames:
+        options.note(0, started)
+    else:  # only the summary goes to the output: say on stderr that it has started
+        print(escape_controls(f"zkwire sniff: {started}, SIGUSR1 prints the summary so far"), file=sys.stderr)
     with sniffer, trio.open_signal_receiver(signal.SIGINT, signal.SIGUSR1) as signals:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(sniff_into, sniffer, decoder, options)
