@@ -1,0 +1,85 @@
+"""Forwarding through ``zkwire trace`` is not delayed by decoding, on the real server: while other sessions'
+large replies (multiRead of 10,000 results, seconds of decoding each) go through the tracer, the time
+of a ~1 MB getData right after a large reply on the same connection, and of other connections' small
+requests, stays within 10 ms of the direct path (medians of bounded repetitions, direct and proxied
+taking turns in the same test)."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+import trio
+from helpers.tracerproc import TracerProcess
+
+import zkwire
+from zkwire.sansio.ops import GetData
+
+#: Rounds of each measurement (direct and proxied take turns).
+ROUNDS = 9
+PINGS = 40
+#: The largest difference of medians allowed (seconds).
+BOUND = 0.010
+
+_LOAD = """
+import sys, time, trio, zkwire
+from zkwire.sansio.ops import GetData
+
+async def main(hosts: str, path: str, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    async with zkwire.open_client(hosts) as zk:
+        while time.monotonic() < deadline:
+            await zk.multi_read([GetData(path)] * 10_000)
+
+trio.run(main, sys.argv[1], sys.argv[2], float(sys.argv[3]))
+"""
+
+
+async def _timed(call: object) -> float:
+    start = trio.current_time()
+    await call  # type: ignore[misc]
+    return trio.current_time() - start
+
+
+async def test_decoding_large_replies_does_not_delay_forwarding(zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
+    big, small = zk_path + "/big", zk_path + "/small"
+    async with zkwire.open_client(zk_hosts) as zk:
+        await zk.create(zk_path, b"")
+        await zk.create(big, b"x" * 1_000_000)
+        await zk.create(small, b"d" * 20)
+    output = (tmp_path / "trace.out").open("w")
+    tracer = TracerProcess(zk_hosts, "--verbose", stdout=output)
+    big_times: dict[str, list[float]] = {"direct": [], "proxied": []}
+    ping_times: dict[str, list[float]] = {"direct": [], "proxied": []}
+    load = await trio.lowlevel.open_process([sys.executable, "-c", _LOAD, tracer.hosts, small, "120"])
+    try:
+        async with (
+            zkwire.open_client(zk_hosts) as direct,
+            zkwire.open_client(tracer.hosts) as proxied,
+            zkwire.open_client(zk_hosts) as direct_ping,
+            zkwire.open_client(tracer.hosts) as proxied_ping,
+        ):
+            with trio.fail_after(120):
+                await trio.sleep(1.0)  # the load's first large replies are being decoded
+                for _ in range(ROUNDS):
+                    for name, client in (("direct", direct), ("proxied", proxied)):
+                        await client.multi_read([GetData(small)] * 10_000)  # a large reply just before
+                        big_times[name].append(await _timed(client.get_data(big)))
+                for _ in range(PINGS):
+                    for name, client in (("direct", direct_ping), ("proxied", proxied_ping)):
+                        ping_times[name].append(await _timed(client.exists(small)))
+                        await trio.sleep(0.01)
+            assert load.poll() is None, "the load ended early: nothing was being decoded"
+    finally:
+        load.kill()
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            await load.wait()
+        tracer.stop()
+        output.close()
+    text = (tmp_path / "trace.out").read_text()
+    assert "multiRead" in text  # the large replies were being decoded (or said to be skipped)
+    for what, times in (("1 MB getData", big_times), ("small request", ping_times)):
+        direct_median, proxied_median = statistics.median(times["direct"]), statistics.median(times["proxied"])
+        print(f"{what}: direct {direct_median * 1e3:.2f} ms, proxied {proxied_median * 1e3:.2f} ms (medians)")
+        assert proxied_median - direct_median <= BOUND, (what, direct_median, proxied_median, times)
