@@ -12,12 +12,15 @@
 * :mod:`~zkwire.trace.capture` -- pcap/pcapng files and TCP reassembly;
 * :mod:`~zkwire.trace.resync` -- frame boundaries in a stream whose beginning was not seen;
 * :mod:`~zkwire.trace.conversations` -- captured TCP segments to decoded frames, per connection;
-* :mod:`~zkwire.trace.sniff` -- live capture from an interface;
 * :mod:`~zkwire.trace.filters` -- which frames are shown (path, op, session, client, errors, slow replies);
 * :mod:`~zkwire.trace.stats` -- the summary: requests, errors, latency, events, bytes, sessions;
 * :mod:`~zkwire.trace.upstream` -- the proxy's servers: several tried in order, TLS;
 * :mod:`~zkwire.trace.tracer` -- the command line: ``zkwire trace`` (a proxy) and ``zkwire decode`` (captures
   and raw streams), ``zkwire sniff`` (live);
 * :mod:`~zkwire.trace.output` -- what is printed and where (:class:`~zkwire.trace.output.TraceOptions`);
-* :mod:`~zkwire.trace.proxy`, :mod:`~zkwire.trace.worker` -- the tracing proxy and its decoding thread.
+* :mod:`~zkwire.trace.proxy`, :mod:`~zkwire.trace.worker`, :mod:`~zkwire.trace.decodeproc` -- the tracing
+  proxy, the queue to its decoding process, and that process;
+* :mod:`~zkwire.trace.sniff`, :mod:`~zkwire.trace.ring`, :mod:`~zkwire.trace.bpf`,
+  :mod:`~zkwire.trace.sniffing` -- live capture: the packet socket, its TPACKET_V3 ring, its kernel port
+  filter, and ``zkwire sniff``'s loop.
 """

@@ -12,17 +12,19 @@ as they arrive; a copy goes through the construct-based
 :class:`~zkwire.trace.decoder.ConversationDecoder` of that connection, and one line per frame is
 printed (time, connection, direction, xid, op, path, error, zxid, size, reply latency).
 
-Decoding never delays or alters forwarding: it runs in a worker thread fed through a queue bounded in
-bytes.  When it falls behind, the bytes it cannot take are skipped (a ``skipped`` line says how many) and
+Decoding never delays or alters forwarding: it runs in a process of its own
+(:mod:`~zkwire.trace.decodeproc`) fed through a pipe from a queue bounded in bytes, each piece with the
+time the proxy read it.  When it falls behind, the bytes it cannot take are skipped (a ``skipped`` line says how many) and
 it picks up again at the next frame, whose start the forwarding path follows by reading the length
-prefixes alone.  A stalled output stalls only the worker; a closed one stops the tracer.  A malformed
+prefixes alone.  A stalled output stalls only the decoding process; a closed one stops the tracer.  A malformed
 frame is shown as such and still forwarded; secrets are masked by position (see
 :func:`zkwire.trace.masking.secret_spans`), control characters escaped, lines capped (``--max-line``).
 
 ``zkwire decode FILE`` decodes a pcap or pcapng capture (every ZooKeeper connection in it, both
 directions merged in capture order, with capture times: see :mod:`zkwire.trace.conversations`), or a raw
 captured byte stream (one direction, or both with ``--server-file``) the same way.  ``zkwire sniff
---iface IF`` decodes live packets (:mod:`zkwire.trace.sniff`).  All three take the filters of
+--iface IF`` decodes live packets (:mod:`zkwire.trace.sniff`, :mod:`zkwire.trace.sniffing`: a
+memory-mapped ring, a kernel port filter, kernel timestamps and drop counts).  All three take the filters of
 :mod:`zkwire.trace.filters` and print the summary of :mod:`zkwire.trace.stats` on exit and on SIGUSR1.
 """
 
