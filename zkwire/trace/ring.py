@@ -116,7 +116,12 @@ class PacketRing:
     """
 
     def __init__(
-        self, sock: socket.socket, *, block_size: int = BLOCK_SIZE, block_count: int = 32, block_timeout_ms: int = BLOCK_TIMEOUT_MS
+        self,
+        sock: socket.socket,
+        *,
+        block_size: int = BLOCK_SIZE,
+        block_count: int = 32,
+        block_timeout_ms: int = BLOCK_TIMEOUT_MS,
     ) -> None:
         page = mmap.PAGESIZE
         if block_size < page or block_size % page or block_count < 2:

@@ -14,10 +14,10 @@ printed (time, connection, direction, xid, op, path, error, zxid, size, reply la
 
 Decoding never delays or alters forwarding: it runs in a process of its own
 (:mod:`~zkwire.trace.decodeproc`) fed through a pipe from a queue bounded in bytes, each piece with the
-time the proxy read it.  When it falls behind, the bytes it cannot take are skipped (a ``skipped`` line says how many) and
-it picks up again at the next frame, whose start the forwarding path follows by reading the length
-prefixes alone.  A stalled output stalls only the decoding process; a closed one stops the tracer.  A malformed
-frame is shown as such and still forwarded; secrets are masked by position (see
+time the proxy read it.  When it falls behind, the bytes it cannot take are skipped (a ``skipped`` line
+says how many) and it picks up again at the next frame, whose start the forwarding path follows by
+reading the length prefixes alone.  A stalled output stalls only the decoding process; a closed one
+stops the tracer.  A malformed frame is shown as such and still forwarded; secrets are masked by position (see
 :func:`zkwire.trace.masking.secret_spans`), control characters escaped, lines capped (``--max-line``).
 
 ``zkwire decode FILE`` decodes a pcap or pcapng capture (every ZooKeeper connection in it, both
