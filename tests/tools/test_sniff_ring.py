@@ -173,3 +173,14 @@ def test_the_summary_and_the_warning_say_what_the_kernel_dropped() -> None:
     warn(3)
     warn(7)  # within the interval: not again
     assert err.getvalue() == "zkwire sniff: kernel dropped 3 packets: the figures below are partial\n"
+
+
+def test_a_ring_size_out_of_range_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from zkwire.shell.main import main as zkwire_main
+
+    for bad in ("1", "5000", "2.5", "x"):
+        with pytest.raises(SystemExit) as exit_info:
+            zkwire_main(["sniff", "--iface", "lo", "--ring-mb", bad])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert "--ring-mb" in err and len(err.strip().splitlines()) == 1, err
