@@ -6,6 +6,7 @@ taking turns in the same test)."""
 
 from __future__ import annotations
 
+import io
 import json
 import statistics
 import sys
@@ -124,3 +125,31 @@ async def test_the_latency_reported_for_a_reply_after_a_large_one_is_the_servers
     reported = [float(o["latency"]) for o in decoded()]  # type: ignore[arg-type]
     print(f"direct {statistics.median(direct_times) * 1e3:.2f} ms, tracer reported {[r * 1e3 for r in reported]} ms")
     assert statistics.median(reported) <= statistics.median(direct_times) + BOUND, (reported, direct_times)
+
+
+async def test_a_tracer_stopped_with_a_backlog_keeps_its_statistics_and_stops_in_time(
+    zk_hosts: str, zk_path: str
+) -> None:
+    from helpers.addresses import first_server
+
+    from zkwire.trace.stats import TraceStats
+    from zkwire.trace.tracer import TraceOptions, serve_trace
+
+    stats = TraceStats()
+    options = TraceOptions(out=io.StringIO(), stats=stats, show_frames=False, drain_seconds=0.3)
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_trace, ("127.0.0.1", 0), first_server(zk_hosts), options)
+        async with zkwire.open_client(f"127.0.0.1:{port}") as zk:
+            await zk.create(zk_path, b"d" * 20)
+            with trio.fail_after(10):  # the create is counted (in the decoding process) before the backlog
+                while True:
+                    options.summary(always=True)
+                    await trio.sleep(0.2)
+                    if '"create"' in options.out.getvalue() or "create 1" in options.out.getvalue():  # type: ignore[attr-defined]
+                        break
+            for _ in range(4):
+                await zk.multi_read([GetData(zk_path)] * 6_000)  # seconds of decoding queued
+        stopped = trio.current_time()
+        nursery.cancel_scope.cancel()
+    assert trio.current_time() - stopped < 0.3 + 3.0 + 2.0
+    assert stats.requests["create"] == 1  # the statistics came back from the decoding process

@@ -8,7 +8,8 @@ many bytes.  The first job is the configuration (kind ``C``, a pickle of :func:`
 Output goes straight to the file descriptor the configuration names, or, when there is none (a
 :class:`io.StringIO` in the proxy's process), back through its standard output as :data:`RESULT`
 messages of kind ``T``.  Kind ``S`` of those carries the statistics at the end, ``X`` an output failure
-(``EPIPE``: the output pipe was closed; anything else: its text).
+(``EPIPE``: the output pipe was closed; anything else: its text).  Kind ``E`` of the jobs ends it;
+SIGUSR2 makes it skip what is still queued before that (the proxy stops and cannot wait longer).
 
     python -m zkwire.trace.decodeproc   (started by the proxy, never by hand)
 """
@@ -152,7 +153,18 @@ def main() -> int:
         return 0
 
 
+class _Discard:
+    """Set by SIGUSR2: the proxy is stopping and will not wait; what is still queued is not decoded."""
+
+    now = False
+
+    @classmethod
+    def set(cls, signum: int, frame: object) -> None:
+        cls.now = True
+
+
 def _run() -> int:
+    signal.signal(signal.SIGUSR2, _Discard.set)
     stream = open(0, "rb", buffering=1 << 20, closefd=False)  # noqa: SIM115
     jobs = _jobs(stream)
     first = next(jobs, None)
@@ -163,7 +175,7 @@ def _run() -> int:
     for kind, conn, direction, now, wall, size, data in jobs:
         if kind == ord("E"):
             break
-        if failed:
+        if failed or _Discard.now:
             continue  # read on, so that the proxy is never blocked by a full pipe
         try:
             decoding.job(kind, conn, direction, now, wall, size, data)

@@ -24,6 +24,7 @@ import errno
 import fcntl
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import time
@@ -205,10 +206,19 @@ class DecodingWorker:
             self.failed.set()
 
     async def _finish(self) -> None:
-        """Let the process print what is queued (for up to ``drain_seconds``), then stop it."""
+        """Let the process print what is queued (for up to ``drain_seconds``; then it skips the rest and
+        sends its statistics), then stop it."""
         self._put(b"E", 0, CLIENT, 0.0, b"")
         with trio.move_on_after(self.options.drain_seconds):
             await self._ended.wait()
+        if not self._ended.is_set() and self._proc.returncode is None:
+            # Out of time: what is not yet in the pipe is dropped, what is in it skipped, so that the
+            # statistics so far still come back.
+            self._jobs.clear()
+            self._put(b"E", 0, CLIENT, 0.0, b"")
+            self._proc.send_signal(signal.SIGUSR2)
+            with trio.move_on_after(3.0):
+                await self._ended.wait()
         if self._proc.returncode is None:
             self._proc.kill()
         with trio.move_on_after(1.0):
