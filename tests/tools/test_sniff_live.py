@@ -26,7 +26,7 @@ from zkwire.trace.capture import TcpSegment, read_packets
 from zkwire.trace.conversations import CaptureDecoder
 from zkwire.trace.output import TraceOptions, show_event
 from zkwire.trace.sniff import open_sniffer
-from zkwire.trace.sniffing import DropWarning, sniff_into
+from zkwire.trace.sniffing import BehindWarning, DropWarning, sniff_into
 from zkwire.trace.stats import TraceStats
 
 pytestmark = [
@@ -143,7 +143,7 @@ async def test_a_starved_sniffer_says_the_kernel_dropped_and_stays_within_its_me
     ring = 2 << 20
     stats = TraceStats()
     options = TraceOptions(stats=stats, show_frames=False, out=io.StringIO())
-    warnings = io.StringIO()
+    warnings, behind = io.StringIO(), io.StringIO()
     starving = True
     peak = 0
 
@@ -158,6 +158,7 @@ async def test_a_starved_sniffer_says_the_kernel_dropped_and_stays_within_its_me
         baseline = _rss()
         with open_sniffer("lo", [port], ring_bytes=ring) as sniffer:
             sniffer.on_drops = DropWarning(warnings)
+            sniffer.on_behind = BehindWarning(behind)
             decoder = CaptureDecoder([port])
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(sniff_into, sniffer, decoder, options, slow)
@@ -174,5 +175,6 @@ async def test_a_starved_sniffer_says_the_kernel_dropped_and_stays_within_its_me
     assert dropped > 0, "the starved sniffer dropped nothing"
     assert warnings.getvalue().startswith("zkwire sniff: kernel dropped ")
     assert "the figures below are partial" in warnings.getvalue()
+    assert behind.getvalue().startswith("zkwire sniff: decoding is behind the capture: the ring is ")
     assert read + dropped == len(packets(pcap))
     assert peak - baseline < ring + (48 << 20), (peak, baseline)

@@ -168,6 +168,8 @@ def test_the_summary_and_the_warning_say_what_the_kernel_dropped() -> None:
     stats.capture = {"packets": 10, "kernel_dropped": 5}
     assert "capture: 10 packets read, kernel dropped 5 (the figures are partial)" in stats.lines()
     assert stats.to_json()["capture"]["kernel_dropped"] == 5
+    stats.capture = {"packets": 10, "kernel_dropped": 0, "ring_full_percent": 60}
+    assert "capture: 10 packets read, kernel dropped 0, ring 60 % full (decoding is behind)" in stats.lines()
     err = io.StringIO()
     warn = DropWarning(err, every=3600)
     warn(3)

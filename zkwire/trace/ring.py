@@ -146,6 +146,16 @@ class PacketRing:
         """True when the kernel has handed over the next block."""
         return bool(_status(self._map, self._next * self.block_size) & TP_STATUS_USER)
 
+    def backlog(self) -> int:
+        """Blocks handed over and not yet taken (how far behind the reader is)."""
+        count = 0
+        while count < self.block_count:
+            start = (self._next + count) % self.block_count * self.block_size
+            if not _status(self._map, start) & TP_STATUS_USER:
+                break
+            count += 1
+        return count
+
     def take(self) -> list[RingPacket]:
         """The packets of the next block, which is given back to the kernel; call when :meth:`ready`."""
         start = self._next * self.block_size

@@ -105,6 +105,8 @@ class Sniffer:
         self.matched = 0
         self.dropped = 0
         self.on_drops: Callable[[int], object] | None = None
+        #: Called with the ring's filled fraction when it is half full or more (decoding is behind).
+        self.on_behind: Callable[[float], object] | None = None
 
     @property
     def ring(self) -> bool:
@@ -127,6 +129,12 @@ class Sniffer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def backlog(self) -> float:
+        """How full the ring is (0 to 1): packets waiting for Python (0 for the plain reader)."""
+        if isinstance(self._reader, PacketRing):
+            return self._reader.backlog() / self._reader.block_count
+        return 0.0
 
     def update_counts(self) -> int:
         """Read the kernel's drop counter; returns the total dropped so far."""
@@ -174,6 +182,10 @@ class Sniffer:
             batches += 1
             if ring or batches % 16 == 0:
                 self.update_counts()
+            if ring and self.on_behind is not None:  # the scan stops at the first block not ready
+                full = self.backlog()
+                if full >= 0.5:
+                    self.on_behind(full)
             await trio.lowlevel.checkpoint()
 
 

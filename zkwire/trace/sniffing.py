@@ -4,7 +4,8 @@ is (:class:`~zkwire.trace.conversations.CaptureDecoder`), shown through the trac
 The kernel's counts go with the summary (a ``capture:`` line: packets read, kernel drops), printed on
 exit and on SIGUSR1.  The moment the kernel starts dropping, one line on stderr says so ("kernel dropped
 N packets: the figures below are partial"), again at most every :data:`WARN_EVERY` seconds while the
-count grows.  ``before_decode`` (tests) is called before each segment is decoded.
+count grows; and, when the ring is half full or more, that decoding is behind.  ``before_decode``
+(tests) is called before each segment is decoded.
 """
 
 from __future__ import annotations
@@ -25,29 +26,46 @@ from .conversations import CaptureDecoder
 from .output import TraceOptions, show_event
 from .sniff import Sniffer, open_sniffer
 
-__all__ = ["DropWarning", "WARN_EVERY", "capture_counts", "sniff_command", "sniff_into"]
+__all__ = ["BehindWarning", "DropWarning", "WARN_EVERY", "capture_counts", "sniff_command", "sniff_into"]
 
 #: Least seconds between two warnings about kernel drops.
 WARN_EVERY = 5.0
 
 
-class DropWarning:
-    """Writes the drop warning to ``err`` when drops start, then at most every ``every`` seconds."""
+class _Warning:
+    """A line on ``err`` (default: stderr), at most every ``every`` seconds."""
 
     def __init__(self, err: TextIO | None = None, every: float = WARN_EVERY) -> None:
         self.err = err
         self.every = every
-        self.warned = 0
         self._last = -math.inf
 
-    def __call__(self, dropped: int) -> None:
+    def _say(self, text: str) -> bool:
         now = time.monotonic()
-        if dropped <= self.warned or now - self._last < self.every:
-            return
-        self.warned, self._last = dropped, now
+        if now - self._last < self.every:
+            return False
+        self._last = now
         err = self.err if self.err is not None else sys.stderr
-        err.write(f"zkwire sniff: kernel dropped {dropped} packets: the figures below are partial\n")
+        err.write(f"zkwire sniff: {text}\n")
         err.flush()
+        return True
+
+
+class DropWarning(_Warning):
+    """Says when the kernel starts dropping, then again (at most every ``every`` seconds) as it goes on."""
+
+    warned = 0
+
+    def __call__(self, dropped: int) -> None:
+        if dropped > self.warned and self._say(f"kernel dropped {dropped} packets: the figures below are partial"):
+            self.warned = dropped
+
+
+class BehindWarning(_Warning):
+    """Says that decoding is behind the capture (the ring half full or more): drops come next."""
+
+    def __call__(self, full: float) -> None:
+        self._say(f"decoding is behind the capture: the ring is {full:.0%} full (the kernel drops when it is full)")
 
 
 def capture_counts(sniffer: Sniffer) -> dict[str, int]:
@@ -59,6 +77,7 @@ def capture_counts(sniffer: Sniffer) -> dict[str, int]:
         "kernel_dropped": sniffer.dropped,
         "buffer_bytes": sniffer.buffer_bytes,
         "ring": int(sniffer.ring),
+        "ring_full_percent": round(sniffer.backlog() * 100),
     }
 
 
@@ -94,6 +113,7 @@ async def sniff_command(
         print(escape_controls(f"zkwire sniff: {e}"), file=sys.stderr)
         return 1
     sniffer.on_drops = DropWarning()
+    sniffer.on_behind = BehindWarning()
     decoder = CaptureDecoder(ports)
     code = EXIT_INTERRUPTED
     which = f"TCP port {','.join(map(str, ports))}" if ports else "ZooKeeper traffic (ports detected)"

@@ -45,6 +45,8 @@ def capture_line(capture: dict[str, int]) -> str:
     line = f"capture: {capture.get('packets', 0)} packets read, kernel dropped {dropped}"
     if dropped:
         line += " (the figures are partial)"
+    if capture.get("ring_full_percent"):
+        line += f", ring {capture['ring_full_percent']} % full (decoding is behind)"
     return line
 
 
