@@ -184,13 +184,16 @@ async def _interrupt(proc: trio.Process) -> None:
         await proc.wait()
 
 
-async def start_tcpdump(port: int, out: Path, *options: str) -> trio.Process:
+async def start_tcpdump(port: int, out: Path, *options: str, immediate: bool = True) -> trio.Process:
     """tcpdump writing the traffic of ``port`` on lo to ``out`` (``options`` go before the filter), once
-    it says it listens."""
+    it says it listens.  ``immediate=False`` suits bursts: packets wait in blocks of tcpdump's ring
+    (handed over when full or after a timeout) instead of a frame each, so the buffer holds many more;
+    stop it only after the traffic has been quiet for a second."""
     # --immediate-mode: without it, packets still in the capture ring when tcpdump stops are lost;
     # -B: with --immediate-mode every packet takes a frame sized for -s 0 (256 KiB), so the default
     # 2 MiB buffer holds about eight packets while tcpdump waits for a core; this one holds ~128
-    args = ["tcpdump", "-Z", "root", "-i", "lo", "-U", "--immediate-mode", "-B", str(BUFFER_KIB), "-s", "0", *options]
+    mode = ["-U", "--immediate-mode"] if immediate else []
+    args = ["tcpdump", "-Z", "root", "-i", "lo", *mode, "-B", str(BUFFER_KIB), "-s", "0", *options]
     proc = await trio.lowlevel.open_process([*args, "-w", str(out), f"tcp port {port}"], stderr=subprocess.PIPE)
     assert proc.stderr is not None
     seen = b""
