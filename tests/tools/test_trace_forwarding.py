@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 import statistics
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 from helpers.tracerproc import TracerProcess
 
@@ -153,3 +156,40 @@ async def test_a_tracer_stopped_with_a_backlog_keeps_its_statistics_and_stops_in
         nursery.cancel_scope.cancel()
     assert trio.current_time() - stopped < 0.3 + 3.0 + 2.0
     assert stats.requests["create"] == 1  # the statistics came back from the decoding process
+
+
+def _decoding_processes() -> list[int]:
+    """This process's children running the tracer's decoding process."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"zkwire.trace.decodeproc" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+async def test_forwarding_goes_on_when_the_decoding_process_dies(
+    zk_hosts: str, zk_path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from helpers.addresses import first_server
+
+    from zkwire.trace.tracer import TraceOptions, serve_trace
+
+    out = io.StringIO()
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_trace, ("127.0.0.1", 0), first_server(zk_hosts), TraceOptions(out=out))
+        [pid] = _decoding_processes()
+        os.kill(pid, signal.SIGKILL)
+        with trio.fail_after(20):
+            while "decoding process ended" not in capsys.readouterr().err:
+                await trio.sleep(0.05)
+            async with zkwire.open_client(f"127.0.0.1:{port}") as zk:
+                await zk.create(zk_path, b"still forwarded")
+                assert (await zk.get_data(zk_path))[0] == b"still forwarded"
+        nursery.cancel_scope.cancel()

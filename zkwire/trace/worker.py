@@ -96,6 +96,7 @@ class DecodingWorker:
         self._queued = 0  # bytes of data in _jobs
         self._wakeup = trio.Event()
         self._ended = trio.Event()  # the process has said all it will say
+        self._finishing = False
 
     # ------------------------------------------------------------------ the forwarding side
 
@@ -188,6 +189,8 @@ class DecodingWorker:
             pass
         finally:
             self._ended.set()
+            if not self._finishing and self.failure is None:  # killed, or a bug: the traffic goes on
+                print("zkwire trace: the decoding process ended; forwarding goes on without decoding", file=sys.stderr)
 
     def _result(self, kind: int, payload: bytes) -> None:
         if kind == ord("T"):
@@ -208,6 +211,7 @@ class DecodingWorker:
     async def _finish(self) -> None:
         """Let the process print what is queued (for up to ``drain_seconds``; then it skips the rest and
         sends its statistics), then stop it."""
+        self._finishing = True
         self._put(b"E", 0, CLIENT, 0.0, b"")
         with trio.move_on_after(self.options.drain_seconds):
             await self._ended.wait()
