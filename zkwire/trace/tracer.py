@@ -208,7 +208,8 @@ async def _trace_until_interrupted(
     listen: tuple[str, int], server: tuple[str, int] | Upstreams, options: TraceOptions, save: Path | None = None
 ) -> int:
     code = EXIT_INTERRUPTED
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGUSR1) as signals:
+    # SIGTERM stops it as Ctrl-C does (exit 0): what the decoding process still holds is printed first.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGUSR1, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             try:
                 await nursery.start(partial(serve_trace, save=save), listen, server, options)
@@ -218,6 +219,7 @@ async def _trace_until_interrupted(
             else:
                 async for signum in signals:
                     if signum != signal.SIGUSR1:
+                        code = 0 if signum == signal.SIGTERM else code
                         break
                     options.summary(always=True)
             nursery.cancel_scope.cancel()
