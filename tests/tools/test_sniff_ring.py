@@ -186,3 +186,34 @@ def test_a_ring_size_out_of_range_is_a_usage_error(capsys: pytest.CaptureFixture
         assert exit_info.value.code == 2
         err = capsys.readouterr().err
         assert "--ring-mb" in err and len(err.strip().splitlines()) == 1, err
+
+
+@root
+@pytest.mark.parametrize("ring", [True, False], ids=["ring", "plain"])
+async def test_both_readers_give_each_segment_once_with_the_kernels_time(ring: bool) -> None:
+    import time
+
+    import trio
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+        probe.listen()
+        with open_sniffer("lo", [port], ring=ring, ring_bytes=2 << 20) as sniffer:
+            before = time.time()
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+                server, _ = probe.accept()
+                with server:
+                    client.sendall(b"hello")
+                    assert server.recv(16) == b"hello"
+            after = time.time()
+            got = []
+            with trio.fail_after(10):
+                async for seg in sniffer.segments(idle=0.5):
+                    got.append(seg)
+    assert any(seg.payload == b"hello" for seg in got)
+    assert all(port in (seg.src[1], seg.dst[1]) for seg in got)
+    assert all(before - 0.01 <= seg.ts <= after + 0.01 for seg in got), [(seg.ts, before, after) for seg in got]
+    keys = [(seg.src, seg.seq, seg.flags, seg.payload) for seg in got]
+    assert len(keys) == len(set(keys))  # loopback's two copies: one kept
+    assert sniffer.packets == sniffer.matched == len(got) and sniffer.dropped == 0
