@@ -135,7 +135,7 @@ async def sniff_command(
                 code = 0
             nursery.cancel_scope.cancel()
         with trio.move_on_after(options.drain_seconds):  # what the kernel holds already
-            await sniff_into(sniffer, decoder, options, idle=0.05)
+            await sniff_into(sniffer, decoder, options, idle=0.2)  # > the block timeout
         for event in decoder.finish():
             if event.kind != "close":  # connections still open when sniffing stops are not closed
                 show_event(options, event)
