@@ -107,10 +107,10 @@ class DecodingWorker:
         self._wakeup.set()
 
     def note(self, conn: int, text: str) -> None:
-        self._put(b"N", conn, CLIENT, 0.0, text.encode("utf-8", "surrogateescape"))
+        self._put(b"N", conn, CLIENT, 0.0, text.encode("utf-8", "backslashreplace"))
 
     def open(self, conn: TracedConnection, client: str) -> None:
-        self._put(b"O", conn.id, CLIENT, 0.0, client.encode("utf-8", "surrogateescape"))
+        self._put(b"O", conn.id, CLIENT, 0.0, client.encode("utf-8", "backslashreplace"))
 
     def summary(self, always: bool) -> None:
         """Have the process print the summary so far (after the frames queued before this call)."""
