@@ -28,7 +28,7 @@ from .frames import CLIENT, SERVER, DecodedFrame, Direction
 from .output import FdWriter, TraceOptions
 from .stats import TraceStats
 
-__all__ = ["JOB", "RESULT", "main", "options_config", "stats_state"]
+__all__ = ["JOB", "NICENESS", "RESULT", "main", "options_config", "stats_state"]
 
 #: Job header: kind, connection, direction (0 client, 1 server; ``S``: 1 to print even if empty),
 #: clock when read (the connection's own, seconds), wall clock, size.
@@ -145,8 +145,17 @@ def _jobs(stream: BinaryIO) -> Any:
         yield kind, conn, DIRECTIONS[direction & 1], now, wall, size, data
 
 
+#: How much lower this process's scheduling priority is than the proxy's: when the cores are busy,
+#: forwarding gets them first and decoding waits (it has a queue for that).
+NICENESS = 10
+
+
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the proxy's to handle
+    try:
+        os.nice(NICENESS)
+    except OSError:
+        pass
     try:
         return _run()
     except BrokenPipeError:  # the proxy has gone: nothing more to say
