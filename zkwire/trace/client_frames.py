@@ -13,7 +13,7 @@ from ..protocol.framing import REQUEST_HEADER as _REQUEST_HEADER
 from .bodies import BodyDecoder
 from .frames import DecodedFrame, FrameKind
 from .masking import request_role, secret_spans
-from .notes import multi_ops, path_of, reconfig_request, request_note
+from .notes import multi_ops, reconfig_request, request_note
 from .pairing import Pending, RequestLedger
 from .streams import TELNET_CLOSE, Side, SideFrames
 
@@ -63,11 +63,12 @@ class ClientFrames(SideFrames):
         fields: dict[str, Any] = {"xid": xid, "op": op, "op_name": op_name(op)}
         record: Any = None
         error: str | None = None
+        path: str | None = None
         try:
             record = self.bodies.request(payload)
+            path = self.bodies.path(op, payload, record)
         except ProtocolError as e:
             error = str(e)
-        path = path_of(record)
         notes: list[str] = []
         pending = self.ledger.pending
         if op == OpCode.PING:

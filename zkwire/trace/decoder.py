@@ -2,8 +2,10 @@
 
 Sans-I/O: no sockets and no clock.  Feed the bytes each side sent, in the order they were seen, to a
 :class:`ConversationDecoder` (with an optional timestamp) and get back :class:`DecodedFrame` s.  Bodies
-are decoded with the construct schemas of :mod:`zkwire.trace.schema`, not the fast codec, so the tracer
-gives an independent reading of what went over the wire.
+are decoded with the project's codec (:mod:`zkwire.protocol`) by default; the construct schemas of
+:mod:`zkwire.trace.schema`, an independent description, can read them instead (``reading="schemas"``) or
+beside it (``reading="verify"``: disagreements are reported on the frame), and ``reading="headers"``
+reads only the header facts (see :mod:`zkwire.trace.fastbodies`).
 
 The first client frame is the ConnectRequest and the first server frame the ConnectResponse, unless
 the client opened with a four-letter word (``ruok``, ``srvr``, ``mntr``...): then the server's
@@ -37,12 +39,14 @@ from ..errors import InvalidArgumentError
 from ..protocol.framing import LENGTH as _INT
 from .bodies import BodyDecoder, SchemaBodies
 from .client_frames import ClientFrames
+from .fastbodies import FastBodies, HeaderBodies
 from .frames import CLIENT, SERVER, DecodedFrame, format_zxid
 from .masking import SecretRole, request_role, secret_spans, shifted
 from .pairing import RequestLedger
 from .render import capped, format_frame, frame_to_json
 from .server_frames import ServerFrames
 from .streams import FOUR_LETTER_WORDS, Side, is_four_letter, looks_like_text, starts_mid_conversation
+from .verify import VerifyingBodies
 
 __all__ = [
     "DecodedFrame",
@@ -58,7 +62,27 @@ __all__ = [
     "format_zxid",
     "CLIENT",
     "SERVER",
+    "READINGS",
+    "body_decoder",
 ]
+
+#: How records are read: the fast codec, header facts only, the construct schemas, or both compared.
+READINGS = ("fast", "headers", "schemas", "verify")
+
+
+def body_decoder(reading: str = "fast", *, compiled: bool = False) -> BodyDecoder:
+    """The :class:`~zkwire.trace.bodies.BodyDecoder` of one of :data:`READINGS` (``compiled``: the construct
+    schemas' compiled form, for "schemas" and "verify")."""
+    if reading == "fast":
+        return FastBodies()
+    if reading == "headers":
+        return HeaderBodies()
+    if reading == "schemas":
+        return SchemaBodies(compiled=compiled)
+    if reading == "verify":
+        return VerifyingBodies(compiled=compiled)
+    raise InvalidArgumentError(f"reading must be one of {', '.join(READINGS)}, not {reading!r}")
+
 
 _MALFORMED_PREVIEW = 64
 
@@ -69,8 +93,9 @@ class ConversationDecoder:
     The first frame of each side is taken as its connect record only if it starts with
     protocolVersion 0 (a later frame starts with a non-zero xid), so a capture that starts after the
     handshake decodes too.  ``handshake=False`` skips the connect records altogether.
-    Records are read by ``bodies`` (a :class:`~zkwire.trace.bodies.BodyDecoder`), by default the construct
-    schemas (``compiled=True``: their compiled form).  Frames longer than ``max_frame`` break their
+    Records are read by ``bodies`` (a :class:`~zkwire.trace.bodies.BodyDecoder`), by default the one
+    :func:`body_decoder` gives for ``reading`` (the fast codec; ``compiled=True``: the construct schemas'
+    compiled form where they are used).  Frames longer than ``max_frame`` break their
     direction, as they would break a real client or server.
     """
 
@@ -81,11 +106,13 @@ class ConversationDecoder:
         handshake: bool = True,
         compiled: bool = False,
         bodies: BodyDecoder | None = None,
+        reading: str = "fast",
     ) -> None:
         self.max_frame = max_frame
         self.handshake = handshake
         self.compiled = compiled
-        self.bodies: BodyDecoder = bodies if bodies is not None else SchemaBodies(compiled=compiled)
+        self.bodies: BodyDecoder = bodies if bodies is not None else body_decoder(reading, compiled=compiled)
+        self._verifying = self.bodies if isinstance(self.bodies, VerifyingBodies) else None
         self._client = Side(CLIENT)
         self._server = Side(SERVER)
         if not handshake:
@@ -262,9 +289,14 @@ class ConversationDecoder:
             payload = bytes(buf[pos + 4 : stop])
             offset = side.offset + pos
             if side.direction == CLIENT:
-                frames.append(self._client_frames.frame(side, payload, offset, now))
+                decoded = self._client_frames.frame(side, payload, offset, now)
             else:
-                frames.append(self._server_frames.frame(side, payload, offset, now))
+                decoded = self._server_frames.frame(side, payload, offset, now)
+            if self._verifying is not None:
+                disagreement = self._verifying.take()
+                if disagreement is not None:
+                    decoded = dataclasses.replace(decoded, disagreement=disagreement)
+            frames.append(decoded)
             pos = stop
         del buf[:pos]
         side.offset += pos
@@ -314,6 +346,7 @@ def decode_stream(
     handshake: bool = True,
     max_frame: int = DEFAULT_MAX_FRAME,
     compiled: bool = False,
+    reading: str = "fast",
 ) -> list[DecodedFrame]:
     """Decode one captured direction of a connection (``side`` "client", "server" or "auto").
 
@@ -324,7 +357,7 @@ def decode_stream(
         side = detect_side(data)
     if side not in (CLIENT, SERVER):
         raise InvalidArgumentError(f"side must be 'client', 'server' or 'auto', not {side!r}")
-    decoder = ConversationDecoder(max_frame=max_frame, handshake=handshake, compiled=compiled)
+    decoder = ConversationDecoder(max_frame=max_frame, handshake=handshake, compiled=compiled, reading=reading)
     frames = decoder.feed(side, data)
     return frames + decoder.eof(side)
 
@@ -336,13 +369,14 @@ def decode_conversation(
     handshake: bool = True,
     max_frame: int = DEFAULT_MAX_FRAME,
     compiled: bool = False,
+    reading: str = "fast",
 ) -> list[DecodedFrame]:
     """Decode both captured directions of one connection: the client's frames, then the server's.
 
     Without timestamps the interleaving is unknown, but replies pair with requests by xid, so
     feeding all of the client's bytes first decodes every reply body.
     """
-    decoder = ConversationDecoder(max_frame=max_frame, handshake=handshake, compiled=compiled)
+    decoder = ConversationDecoder(max_frame=max_frame, handshake=handshake, compiled=compiled, reading=reading)
     frames = decoder.feed_client(client)
     frames += decoder.feed_server(server)
     return frames + decoder.finish()

@@ -1,0 +1,164 @@
+"""Reading records with the project's codec (:mod:`zkwire.protocol`): :class:`FastBodies`, the tracer's
+default :class:`~zkwire.trace.bodies.BodyDecoder`, and :class:`HeaderBodies`, which reads only what the
+summary and the header filters need.
+
+:class:`FastBodies` gives the same plain values as the construct schemas (:func:`plain`: records to dicts
+and lists, the shape of :func:`zkwire.trace.schema.to_plain`) and refuses the same bytes with
+:class:`~zkwire.errors.ProtocolError`; ``zkwire decode --verify`` and the differential tests check that
+they agree.  :class:`HeaderBodies` decodes no record body but the small fixed ones the summary counts
+(the connect records, watch events, a multi's results): a request's path is its leading string.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+from ..constants import WATCH_XID, OpCode
+from ..errors import ProtocolError
+from ..protocol.codec import (
+    decode_connect_request,
+    decode_connect_response,
+    decode_request,
+    decode_response_body,
+    decode_watcher_event,
+)
+from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
+from ..protocol.jute import Reader
+from ..protocol.optable import REQUEST_RECORDS
+from .notes import path_of
+
+__all__ = ["FastBodies", "HeaderBodies", "plain", "PATH_FIRST_OPS"]
+
+_Converter = Callable[[Any], Any]
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _to_bytes(value: Any) -> bytes:
+    return bytes(value)
+
+
+def _sequence(value: Any) -> list[Any]:
+    return [plain(v) for v in value]
+
+
+_CONVERTERS: dict[type, _Converter] = {
+    int: _same,
+    bool: _same,
+    str: _same,
+    bytes: _same,
+    float: _same,
+    type(None): _same,
+    bytearray: _to_bytes,
+    memoryview: _to_bytes,
+    list: _sequence,
+    tuple: _sequence,
+}
+
+
+def _record_converter(cls: type) -> _Converter:
+    """The converter of one record class: its fields in order, as a dict (nested records converted too)."""
+    fields: tuple[str, ...] | None = getattr(cls, "_fields", None)
+    if fields is not None and issubclass(cls, tuple):  # a NamedTuple
+        names = fields
+
+        def named(value: Any) -> dict[str, Any]:
+            return {k: plain(v) for k, v in zip(names, value, strict=True)}
+
+        return named
+    if dataclasses.is_dataclass(cls):
+        attrs = tuple(f.name for f in dataclasses.fields(cls))
+
+        def record(value: Any) -> dict[str, Any]:
+            return {k: plain(getattr(value, k)) for k in attrs}
+
+        return record
+    if issubclass(cls, int):  # an IntEnum: its number, as the schemas give it
+        return int
+    raise TypeError(f"cannot convert {cls.__name__} to a plain value")
+
+
+def plain(value: Any) -> Any:
+    """A record of the fast codec (NamedTuples and dataclasses, nested) as plain dicts, lists, bytes and
+    numbers: the shape :func:`zkwire.trace.schema.to_plain` gives the construct schemas' values."""
+    convert = _CONVERTERS.get(type(value))
+    if convert is None:
+        convert = _CONVERTERS[type(value)] = _record_converter(type(value))
+    return convert(value)
+
+
+def _first_field(cls: type | None) -> str | None:
+    if cls is None:
+        return None
+    fields: tuple[str, ...] | None = getattr(cls, "_fields", None)
+    if fields is None and dataclasses.is_dataclass(cls):
+        fields = tuple(f.name for f in dataclasses.fields(cls))
+    return fields[0] if fields else None
+
+
+#: Ops whose request record starts with the node's path (read from the op table's records).
+PATH_FIRST_OPS = frozenset(op for op, cls in REQUEST_RECORDS.items() if _first_field(cls) == "path")
+
+
+class FastBodies:
+    """Records read with the fast codec, as plain values."""
+
+    __slots__ = ()
+    headers_only = False
+
+    def connect_request(self, payload: bytes) -> Any:
+        return plain(decode_connect_request(payload))
+
+    def connect_response(self, payload: bytes) -> Any:
+        return plain(decode_connect_response(payload))
+
+    def request(self, payload: bytes) -> Any:
+        _, record = decode_request(payload)
+        return None if record is None else plain(record)
+
+    def reply(self, op: int | None, payload: bytes) -> Any:
+        if len(payload) < 16:
+            raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
+        xid, _, err = _REPLY_HEADER.unpack_from(payload)
+        if xid == WATCH_XID:
+            return plain(decode_watcher_event(payload))
+        if err != 0:
+            if len(payload) != 16:
+                raise ProtocolError(f"error reply carries {len(payload) - 16} unexpected body bytes")
+            return None
+        if op is None:
+            raise ProtocolError("no reply format for an unknown op")
+        record = decode_response_body(op, payload)
+        return None if record is None else plain(record)
+
+    def path(self, op: int, payload: bytes, record: Any) -> str | None:
+        """The path a request names (from its decoded ``record``)."""
+        return path_of(record)
+
+
+class HeaderBodies(FastBodies):
+    """Only what the header facts need: connect records, watch events and a multi's results are read
+    (the summary counts sessions, events and failed multis); other records are not decoded (None), and a
+    request's path is its record's leading string."""
+
+    __slots__ = ()
+    headers_only = True
+
+    def request(self, payload: bytes) -> Any:
+        return None
+
+    def reply(self, op: int | None, payload: bytes) -> Any:
+        if len(payload) >= 16:
+            xid, _, err = _REPLY_HEADER.unpack_from(payload)
+            if xid == WATCH_XID or (err == 0 and op in (OpCode.MULTI, OpCode.MULTI_READ)):
+                return super().reply(op, payload)
+        return None
+
+    def path(self, op: int, payload: bytes, record: Any) -> str | None:
+        if op not in PATH_FIRST_OPS or len(payload) < 12:
+            return None
+        return Reader(payload, 8).ustring()
