@@ -454,12 +454,17 @@ def test_stream_decoder_malformed_and_unknown_frames() -> None:
     decoder = ConversationDecoder()
     decoder.feed_client(client)
     frames = decoder.feed_server(server + unknown + b"\x7f\xff\xff\xff junk")
-    assert [f.kind for f in frames] == ["connect_response", "event", "reply", "ping", "reply", "malformed"]
+    assert [f.kind for f in frames] == ["connect_response", "event", "reply", "ping", "malformed", "malformed"]
     assert frames[2].err_name == "NONODE" and frames[2].record is None
-    assert frames[4].op is None and "no pending request" in (frames[4].note or "")
+    # The client was followed from its handshake: a reply to no request sent is misframed bytes, hidden.
+    assert frames[4].xid is None and "not a reply to any request seen" in (frames[4].error or "")
+    assert frames[4].secret_spans == ((0, frames[4].size),)
     assert "frame length" in (frames[5].error or "")
     assert decoder.feed_server(b"more bytes") == []
     assert decoder.undecodable_bytes["server"] == 4 + 5 + 10
+    # Without the client's side (a server stream alone) the same reply is shown, paired with nothing.
+    alone = ConversationDecoder().feed_server(server + unknown)
+    assert alone[-1].kind == "reply" and alone[-1].op is None and "no pending request" in (alone[-1].note or "")
 
 
 def test_stream_decoder_four_letter_words() -> None:

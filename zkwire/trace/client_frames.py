@@ -101,6 +101,7 @@ class ClientFrames(SideFrames):
         except ProtocolError as e:
             spans = secret_spans("connect_request", payload, exact=False)
             return side.malformed(payload, offset, f"ConnectRequest: {e}", now, secret_spans=spans)
+        self.ledger.complete = True
         sid = record["session_id"]
         note = "new session" if sid == 0 else f"reattach session 0x{sid & 0xFFFFFFFFFFFFFFFF:x}"
         return side.frame(

@@ -41,7 +41,7 @@ from .bodies import BodyDecoder, SchemaBodies
 from .client_frames import ClientFrames
 from .fastbodies import FastBodies, HeaderBodies
 from .frames import CLIENT, SERVER, DecodedFrame, format_zxid
-from .masking import SecretRole, request_role, secret_spans, shifted
+from .masking import SecretRole, candidate_roles, request_role, secret_runs_past, secret_spans, shifted
 from .pairing import RequestLedger
 from .render import capped, format_frame, frame_to_json
 from .server_frames import ServerFrames
@@ -158,6 +158,8 @@ class ConversationDecoder:
             if len(side.buf) < 4:
                 return []
             side.mode = "4lw" if is_four_letter(bytes(side.buf[:4])) else "zk"
+            # Followed from its ConnectRequest: every reply of the server must pair with a request seen.
+            self._ledger.complete = side.state == "handshake" and detect_side(side.buf) == CLIENT
         if side.mode == "4lw":
             return self._client_frames.four_letter(side, now)
         return self._split(side, now)
@@ -219,6 +221,8 @@ class ConversationDecoder:
         side.skipped += dropped
         if side.direction == SERVER:
             self._ledger.server_skipped()
+        else:
+            self._ledger.complete = False
         frame = side.frame("skipped", b"", side.offset, now, note=f"{dropped} bytes {reason}")
         frame = dataclasses.replace(frame, size=dropped)
         side.offset += dropped
@@ -288,6 +292,7 @@ class ConversationDecoder:
                 break
             payload = bytes(buf[pos + 4 : stop])
             offset = side.offset + pos
+            first = side.state == "handshake"
             if side.direction == CLIENT:
                 decoded = self._client_frames.frame(side, payload, offset, now)
             else:
@@ -298,15 +303,35 @@ class ConversationDecoder:
                     decoded = dataclasses.replace(decoded, disagreement=disagreement)
             frames.append(decoded)
             pos = stop
+            if decoded.kind == "malformed" and self._secret_past_frame(side, decoded, first):
+                # The frame's length cut a secret short: what follows may be the rest of it, not frames.
+                note = "a secret runs past this frame's end: rest of the stream not decoded"
+                frames[-1] = dataclasses.replace(decoded, note=f"{decoded.note}; {note}" if decoded.note else note)
+                side.state = "broken"
+                side.skipped += end - pos
+                pos = end
+                break
         del buf[:pos]
         side.offset += pos
         return frames
+
+    def _secret_past_frame(self, side: Side, frame: DecodedFrame, first: bool) -> bool:
+        """Whether a secret the (malformed) frame may carry, read as either side's, runs past its end."""
+        payload = frame.payload
+        roles = candidate_roles(payload, self._role_of(side, payload, first))
+        if frame.direction == SERVER and frame.op == OpCode.SASL:
+            roles.add("sasl_reply")
+        return any(secret_runs_past(role, payload) for role in roles)
 
     def _secret_spans_of(
         self, side: Side, payload: bytes, *, exact: bool, full_length: int | None = None
     ) -> tuple[tuple[int, int], ...]:
         """Secret spans of a (possibly partial) payload that is the next frame of ``side``."""
-        first = side.state == "handshake"
+        role = self._role_of(side, payload, side.state == "handshake")
+        return secret_spans(role, payload, exact=exact, full_length=full_length)
+
+    def _role_of(self, side: Side, payload: bytes, first: bool) -> SecretRole | None:
+        """The role the next frame of ``side`` has, by where it is and its layout."""
         # A frame opening with 0 (a connect record's protocolVersion, never a request's xid) is taken for
         # a handshake even where none was expected.
         zero = payload[:4] == b"\x00\x00\x00\x00"
@@ -323,7 +348,7 @@ class ConversationDecoder:
                 pending = self._ledger.pending.get(_INT.unpack_from(payload)[0])
                 if pending is not None and pending.op == OpCode.SASL:
                     role = "sasl_reply"
-        return secret_spans(role, payload, exact=exact, full_length=full_length)
+        return role
 
 
 def detect_side(data: bytes | bytearray | memoryview) -> str:

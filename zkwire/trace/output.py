@@ -53,6 +53,7 @@ class TraceOptions:
         stats: TraceStats | None = None,
         show_frames: bool = True,
         session_view: int | None = None,
+        stats_json: str | None = None,
     ) -> None:
         self.verbose = verbose
         self.json_lines = json_lines
@@ -66,6 +67,8 @@ class TraceOptions:
         self.stats = stats
         self.show_frames = show_frames
         self.session_view = session_view
+        #: Where the summary is also written as one JSON object, each time it is printed (None: nowhere).
+        self.stats_json = stats_json
         self._connections: dict[int, ConnectionInfo] = {}
 
     def connection(self, conn: int | None) -> ConnectionInfo:
@@ -134,13 +137,28 @@ class TraceOptions:
     def summary(self, *, always: bool = False) -> None:
         """Print the statistics gathered so far (text lines, or one JSON object with ``--json``): at the
         end when a frame was counted or only statistics are shown; ``always`` (on request) even if not."""
-        if self.stats is None or not (always or self.stats.frames or not self.show_frames):
+        if self.stats is None:
+            return
+        if self.stats_json is not None:
+            self._write_stats_json(self.stats_json)
+        if not (always or self.stats.frames or not self.show_frames):
             return
         if self.json_lines:
             self.out.write(json.dumps(self.stats.to_json()) + "\n")
         else:
             self.out.write("".join(f"== {line}\n" for line in self.stats.lines()))
         self.out.flush()
+
+    def _write_stats_json(self, path: str) -> None:
+        assert self.stats is not None
+        text = json.dumps(self.stats.to_json(), indent=2) + "\n"
+        partial = f"{path}.partial"
+        try:
+            with open(partial, "w", encoding="utf-8") as f:  # replaced whole: a reader never sees half of it
+                f.write(text)
+            os.replace(partial, path)
+        except OSError as e:
+            print(escape_controls(f"zkwire: cannot write the summary to {path}: {e}"), file=sys.stderr)
 
     def _write_note(self, conn: int, text: str, wall: float | None = None) -> None:
         wall = time.time() if wall is None else wall

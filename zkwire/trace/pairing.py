@@ -26,13 +26,15 @@ class Pending:
 class RequestLedger:
     """The requests and pings sent and not answered yet, in the order they were sent."""
 
-    __slots__ = ("gap", "pending", "pings")
+    __slots__ = ("complete", "gap", "pending", "pings")
 
     def __init__(self) -> None:
         self.pending: dict[int, Pending] = {}
         self.pings: deque[float | None] = deque()
         #: Server bytes were skipped: requests answered in them are dropped at the next paired reply.
         self.gap = False
+        #: The client's side was followed from its handshake, none of it skipped: every reply pairs.
+        self.complete = False
 
     def server_skipped(self) -> None:
         """Server bytes went by undecoded: the replies in them are lost."""

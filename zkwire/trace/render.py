@@ -157,6 +157,8 @@ def format_frame(
         parts.append(f"[{frame.note}]")
     if frame.error:
         parts.append(f"ERROR: {frame.error}")
+    if frame.disagreement:
+        parts.append(f"VERIFY: {frame.disagreement}")
     line = capped(escape_controls(" ".join(parts)), max_line)
     if not verbose:
         return line
@@ -243,4 +245,6 @@ def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line
     }
     if limit is not None and len(frame.payload) > limit:
         obj["payload_truncated"] = True
+    if frame.disagreement is not None:
+        obj["disagreement"] = frame.disagreement
     return obj

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
 import threading
@@ -51,6 +52,7 @@ from .decoder import ConversationDecoder, detect_side
 from .filters import FrameFilter, parse_op, parse_session_id
 from .frames import CLIENT, SERVER
 from .output import DEFAULT_MAX_LINE, DEFAULT_MAX_QUEUED, FdWriter, TraceOptions, show_event
+from .progress import Progress
 from .proxy import READ_CHUNK, serve_trace
 from .sniff import open_sniffer
 from .stats import TraceStats
@@ -106,7 +108,7 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
                 file=sys.stderr,
             )
             return 2
-        return _decode_capture(args.file, args.port or (), options)
+        return _decode_capture(args.file, args.port or (), options, _reading(args))
     if args.port:
         print("zkwire decode: --port is only for pcap and pcapng captures", file=sys.stderr)
         return 2
@@ -127,7 +129,7 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
         )
         return 2
     # Fed in chunks and printed as it goes: a long capture piped into `head` stops early.
-    decoder = ConversationDecoder()
+    decoder = ConversationDecoder(reading=_reading(args))
     side = args.side if args.side != "auto" else detect_side(data)
     streams = [(CLIENT, data), (SERVER, server_data)] if server_data is not None else [(side, data)]
     malformed = False
@@ -143,26 +145,44 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
     return 1 if malformed else 0
 
 
-def _decode_capture(path: str, ports: Iterable[int], options: TraceOptions) -> int:
-    """``zkwire decode`` of a pcap or pcapng file: every ZooKeeper connection in it, in capture order."""
-    decoder = CaptureDecoder(ports)
+def _reading(args: argparse.Namespace) -> str:
+    """How records are read: both ways with ``--verify``; header facts only when nothing but the summary
+    is shown and no filter looks into records (a path filter matches a multi's operations too); else the
+    fast codec."""
+    if getattr(args, "verify", False):
+        return "verify"
+    return "headers" if args.stats and not args.path else "fast"
+
+
+def _decode_capture(path: str, ports: Iterable[int], options: TraceOptions, reading: str = "fast") -> int:
+    """``zkwire decode`` of a pcap or pcapng file: every ZooKeeper connection in it, in capture order.
+
+    The file is read as it is decoded (the memory used does not grow with its size); on a terminal, stderr
+    shows how far the reading is."""
+    decoder = CaptureDecoder(ports, reading=reading)
     malformed = False
     try:
         stream = open(path, "rb")  # noqa: SIM115  (closed below)
+        size = os.fstat(stream.fileno()).st_size
     except OSError as e:
         print(escape_controls(f"zkwire decode: {e}"), file=sys.stderr)
         return 1
     restore = _summary_on_sigusr1(options)
+    progress = Progress(size, stream)
     try:
         for event in decoder.add_all(PacketReader(stream)):
-            malformed |= event.frame is not None and event.frame.kind == "malformed"
+            if event.frame is not None:
+                malformed |= event.frame.kind == "malformed"
+                progress.frame()
             show_event(options, event)
     except CaptureError as e:
         for event in decoder.finish():
             show_event(options, event)
+        progress.done()
         print(escape_controls(f"zkwire decode: {path}: {e}"), file=sys.stderr)
         return 1
     finally:
+        progress.done()
         restore()
         stream.close()
     if decoder.ignored:
@@ -224,14 +244,16 @@ async def _trace_until_interrupted(
     return code
 
 
-async def _sniff(iface: str, ports: list[int], options: TraceOptions, duration: float | None) -> int:
+async def _sniff(
+    iface: str, ports: list[int], options: TraceOptions, duration: float | None, reading: str = "fast"
+) -> int:
     """``zkwire sniff``: decode live traffic on ``iface`` until Ctrl-C (or ``duration`` seconds)."""
     try:
         sniffer = open_sniffer(iface, ports)
     except CaptureError as e:
         print(escape_controls(f"zkwire sniff: {e}"), file=sys.stderr)
         return 1
-    decoder = CaptureDecoder(ports)
+    decoder = CaptureDecoder(ports, reading=reading)
     code = EXIT_INTERRUPTED
     which = f"TCP port {','.join(map(str, ports))}" if ports else "ZooKeeper traffic (ports detected)"
     options.note(0, f"sniffing {which} on {iface}; Ctrl-C stops")
@@ -289,6 +311,11 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
     s = p.add_argument_group("statistics (a summary is printed on exit and on SIGUSR1)")
     s.add_argument("--stats", action="store_true", help="print only the summary, no frames")
     s.add_argument(
+        "--stats-json",
+        metavar="PATH",
+        help="also write the summary to PATH as one JSON object (replaced each time the summary is printed)",
+    )
+    s.add_argument(
         "--depth", type=_depth, metavar="N", help="count request paths by their first N components in the summary"
     )
     s.add_argument(
@@ -310,6 +337,9 @@ def _view_options(args: argparse.Namespace) -> TraceOptions:
         slower_ms=args.slower,
         hide_pings=args.hide_pings or args.session_view is not None,
     )
+    stats = TraceStats(depth=args.depth)
+    if getattr(args, "verify", False):
+        stats.verified = 0
     return TraceOptions(
         verbose=args.verbose,
         json_lines=args.json,
@@ -317,9 +347,10 @@ def _view_options(args: argparse.Namespace) -> TraceOptions:
         reveal_secrets=args.reveal_secrets,
         max_line=args.max_line,
         frame_filter=frame_filter if frame_filter.active else None,
-        stats=TraceStats(depth=args.depth),
+        stats=stats,
         show_frames=not args.stats,
         session_view=args.session_view,
+        stats_json=args.stats_json,
     )
 
 
@@ -377,6 +408,12 @@ def _main(argv: list[str]) -> int:
     sniff.add_argument("--duration", type=_seconds, metavar="SECONDS", help="stop after this long (default: Ctrl-C)")
     for p in (trace, decode, sniff):
         _add_view_options(p)
+    for p in (decode, sniff):
+        p.add_argument(
+            "--verify",
+            action="store_true",
+            help="read every record with the fast codec and the construct schemas, and report where they disagree",
+        )
     args = parser.parse_args(argv)
     options = _view_options(args)
     if args.command == "decode":
@@ -387,7 +424,7 @@ def _main(argv: list[str]) -> int:
     except (AttributeError, OSError, ValueError):  # not a file (a test's capture): written as it is
         options.out = sys.stdout
     if args.command == "sniff":
-        return trio.run(_sniff, args.iface, args.port or [], options, args.duration)
+        return trio.run(_sniff, args.iface, args.port or [], options, args.duration, _reading(args))
     try:
         listen = _parse_hostport(args.listen)
         upstreams = _upstreams(args)
