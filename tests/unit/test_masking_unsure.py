@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.helpers.fuzzing import shows
+from tests.helpers.fuzzing import Sink, shows
 from zkwire.constants import AUTH_XID, OpCode
 from zkwire.protocol.codec import encode_connect_request, encode_request
 from zkwire.protocol.framing import frame
@@ -65,21 +65,9 @@ def conversation() -> tuple[bytes, bytes]:
     return client, server
 
 
-class _Sink:
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        return len(text)
-
-    def flush(self) -> None:
-        pass
-
-
 def rendered(frames: list[DecodedFrame]) -> str:
     """Every view of the frames: plain lines, verbose (record and hex dump), JSON; capped and not."""
-    sink = _Sink()
+    sink = Sink()
     for verbose, json_lines, max_line in ((False, False, 4096), (True, False, 0), (True, False, 300), (False, True, 0)):
         options = TraceOptions(out=sink, verbose=verbose, json_lines=json_lines, max_line=max_line)  # type: ignore[arg-type]
         for f in frames:
