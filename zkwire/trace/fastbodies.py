@@ -12,6 +12,7 @@ they agree.  :class:`HeaderBodies` decodes no record body but the small fixed on
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -26,12 +27,16 @@ from ..protocol.codec import (
 )
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
 from ..protocol.jute import Reader
+from ..protocol.multi import MultiResponse
 from ..protocol.optable import REQUEST_RECORDS
+from ..protocol.records import ACL, ClientInfo, Id, Stat
 from .notes import path_of
 
 __all__ = ["FastBodies", "HeaderBodies", "plain", "PATH_FIRST_OPS"]
 
 _Converter = Callable[[Any], Any]
+#: The NamedTuples a record's field may be typed as, by name (the vectors of them convert in one pass).
+_NAMED_TUPLES: dict[str, type] = {cls.__name__: cls for cls in (ACL, ClientInfo, Id, Stat)}
 
 
 def _same(value: Any) -> Any:
@@ -43,6 +48,16 @@ def _to_bytes(value: Any) -> bytes:
 
 
 def _sequence(value: Any) -> list[Any]:
+    if len(value) > 1:
+        kind = type(value[0])
+        flat = _FLAT.get(kind)
+        if flat is not None and all(type(v) is kind for v in value):
+            names, inner, inner_names = flat
+            rows = [dict(zip(names, v, strict=True)) for v in value]  # a long vector of records: one pass
+            if inner is not None:
+                for row in rows:
+                    row[inner] = dict(zip(inner_names, row[inner], strict=True))
+            return rows
     return [plain(v) for v in value]
 
 
@@ -60,21 +75,73 @@ _CONVERTERS: dict[type, _Converter] = {
 }
 
 
+#: Field types that hold plain values already (a field typed otherwise may hold a record or a list).
+_PLAIN_TYPES = frozenset({"int", "str", "bytes", "bool", "float", "None"})
+
+
+def _nested_fields(cls: type, names: tuple[str, ...]) -> tuple[str, ...]:
+    """The fields of ``cls`` that may hold something to convert: those not typed as plain values."""
+    hints: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        hints.update(getattr(klass, "__annotations__", {}))
+    return tuple(name for name in names if not set(_hint_text(hints.get(name)).split("|")) <= _PLAIN_TYPES)
+
+
+def _hint_text(hint: Any) -> str:
+    """A field's type as text without spaces (``int|None``); a NamedTuple keeps it as a ForwardRef."""
+    text = getattr(hint, "__forward_arg__", hint)
+    return text.replace(" ", "") if isinstance(text, str) else "?"
+
+
+#: NamedTuples whose vectors convert in one pass: field names, and the one field holding a NamedTuple of
+#: plain values (with its field names), if any -- ACL and its Id, ClientInfo, Stat.
+_FLAT: dict[type, tuple[tuple[str, ...], str | None, tuple[str, ...]]] = {}
+
+
+def _learn_flat(cls: type, names: tuple[str, ...], nested: tuple[str, ...]) -> None:
+    if not nested:
+        _FLAT[cls] = (names, None, ())
+        return
+    hints = getattr(cls, "__annotations__", {})
+    if len(nested) == 1:
+        inner_cls = _NAMED_TUPLES.get(_hint_text(hints.get(nested[0])))
+        inner_names: tuple[str, ...] | None = getattr(inner_cls, "_fields", None)
+        if inner_cls is not None and inner_names and not _nested_fields(inner_cls, inner_names):
+            _FLAT[cls] = (names, nested[0], inner_names)
+
+
 def _record_converter(cls: type) -> _Converter:
-    """The converter of one record class: its fields in order, as a dict (nested records converted too)."""
+    """The converter of one record class: its fields in order, as a dict (nested records converted too;
+    fields typed as plain values are taken as they are, which keeps long vectors of records quick)."""
     fields: tuple[str, ...] | None = getattr(cls, "_fields", None)
     if fields is not None and issubclass(cls, tuple):  # a NamedTuple
         names = fields
+        nested = _nested_fields(cls, names)
+        _learn_flat(cls, names, nested)
 
         def named(value: Any) -> dict[str, Any]:
-            return {k: plain(v) for k, v in zip(names, value, strict=True)}
+            out = dict(zip(names, value, strict=True))
+            for k in nested:
+                out[k] = plain(out[k])
+            return out
 
         return named
     if dataclasses.is_dataclass(cls):
         attrs = tuple(f.name for f in dataclasses.fields(cls))
+        nested = _nested_fields(cls, attrs)
+        if len(attrs) == 1:  # ErrorResponse, CreateResponse, WhoAmIResponse...: a dict of one field
+            (only,) = attrs
+            get = operator.attrgetter(only)
+            if nested:
+                return lambda value: {only: plain(get(value))}
+            return lambda value: {only: get(value)}
+        get_all = operator.attrgetter(*attrs) if attrs else lambda value: ()
 
         def record(value: Any) -> dict[str, Any]:
-            return {k: plain(getattr(value, k)) for k in attrs}
+            out = dict(zip(attrs, get_all(value), strict=True))
+            for k in nested:
+                out[k] = plain(out[k])
+            return out
 
         return record
     if issubclass(cls, int):  # an IntEnum: its number, as the schemas give it
@@ -100,8 +167,8 @@ def _first_field(cls: type | None) -> str | None:
     return fields[0] if fields else None
 
 
-#: Ops whose request record starts with the node's path (read from the op table's records).
-PATH_FIRST_OPS = frozenset(op for op, cls in REQUEST_RECORDS.items() if _first_field(cls) == "path")
+#: Ops whose request record starts with the node's path (or a path prefix), read from the op table's records.
+PATH_FIRST_OPS = frozenset(op for op, cls in REQUEST_RECORDS.items() if _first_field(cls) in ("path", "prefix_path"))
 
 
 class FastBodies:
@@ -133,6 +200,10 @@ class FastBodies:
         if op is None:
             raise ProtocolError("no reply format for an unknown op")
         record = decode_response_body(op, payload)
+        if isinstance(record, MultiResponse):  # the results in one loop: a large multi holds 100,000s
+            return {
+                "results": [{"op": o, "err": e, "body": None if b is None else plain(b)} for o, e, b in record.results]
+            }
         return None if record is None else plain(record)
 
     def path(self, op: int, payload: bytes, record: Any) -> str | None:
