@@ -241,22 +241,26 @@ _new_tuple = tuple.__new__
 
 def read_acl(r: Reader) -> tuple[ACL, ...] | None:
     """A vector of :class:`ACL` entries."""
-    n = r.int32()
-    if n == -1:
+    n = _vector_count(r)
+    if n is None:
         return None
-    if n < 0:
-        raise ProtocolError(f"negative length {n} for vector")
     return tuple(_new_tuple(ACL, (perms, _new_tuple(Id, ids))) for perms, *ids in r.string_pairs(n, lead_int=True))
 
 
 def read_client_infos(r: Reader) -> tuple[ClientInfo, ...] | None:
     """A vector of :class:`ClientInfo` entries."""
+    n = _vector_count(r)
+    return None if n is None else tuple(_new_tuple(ClientInfo, pair) for pair in r.string_pairs(n))
+
+
+def _vector_count(r: Reader) -> int | None:
+    """A vector's count (None for -1, a null vector)."""
     n = r.int32()
     if n == -1:
         return None
     if n < 0:
         raise ProtocolError(f"negative length {n} for vector")
-    return tuple(_new_tuple(ClientInfo, pair) for pair in r.string_pairs(n))
+    return n
 
 
 def opt_tuple(v: list[str | None] | None) -> tuple[str | None, ...] | None:
