@@ -170,9 +170,17 @@ class TraceOptions:
         self.out.flush()
 
 
+_SECONDS: list[tuple[int, str]] = [(-1, "")]  # the last whole second written, and its text
+
+
 def _stamp(wall: float) -> str:
     """The time column of every line: local time to the microsecond."""
-    return time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall % 1 * 1e6):06d}"
+    second = int(wall // 1)
+    last, text = _SECONDS[0]
+    if second != last:  # frames come many to a second: the clock's text is made once for each
+        text = time.strftime("%H:%M:%S", time.localtime(second))
+        _SECONDS[0] = (second, text)
+    return f"{text}.{int(wall % 1 * 1e6):06d}"
 
 
 class FdWriter:

@@ -7,6 +7,7 @@ and long values are cut to a line budget, saying how much was left out.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..constants import OpCode
@@ -14,6 +15,9 @@ from ..terminal import escape_controls
 from .frames import CLIENT, DecodedFrame, format_zxid
 
 __all__ = ["capped", "format_frame", "frame_to_json", "format_zxid"]
+
+
+_SPACE = re.compile(r"\s")
 
 
 def _hidden(n: int) -> str:
@@ -43,6 +47,27 @@ def _masked(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None)
             for i in range(max(start, 0), min(end, len(out))):
                 out[i] = None
     return out
+
+
+def _masked_hex(frame: DecodedFrame, reveal_secrets: bool, limit: int | None) -> str:
+    """The payload (its first ``limit`` bytes) in hex, ``**`` for each byte of a secret."""
+    shown = frame.payload if limit is None else frame.payload[:limit]
+    if reveal_secrets or not frame.secret_spans:
+        return shown.hex()
+    hidden = bytearray(len(shown))  # 1 where a secret is
+    for start, end in frame.secret_spans:
+        start, end = max(start, 0), min(end, len(shown))
+        if end > start:
+            hidden[start:end] = b"\x01" * (end - start)
+    parts: list[str] = []
+    pos = 0
+    while pos < len(shown):
+        secret = hidden[pos]
+        stop = hidden.find(b"\x00" if secret else b"\x01", pos)
+        stop = len(shown) if stop < 0 else stop
+        parts.append("**" * (stop - pos) if secret else shown[pos:stop].hex())
+        pos = stop
+    return "".join(parts)
 
 
 def _hexdump(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None, indent: str = "    ") -> list[str]:
@@ -142,7 +167,7 @@ def format_frame(
         parts.append(frame.op_name)
     if frame.path is not None:
         path = capped(frame.path, max_line and max_line // 2)
-        parts.append(repr(path) if path == "" or any(c.isspace() for c in path) else path)
+        parts.append(repr(path) if path == "" or _SPACE.search(path) else path)
     if frame.err is not None and (frame.err != 0 or frame.kind not in ("event", "ping")):
         parts.append("FAILED" if _failed_multi(frame) else frame.err_name or str(frame.err))
     if frame.zxid is not None:
@@ -198,7 +223,12 @@ def _zxids_in_hex(value: Any) -> Any:
     return value
 
 
+_SCALARS = frozenset({int, str, float, bool, type(None)})
+
+
 def _jsonable(value: Any) -> Any:
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex()
     if isinstance(value, _Cut):
@@ -210,6 +240,11 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+#: An upper bound of the JSON characters of a record per byte of its encoding: a Stat's 68 bytes make
+#: about 300 characters, an empty string's 4 bytes 4, a control character in a string 6.
+_JSON_GROWTH = 8
+
+
 def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line: int | None = None) -> dict[str, Any]:
     """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``;
     ``config`` is the frame's :attr:`~zkwire.trace.frames.DecodedFrame.config` (or null).
@@ -219,9 +254,13 @@ def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line
     long strings and lists are cut (saying how much was left out).
     """
     limit = _hex_limit(max_line)
-    payload_hex = "".join("**" if b is None else f"{b:02x}" for b in _masked(frame, reveal_secrets, limit))
+    payload_hex = _masked_hex(frame, reveal_secrets, limit)
     record = _shown_record(frame, reveal_secrets)
     text_limit = max_line and max(64, max_line // 8)
+    # A record holds no more than _JSON_GROWTH characters of JSON per byte of its frame: a small frame's
+    # record fits the budget whole, and need not be walked to be shortened.
+    budget = (max_line or 0) // 4
+    abridge = budget > 0 and len(frame.payload) * _JSON_GROWTH > budget
     obj = {
         "direction": frame.direction,
         "kind": frame.kind,
@@ -237,8 +276,8 @@ def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line
         "zxid": frame.zxid,
         "size": frame.size,
         "latency": frame.latency,
-        "record": _jsonable(_abridged(record, max_line // 4) if max_line else record),
-        "config": _jsonable(_abridged(frame.config, max_line // 4) if max_line else frame.config),
+        "record": _jsonable(_abridged(record, budget) if abridge else record),
+        "config": _jsonable(_abridged(frame.config, budget) if abridge else frame.config),
         "error": frame.error if frame.error is None else capped(frame.error, text_limit),
         "note": frame.note if frame.note is None else capped(frame.note, text_limit),
         "payload": payload_hex,
