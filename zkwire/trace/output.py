@@ -17,7 +17,7 @@ from ..terminal import escape_controls
 from .conversations import CaptureEvent, format_endpoint
 from .filters import ConnectionInfo, FrameFilter, format_session
 from .frames import DecodedFrame
-from .render import capped, format_frame, frame_to_json
+from .render import capped, format_frame, frame_to_json, json_default
 from .stats import TraceStats
 
 __all__ = ["DEFAULT_MAX_LINE", "DEFAULT_MAX_QUEUED", "FdWriter", "TraceOptions", "show_event"]
@@ -114,10 +114,10 @@ class TraceOptions:
     def _json_line(self, conn: int | None, frame: DecodedFrame, wall: float, max_line: int | None) -> str:
         budget = max_line
         while True:
-            obj = frame_to_json(frame, reveal_secrets=self.reveal_secrets, max_line=budget)
+            obj = frame_to_json(frame, reveal_secrets=self.reveal_secrets, max_line=budget, jsonable=False)
             obj["conn"] = conn
             obj["wall_time"] = wall
-            text = json.dumps(obj)
+            text = json.dumps(obj, default=json_default)
             if max_line is None or budget is None or len(text) <= max_line or budget <= 256:
                 return text
             budget //= 2  # JSON escapes made it longer than planned: shorten the values further

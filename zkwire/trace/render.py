@@ -14,7 +14,7 @@ from ..constants import OpCode
 from ..terminal import escape_controls
 from .frames import CLIENT, DecodedFrame, format_zxid
 
-__all__ = ["capped", "format_frame", "frame_to_json", "format_zxid"]
+__all__ = ["capped", "format_frame", "frame_to_json", "format_zxid", "json_default"]
 
 
 _SPACE = re.compile(r"\s")
@@ -245,9 +245,23 @@ def _jsonable(value: Any) -> Any:
 _JSON_GROWTH = 8
 
 
-def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line: int | None = None) -> dict[str, Any]:
+def json_default(value: Any) -> Any:
+    """``default`` for :func:`json.dumps` of :func:`frame_to_json` (``jsonable=False``)'s objects: bytes as
+    hex, a shortened value as its text."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, _Cut):
+        return value.json()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def frame_to_json(
+    frame: DecodedFrame, *, reveal_secrets: bool = False, max_line: int | None = None, jsonable: bool = True
+) -> dict[str, Any]:
     """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``;
     ``config`` is the frame's :attr:`~zkwire.trace.frames.DecodedFrame.config` (or null).
+    ``jsonable=False`` leaves the record's values as they are, for :func:`json.dumps` with
+    :func:`json_default` (which converts them as it writes, without a walk of its own).
 
     With ``max_line``, the values are shortened so that the object's JSON stays near that many
     characters: the payload stops after ``max_line // 8`` bytes (``payload_truncated`` is then true),
@@ -276,8 +290,8 @@ def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line
         "zxid": frame.zxid,
         "size": frame.size,
         "latency": frame.latency,
-        "record": _jsonable(_abridged(record, budget) if abridge else record),
-        "config": _jsonable(_abridged(frame.config, budget) if abridge else frame.config),
+        "record": _abridged(record, budget) if abridge else record,
+        "config": _abridged(frame.config, budget) if abridge else frame.config,
         "error": frame.error if frame.error is None else capped(frame.error, text_limit),
         "note": frame.note if frame.note is None else capped(frame.note, text_limit),
         "payload": payload_hex,
@@ -286,4 +300,7 @@ def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line
         obj["payload_truncated"] = True
     if frame.disagreement is not None:
         obj["disagreement"] = frame.disagreement
+    if jsonable:
+        obj["record"] = _jsonable(obj["record"])
+        obj["config"] = _jsonable(obj["config"])
     return obj
