@@ -8,9 +8,10 @@ This module is the command line; the proxy is :mod:`~zkwire.trace.proxy`, its de
 connection (a whole ensemble), ``--upstream-tls`` (or ``--upstream-tls-ca``, ``--upstream-tls-cert``,
 ``--upstream-tls-key``, ``--upstream-tls-key-password-file``: the options of every tool, see
 :func:`~zkwire.shell.security.add_security_options`) speaks TLS to them.  Bytes are forwarded unchanged
-as they arrive; a copy goes through the construct-based
-:class:`~zkwire.trace.decoder.ConversationDecoder` of that connection, and one line per frame is
-printed (time, connection, direction, xid, op, path, error, zxid, size, reply latency).
+as they arrive; a copy goes through the :class:`~zkwire.trace.decoder.ConversationDecoder` of that
+connection (records read by the fast codec; ``--verify`` on ``decode`` and ``sniff`` also reads them with
+the construct schemas and reports disagreements), and one line per frame is printed (time, connection,
+direction, xid, op, path, error, zxid, size, reply latency).
 
 Decoding never delays or alters forwarding: it runs in a worker thread fed through a queue bounded in
 bytes.  When it falls behind, the bytes it cannot take are skipped (a ``skipped`` line says how many) and
