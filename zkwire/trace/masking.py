@@ -12,7 +12,15 @@ from typing import Literal
 from ..constants import OpCode
 from ..protocol.framing import LENGTH as _INT
 
-__all__ = ["SecretRole", "request_role", "secret_spans", "shifted", "candidate_roles", "secret_runs_past"]
+__all__ = [
+    "SecretRole",
+    "REQUEST_ROLES",
+    "request_role",
+    "secret_spans",
+    "shifted",
+    "candidate_roles",
+    "secret_runs_past",
+]
 
 #: The frames that carry a secret: the connect records (the session password), an AuthPacket (its
 #: credential), a SASL request or reply (the token).
@@ -27,12 +35,15 @@ _SECRET_LENGTH_AT: dict[SecretRole, int] = {
 }
 
 
+#: The requests that carry a secret, by op code: an AuthPacket's credential, a SASL request's token.
+REQUEST_ROLES: dict[int, SecretRole] = {OpCode.AUTH: "auth", OpCode.SASL: "sasl_request"}
+
+
 def request_role(payload: bytes) -> SecretRole | None:
     """ "auth" or "sasl_request" when the RequestHeader names one of those ops (else None)."""
     if len(payload) < 8:
         return None
-    op = _INT.unpack_from(payload, 4)[0]
-    return "auth" if op == OpCode.AUTH else "sasl_request" if op == OpCode.SASL else None
+    return REQUEST_ROLES.get(_INT.unpack_from(payload, 4)[0])
 
 
 def _buffer_span(payload: bytes, at: int, exact: bool) -> tuple[tuple[int, int], ...]:

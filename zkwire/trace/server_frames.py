@@ -142,7 +142,7 @@ class ServerFrames(SideFrames):
         if kind == "event":
             fields["path"] = path_of(record)
             notes.insert(0, event_note(record))
-        else:
+        elif record is not None:
             fields["config"] = config_reply(op, path, record) if kind == "reply" else None
             outcome = reply_note(op, record, sub_ops, fields["config"])
             if outcome:
