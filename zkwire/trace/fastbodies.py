@@ -49,6 +49,8 @@ def _to_bytes(value: Any) -> bytes:
 
 def _sequence(value: Any) -> list[Any]:
     if len(value) > 1:
+        if set(map(type, value)) <= _SCALAR_TYPES:  # names, paths, numbers: as they are, in one pass
+            return list(value)
         kind = type(value[0])
         flat = _FLAT.get(kind)
         if flat is not None and all(type(v) is kind for v in value):
@@ -60,6 +62,8 @@ def _sequence(value: Any) -> list[Any]:
             return rows
     return [plain(v) for v in value]
 
+
+_SCALAR_TYPES = frozenset({int, bool, str, bytes, float, type(None)})
 
 _CONVERTERS: dict[type, _Converter] = {
     int: _same,

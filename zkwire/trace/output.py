@@ -112,15 +112,25 @@ class TraceOptions:
         self.out.flush()
 
     def _json_line(self, conn: int | None, frame: DecodedFrame, wall: float, max_line: int | None) -> str:
+        if max_line is not None and len(frame.payload) <= max_line:
+            # Most frames fit whole: written as they are, their records are not walked to be shortened.
+            text = self._json_text(conn, frame, wall, max_line, shorten=False)
+            if len(text) <= max_line:
+                return text
         budget = max_line
         while True:
-            obj = frame_to_json(frame, reveal_secrets=self.reveal_secrets, max_line=budget, jsonable=False)
-            obj["conn"] = conn
-            obj["wall_time"] = wall
-            text = json.dumps(obj, default=json_default)
+            text = self._json_text(conn, frame, wall, budget)
             if max_line is None or budget is None or len(text) <= max_line or budget <= 256:
                 return text
             budget //= 2  # JSON escapes made it longer than planned: shorten the values further
+
+    def _json_text(
+        self, conn: int | None, frame: DecodedFrame, wall: float, budget: int | None, shorten: bool | None = None
+    ) -> str:
+        obj = frame_to_json(frame, reveal_secrets=self.reveal_secrets, max_line=budget, jsonable=False, shorten=shorten)
+        obj["conn"] = conn
+        obj["wall_time"] = wall
+        return json.dumps(obj, default=json_default)
 
     def _session_note(self, conn: int, session: int, info: ConnectionInfo, wall: float) -> None:
         if self.show_frames:

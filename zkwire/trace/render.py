@@ -256,12 +256,19 @@ def json_default(value: Any) -> Any:
 
 
 def frame_to_json(
-    frame: DecodedFrame, *, reveal_secrets: bool = False, max_line: int | None = None, jsonable: bool = True
+    frame: DecodedFrame,
+    *,
+    reveal_secrets: bool = False,
+    max_line: int | None = None,
+    jsonable: bool = True,
+    shorten: bool | None = None,
 ) -> dict[str, Any]:
     """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``;
     ``config`` is the frame's :attr:`~zkwire.trace.frames.DecodedFrame.config` (or null).
     ``jsonable=False`` leaves the record's values as they are, for :func:`json.dumps` with
-    :func:`json_default` (which converts them as it writes, without a walk of its own).
+    :func:`json_default` (which converts them as it writes, without a walk of its own).  ``shorten``:
+    whether the record and config are shortened to the budget (None: when the frame is long enough that
+    they might pass it; the other values are cut in any case).
 
     With ``max_line``, the values are shortened so that the object's JSON stays near that many
     characters: the payload stops after ``max_line // 8`` bytes (``payload_truncated`` is then true),
@@ -274,7 +281,7 @@ def frame_to_json(
     # A record holds no more than _JSON_GROWTH characters of JSON per byte of its frame: a small frame's
     # record fits the budget whole, and need not be walked to be shortened.
     budget = (max_line or 0) // 4
-    abridge = budget > 0 and len(frame.payload) * _JSON_GROWTH > budget
+    abridge = budget > 0 and (len(frame.payload) * _JSON_GROWTH > budget if shorten is None else shorten)
     obj = {
         "direction": frame.direction,
         "kind": frame.kind,
