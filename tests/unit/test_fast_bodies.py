@@ -183,3 +183,17 @@ def test_large_replies_read_the_same_both_ways(name: str) -> None:
     assert len(payload) > 900_000
     fast = FastBodies().reply(op, payload)
     assert first_difference(fast, body_decoder("schemas", compiled=True).reply(op, payload)) is None
+
+
+def test_requests_without_replies_are_kept_up_to_a_bound() -> None:
+    """A client's side decoded alone: its requests never pair, and the oldest are forgotten past the bound."""
+    from zkwire.trace import pairing
+
+    decoder = ConversationDecoder(handshake=False)
+    n = pairing.MAX_PENDING + 10
+    stream = b"".join(
+        bytes(encode_request(xid, OpCode.GET_DATA, GetDataRequest("/a", False))) for xid in range(1, n + 1)
+    )
+    frames = decoder.feed_client(stream)
+    assert len(frames) == n
+    assert len(decoder.pending) == pairing.MAX_PENDING and min(decoder.pending) == 11

@@ -78,7 +78,7 @@ class ClientFrames(SideFrames):
             kind = "auth" if op == OpCode.AUTH else "request"
             if xid in pending:
                 notes.append(f"xid {xid} reused while a {op_name(pending[xid].op)} with it is pending")
-            pending[xid] = Pending(op, path, now, multi_ops(op, record) if record is not None else ())
+            self.ledger.add(xid, Pending(op, path, now, multi_ops(op, record) if record is not None else ()))
         if error is not None:
             detail = request_note(op, record)
             note = "; ".join([*notes, detail] if detail else notes) or None

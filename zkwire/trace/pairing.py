@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..constants import OpCode
 
-__all__ = ["OUT_OF_BAND", "Pending", "RequestLedger"]
+__all__ = ["MAX_PENDING", "OUT_OF_BAND", "Pending", "RequestLedger"]
 
 # Ops the server answers at once, so their replies may overtake others still in the pipeline.
 OUT_OF_BAND = frozenset({OpCode.AUTH, OpCode.SASL})
@@ -23,18 +23,34 @@ class Pending:
     ops: tuple[str, ...] = ()  # a multi's operations, as "create /a"
 
 
-class RequestLedger:
-    """The requests and pings sent and not answered yet, in the order they were sent."""
+#: Requests (and pings) kept waiting for their replies: a client has far fewer in flight, so only a
+#: capture without the server's side reaches it; the oldest are then forgotten (memory stays bounded).
+MAX_PENDING = 1 << 16
 
-    __slots__ = ("complete", "gap", "pending", "pings")
+
+class RequestLedger:
+    """The requests and pings sent and not answered yet, in the order they were sent (at most
+    :data:`MAX_PENDING` of each: past it the oldest are forgotten, and counted in ``forgotten``)."""
+
+    __slots__ = ("complete", "forgotten", "gap", "pending", "pings")
 
     def __init__(self) -> None:
         self.pending: dict[int, Pending] = {}
-        self.pings: deque[float | None] = deque()
+        self.pings: deque[float | None] = deque(maxlen=MAX_PENDING)
+        #: Requests forgotten unanswered because too many were pending.
+        self.forgotten = 0
         #: Server bytes were skipped: requests answered in them are dropped at the next paired reply.
         self.gap = False
         #: The client's side was followed from its handshake, none of it skipped: every reply pairs.
         self.complete = False
+
+    def add(self, xid: int, pending: Pending) -> None:
+        """A request sent with ``xid`` (one sent before with the same xid is replaced)."""
+        table = self.pending
+        table[xid] = pending
+        if len(table) > MAX_PENDING:
+            del table[next(iter(table))]
+            self.forgotten += 1
 
     def server_skipped(self) -> None:
         """Server bytes went by undecoded: the replies in them are lost."""
