@@ -97,9 +97,10 @@ class ServerFrames(SideFrames):
             if pending is None:
                 if xid == AUTH_XID:
                     op = int(OpCode.AUTH)
-                elif side.unsure or ledger.complete:
-                    # Every reply pairs here, or a frame before did not decode: not a reply but bytes
-                    # misframed (maybe a secret's), so not even its header is shown.
+                elif side.unsure or (ledger.complete and not ledger.could_have_sent(xid)):
+                    # A frame before did not decode, or the client was followed from its handshake and
+                    # sent no such xid: not a reply but misframed bytes (maybe a secret's), so not even
+                    # its header is shown.
                     why = "a frame before it did not decode" if side.unsure else "no such request was sent"
                     return side.malformed(payload, offset, f"not a reply to any request seen ({why})", now)
                 else:
