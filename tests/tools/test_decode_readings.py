@@ -91,3 +91,32 @@ def test_progress_shows_bytes_read_and_frames_per_second_on_a_terminal_only() ->
 def test_a_decode_piped_elsewhere_shows_no_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     proc = _run(capsys, "decode", "--stats", str(_capture(tmp_path)))
     assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("ops", ["create", "getData", "setData,exists", "ping", "999"])
+def test_an_op_filter_shows_the_same_frames_reading_only_those_ops_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ops: str
+) -> None:
+    path = _capture(tmp_path)
+    only = _run(capsys, "decode", "--json", "--op", ops, str(path))
+    full = _run(capsys, "decode", "--json", "--verify", "--op", ops, str(path))  # every record read, both ways
+    assert only.returncode == full.returncode == 0, (only.stderr, full.stderr)
+    left = [json.loads(line) for line in only.stdout.splitlines()]
+    right = [json.loads(line) for line in full.stdout.splitlines()]
+    for summary in [o for o in left + right if o.get("kind") == "summary"]:
+        del summary["verified"], summary["disagreements"]
+    assert left == right
+
+
+def test_records_of_other_ops_are_not_read_for_an_op_filter() -> None:
+    from zkwire.constants import OpCode
+    from zkwire.protocol.codec import encode_request
+    from zkwire.protocol.records import GetDataRequest, SetDataRequest
+    from zkwire.trace.fastbodies import OpBodies
+
+    bodies = OpBodies(frozenset({OpCode.GET_DATA}))
+    get = bytes(encode_request(1, OpCode.GET_DATA, GetDataRequest("/a", False)))[4:]
+    put = bytes(encode_request(2, OpCode.SET_DATA, SetDataRequest("/b", b"x", -1)))[4:]
+    assert bodies.request(get) == {"path": "/a", "watch": False}
+    assert bodies.request(put) is None and bodies.path(OpCode.SET_DATA, put, None) == "/b"
+    assert bodies.reply(OpCode.SET_DATA, b"\x00" * 16 + b"not read") is None

@@ -39,7 +39,7 @@ from ..errors import InvalidArgumentError
 from ..protocol.framing import LENGTH as _INT
 from .bodies import BodyDecoder, SchemaBodies
 from .client_frames import ClientFrames
-from .fastbodies import FastBodies, HeaderBodies
+from .fastbodies import FastBodies, HeaderBodies, OpBodies
 from .frames import CLIENT, SERVER, DecodedFrame, format_zxid
 from .masking import SecretRole, candidate_roles, request_role, secret_runs_past, secret_spans, shifted
 from .pairing import RequestLedger
@@ -70,11 +70,14 @@ __all__ = [
 READINGS = ("fast", "headers", "schemas", "verify")
 
 
-def body_decoder(reading: str = "fast", *, compiled: bool = False) -> BodyDecoder:
+def body_decoder(
+    reading: str = "fast", *, compiled: bool = False, only_ops: frozenset[int] | None = None
+) -> BodyDecoder:
     """The :class:`~zkwire.trace.bodies.BodyDecoder` of one of :data:`READINGS` (``compiled``: the construct
-    schemas' compiled form, for "schemas" and "verify")."""
+    schemas' compiled form, for "schemas" and "verify"; ``only_ops``: with "fast", the records of these ops
+    alone are read in full, the others' header facts only)."""
     if reading == "fast":
-        return FastBodies()
+        return FastBodies() if only_ops is None else OpBodies(only_ops)
     if reading == "headers":
         return HeaderBodies()
     if reading == "schemas":
@@ -95,8 +98,8 @@ class ConversationDecoder:
     handshake decodes too.  ``handshake=False`` skips the connect records altogether.
     Records are read by ``bodies`` (a :class:`~zkwire.trace.bodies.BodyDecoder`), by default the one
     :func:`body_decoder` gives for ``reading`` (the fast codec; ``compiled=True``: the construct schemas'
-    compiled form where they are used).  Frames longer than ``max_frame`` break their
-    direction, as they would break a real client or server.
+    compiled form where they are used; ``only_ops``: see :func:`body_decoder`).  Frames longer than
+    ``max_frame`` break their direction, as they would break a real client or server.
     """
 
     def __init__(
@@ -107,11 +110,14 @@ class ConversationDecoder:
         compiled: bool = False,
         bodies: BodyDecoder | None = None,
         reading: str = "fast",
+        only_ops: frozenset[int] | None = None,
     ) -> None:
         self.max_frame = max_frame
         self.handshake = handshake
         self.compiled = compiled
-        self.bodies: BodyDecoder = bodies if bodies is not None else body_decoder(reading, compiled=compiled)
+        self.bodies: BodyDecoder = (
+            bodies if bodies is not None else body_decoder(reading, compiled=compiled, only_ops=only_ops)
+        )
         self._verifying = self.bodies if isinstance(self.bodies, VerifyingBodies) else None
         self._client = Side(CLIENT)
         self._server = Side(SERVER)

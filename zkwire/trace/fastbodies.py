@@ -26,13 +26,14 @@ from ..protocol.codec import (
     decode_watcher_event,
 )
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
+from ..protocol.jute import INT as _REQUEST_OP
 from ..protocol.jute import Reader
 from ..protocol.multi import MultiResponse
 from ..protocol.optable import REQUEST_RECORDS
 from ..protocol.records import ACL, ClientInfo, Id, Stat
 from .notes import path_of
 
-__all__ = ["FastBodies", "HeaderBodies", "plain", "PATH_FIRST_OPS"]
+__all__ = ["FastBodies", "HeaderBodies", "OpBodies", "plain", "PATH_FIRST_OPS"]
 
 _Converter = Callable[[Any], Any]
 #: The NamedTuples a record's field may be typed as, by name (the vectors of them convert in one pass).
@@ -237,3 +238,28 @@ class HeaderBodies(FastBodies):
         if op not in PATH_FIRST_OPS or len(payload) < 12:
             return None
         return Reader(payload, 8).ustring()
+
+
+class OpBodies(HeaderBodies):
+    """The records of the ops in ``ops`` read in full, the others' header facts only: for a filter on ops,
+    which shows no other frame (watch events, the connect records and a multi's results are read as
+    :class:`HeaderBodies` reads them)."""
+
+    __slots__ = ("ops",)
+    headers_only = False
+
+    def __init__(self, ops: frozenset[int]) -> None:
+        self.ops = ops
+
+    def request(self, payload: bytes) -> Any:
+        if len(payload) >= 8 and _REQUEST_OP.unpack_from(payload, 4)[0] in self.ops:
+            return FastBodies.request(self, payload)
+        return None
+
+    def reply(self, op: int | None, payload: bytes) -> Any:
+        if op in self.ops:
+            return FastBodies.reply(self, op, payload)
+        return super().reply(op, payload)
+
+    def path(self, op: int, payload: bytes, record: Any) -> str | None:
+        return path_of(record) if op in self.ops else super().path(op, payload, record)

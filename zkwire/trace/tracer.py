@@ -42,7 +42,9 @@ from pathlib import Path
 
 import trio
 
+from ..constants import OpCode
 from ..errors import InvalidArgumentError
+from ..protocol.optable import op_name
 from ..sansio.hosts import parse_host_port
 from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
 from ..shell.security import add_security_options, security_options
@@ -109,7 +111,7 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
                 file=sys.stderr,
             )
             return 2
-        return _decode_capture(args.file, args.port or (), options, _reading(args))
+        return _decode_capture(args.file, args.port or (), options, _reading(args), _only_ops(args))
     if args.port:
         print("zkwire decode: --port is only for pcap and pcapng captures", file=sys.stderr)
         return 2
@@ -130,7 +132,7 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
         )
         return 2
     # Fed in chunks and printed as it goes: a long capture piped into `head` stops early.
-    decoder = ConversationDecoder(reading=_reading(args))
+    decoder = ConversationDecoder(reading=_reading(args), only_ops=_only_ops(args))
     side = args.side if args.side != "auto" else detect_side(data)
     streams = [(CLIENT, data), (SERVER, server_data)] if server_data is not None else [(side, data)]
     malformed = False
@@ -155,12 +157,29 @@ def _reading(args: argparse.Namespace) -> str:
     return "headers" if args.stats and not args.path else "fast"
 
 
-def _decode_capture(path: str, ports: Iterable[int], options: TraceOptions, reading: str = "fast") -> int:
+def _only_ops(args: argparse.Namespace) -> frozenset[int] | None:
+    """With ``--op``, only the frames of those ops are shown: the others' records need not be read."""
+    if _reading(args) != "fast" or not args.op:
+        return None
+    codes = {op_name(op): int(op) for op in OpCode}
+    for name in args.op:
+        if name.startswith("op") and name[2:].lstrip("-").isdigit():  # an op code without a name
+            codes[name] = int(name[2:])
+    return frozenset(codes[name] for name in args.op if name in codes)  # connect records are always read
+
+
+def _decode_capture(
+    path: str,
+    ports: Iterable[int],
+    options: TraceOptions,
+    reading: str = "fast",
+    only_ops: frozenset[int] | None = None,
+) -> int:
     """``zkwire decode`` of a pcap or pcapng file: every ZooKeeper connection in it, in capture order.
 
     The file is read as it is decoded (the memory used does not grow with its size); on a terminal, stderr
     shows how far the reading is."""
-    decoder = CaptureDecoder(ports, reading=reading)
+    decoder = CaptureDecoder(ports, reading=reading, only_ops=only_ops)
     malformed = False
     try:
         stream = open(path, "rb")  # noqa: SIM115  (closed below)
@@ -246,7 +265,12 @@ async def _trace_until_interrupted(
 
 
 async def _sniff(
-    iface: str, ports: list[int], options: TraceOptions, duration: float | None, reading: str = "fast"
+    iface: str,
+    ports: list[int],
+    options: TraceOptions,
+    duration: float | None,
+    reading: str = "fast",
+    only_ops: frozenset[int] | None = None,
 ) -> int:
     """``zkwire sniff``: decode live traffic on ``iface`` until Ctrl-C (or ``duration`` seconds)."""
     try:
@@ -254,7 +278,7 @@ async def _sniff(
     except CaptureError as e:
         print(escape_controls(f"zkwire sniff: {e}"), file=sys.stderr)
         return 1
-    decoder = CaptureDecoder(ports, reading=reading)
+    decoder = CaptureDecoder(ports, reading=reading, only_ops=only_ops)
     code = EXIT_INTERRUPTED
     which = f"TCP port {','.join(map(str, ports))}" if ports else "ZooKeeper traffic (ports detected)"
     options.note(0, f"sniffing {which} on {iface}; Ctrl-C stops")
@@ -425,7 +449,7 @@ def _main(argv: list[str]) -> int:
     except (AttributeError, OSError, ValueError):  # not a file (a test's capture): written as it is
         options.out = sys.stdout
     if args.command == "sniff":
-        return trio.run(_sniff, args.iface, args.port or [], options, args.duration, _reading(args))
+        return trio.run(_sniff, args.iface, args.port or [], options, args.duration, _reading(args), _only_ops(args))
     try:
         listen = _parse_hostport(args.listen)
         upstreams = _upstreams(args)
