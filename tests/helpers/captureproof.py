@@ -245,16 +245,20 @@ def kernel_drops(report: str) -> int:
 
 
 async def decode_cli(pcap: Path, *extra: str) -> list[dict[str, Any]]:
-    """``zkwire decode --json pcap``'s objects (it must succeed quietly)."""
+    """``zkwire decode --json --verify pcap``'s objects (it must succeed quietly, the fast codec and the
+    construct schemas agreeing on every record)."""
     with trio.fail_after(60):
         done = await trio.run_process(
-            [sys.executable, "-m", "zkwire", "decode", "--json", "--max-line", "0", *extra, str(pcap)],
+            [sys.executable, "-m", "zkwire", "decode", "--json", "--verify", "--max-line", "0", *extra, str(pcap)],
             capture_stdout=True,
             capture_stderr=True,
             check=False,
         )
     assert done.returncode == 0 and done.stderr == b"", done.stderr.decode(errors="replace")[-2000:]
-    return [json.loads(line) for line in done.stdout.decode().splitlines()]
+    objs = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert not [o for o in objs if "disagreement" in o], [o for o in objs if "disagreement" in o][:3]
+    assert all(o["disagreements"] == 0 and o["verified"] for o in objs if o.get("kind") == "summary")
+    return objs
 
 
 #: tcpdump's kernel buffer (KiB).

@@ -523,7 +523,7 @@ def read_as_a_driver(
 _RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
-class _Sink:
+class Sink:
     def __init__(self) -> None:
         self.parts: list[str] = []
 
@@ -537,7 +537,7 @@ class _Sink:
 
 def _render(frames: Sequence[DecodedFrame], *, max_line: int = 4096, modes: str = "vj") -> str:
     """What ``zkwire trace`` prints for ``frames``: with ``--verbose`` (v), plain (p), ``--json`` (j)."""
-    sink = _Sink()
+    sink = Sink()
     for mode in modes:
         options = TraceOptions(out=sink, verbose=mode == "v", json_lines=mode == "j", max_line=max_line)  # type: ignore[arg-type]
         for frame in frames:

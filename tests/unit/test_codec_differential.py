@@ -456,10 +456,22 @@ def test_stream_decoder_malformed_and_unknown_frames() -> None:
     frames = decoder.feed_server(server + unknown + b"\x7f\xff\xff\xff junk")
     assert [f.kind for f in frames] == ["connect_response", "event", "reply", "ping", "reply", "malformed"]
     assert frames[2].err_name == "NONODE" and frames[2].record is None
+    # xid 77 may answer a request the capture lost: shown, paired with nothing, its body hidden.
     assert frames[4].op is None and "no pending request" in (frames[4].note or "")
+    assert frames[4].secret_spans == ((8, frames[4].size),)
     assert "frame length" in (frames[5].error or "")
     assert decoder.feed_server(b"more bytes") == []
     assert decoder.undecodable_bytes["server"] == 4 + 5 + 10
+    # The client was followed from its handshake and never came near this xid: misframed bytes, hidden.
+    decoder = ConversationDecoder()
+    decoder.feed_client(client)
+    misframed = frame(fast_bytes(R.ReplyHeader(5_000_000, 5, 0)) + b"\x00\x00\x00\x00")
+    last = decoder.feed_server(server + misframed)[-1]
+    assert last.kind == "malformed" and last.xid is None and "not a reply to any request seen" in (last.error or "")
+    assert last.secret_spans == ((0, last.size),)
+    # Without the client's side (a server stream alone) the same frame is shown, paired with nothing.
+    alone = ConversationDecoder().feed_server(server + misframed)
+    assert alone[-1].kind == "reply" and alone[-1].op is None and "no pending request" in (alone[-1].note or "")
 
 
 def test_stream_decoder_four_letter_words() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from operator import itemgetter
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import InvalidArgumentError, ProtocolError
 
@@ -188,6 +188,47 @@ class Reader:
             except UnicodeDecodeError:
                 append(_decode_surrogate_pairs(bytes(buf[pos:stop])))
             pos = stop
+        self.pos = pos
+        return out
+
+    def string_pairs(self, n: int, *, lead_int: bool = False) -> list[tuple[Any, ...]]:
+        """``n`` entries of two ustrings (``lead_int``: an int32 before them), as tuples: the layout of
+        ACL entries and ClientInfo, read in one loop (a getACL or whoAmI reply can hold 10,000s).
+
+        An entry that is not plain (a null or non-UTF-8 string, or one that runs short) is read again
+        with :meth:`int32` and :meth:`ustring`, which raise the usual errors.
+        """
+        buf, pos, end = self.buf, self.pos, self.end
+        unpack = INT.unpack_from
+        out: list[tuple[Any, ...]] = []
+        append = out.append
+        for _ in range(n):
+            start = pos
+            try:
+                if lead_int:
+                    lead = unpack(buf, pos)[0]
+                    pos += 4
+                k = unpack(buf, pos)[0]
+                pos += 4
+                if not 0 <= k <= end - pos:
+                    raise ValueError
+                first = str(buf[pos : pos + k], "utf-8")
+                pos += k
+                k = unpack(buf, pos)[0]
+                pos += 4
+                if not 0 <= k <= end - pos:
+                    raise ValueError
+                second = str(buf[pos : pos + k], "utf-8")
+                pos += k
+            except (ValueError, struct.error):  # UnicodeDecodeError is a ValueError
+                self.pos = start
+                lead = self.int32() if lead_int else 0
+                first, second = self.ustring(), self.ustring()  # type: ignore[assignment]
+                pos = self.pos
+            if pos > end:
+                self.pos = start
+                self._need(pos - start, "vector item")
+            append((lead, first, second) if lead_int else (first, second))
         self.pos = pos
         return out
 

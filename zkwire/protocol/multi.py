@@ -14,13 +14,17 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import InvalidArgumentError, ProtocolError
+from .jute import INT as _INT
 from .jute import Reader
-from .records import MultiHeader, Record
+from .records import ErrorResponse, MultiHeader, Record
+from .records.base import MULTI_HEADER as _MULTI_HEADER
 from .subops import MULTI_REQUEST_RECORDS, MULTI_RESULT_RECORDS
 
 __all__ = ["MultiOp", "MultiResult", "MultiRequest", "MultiResponse"]
 
 _END = MultiHeader(-1, True, -1)
+#: Sets an ErrorResponse's slot (a frozen dataclass's __setattr__ does not guard its slot's descriptor).
+_SET_ERR = getattr(ErrorResponse, "err").__set__  # noqa: B009  (the slot descriptor, which mypy does not see)
 
 
 def _headers(r: Reader) -> Iterator[MultiHeader]:
@@ -86,11 +90,38 @@ class MultiResponse:
 
     @classmethod
     def read(cls, r: Reader) -> MultiResponse:
+        # One loop over the headers with the reader's position in a local: a reply of a large multi holds
+        # 100,000 results and more, most of them without a body or with an error code alone.
         results: list[MultiResult] = []
+        append = results.append
         table = MULTI_RESULT_RECORDS
-        for h in _headers(r):
-            if h.type not in table:
-                raise ProtocolError(f"result type {h.type} cannot appear in a multi response")
-            record = table[h.type]
-            results.append(MultiResult(h.type, h.err, None if record is None else record.read(r)))
+        unpack_header = _MULTI_HEADER.unpack_from
+        unpack_int = _INT.unpack_from
+        new = tuple.__new__
+        new_object = object.__new__
+        set_err = _SET_ERR
+        buf, pos, end = r.buf, r.pos, r.end
+        while True:
+            if pos + 9 > end:
+                r.pos = pos
+                MultiHeader.read(r)  # raises, saying what is missing
+            kind, done, err = unpack_header(buf, pos)
+            pos += 9
+            if done:
+                break
+            if kind not in table:
+                raise ProtocolError(f"result type {kind} cannot appear in a multi response")
+            record = table[kind]
+            if record is None:
+                body: Record | None = None
+            elif record is ErrorResponse and pos + 4 <= end:
+                body = new_object(ErrorResponse)  # as its __init__ would, without the frozen setattr
+                set_err(body, unpack_int(buf, pos)[0])
+                pos += 4
+            else:
+                r.pos = pos
+                body = record.read(r)
+                pos = r.pos
+            append(new(MultiResult, (kind, err, body)))
+        r.pos = pos
         return cls(tuple(results))

@@ -4,9 +4,11 @@ implementation.
 :class:`~zkwire.trace.decoder.ConversationDecoder` does the framing, the pairing of replies with
 requests, the notes and the secrets itself; for the records in the frames it asks a body decoder, which
 returns them as plain values (dicts, lists, bytes: see :func:`zkwire.trace.schema.to_plain`) and raises
-:class:`~zkwire.errors.ProtocolError` for bytes that are not the record.  :class:`SchemaBodies` reads
-them with the construct schemas of :mod:`zkwire.trace.schema`, a description independent of the
-project's codec; a faster reading can take its place behind the same interface.
+:class:`~zkwire.errors.ProtocolError` for bytes that are not the record.  The readings:
+:class:`~zkwire.trace.fastbodies.FastBodies` (the project's codec, the default),
+:class:`~zkwire.trace.fastbodies.HeaderBodies` (header facts only, for the summary), :class:`SchemaBodies`
+(the construct schemas of :mod:`zkwire.trace.schema`, a description independent of the codec) and
+:class:`~zkwire.trace.verify.VerifyingBodies` (both, compared).
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from . import schema
+from .notes import path_of
 
 __all__ = ["BodyDecoder", "SchemaBodies"]
 
 
 class BodyDecoder(Protocol):
     """The records of a conversation's frames as plain values; ``payload`` is a frame without its length
-    prefix.  Each method raises :class:`~zkwire.errors.ProtocolError` when the payload does not decode."""
+    prefix.  Each method raises :class:`~zkwire.errors.ProtocolError` when the payload does not decode.
+    ``headers_only``: request records and most reply records are not read (None)."""
+
+    headers_only: bool
 
     def connect_request(self, payload: bytes) -> Any:
         """The client's first frame (keys ``session_id``, ``last_zxid_seen``, ``passwd``...)."""
@@ -35,11 +41,15 @@ class BodyDecoder(Protocol):
         """A later server frame's record answering ``op``, after its ReplyHeader (None for an error
         reply or an op whose reply is a bare header; the WatcherEvent for xid -1)."""
 
+    def path(self, op: int, payload: bytes, record: Any) -> str | None:
+        """The path a request names (its ``record`` is what :meth:`request` returned)."""
+
 
 class SchemaBodies:
     """Records read with the construct schemas (``compiled``: their compiled form, faster)."""
 
     __slots__ = ("compiled",)
+    headers_only = False
 
     def __init__(self, *, compiled: bool = False) -> None:
         self.compiled = compiled
@@ -55,3 +65,6 @@ class SchemaBodies:
 
     def reply(self, op: int | None, payload: bytes) -> Any:
         return schema.to_plain(schema.parse_reply(op, payload, compiled=self.compiled)["body"])
+
+    def path(self, op: int, payload: bytes, record: Any) -> str | None:
+        return path_of(record)

@@ -56,6 +56,8 @@ _PCAP_MAGICS = {
 _PCAPNG_SHB = b"\x0a\x0d\x0d\x0a"
 #: Largest block or packet record accepted (a capture's snap length is at most 256 KiB in practice).
 MAX_RECORD = 16 << 20
+#: Bytes of a pcap file read at a time.
+_BLOCK = 1 << 20
 
 # Link types (LINKTYPE_* values of the pcap format).
 _LINK_NULL, _LINK_ETHERNET, _LINK_RAW, _LINK_LOOP, _LINK_SLL, _LINK_SLL2 = 0, 1, 101, 108, 113, 276
@@ -118,20 +120,38 @@ class PacketReader:
         order, unit = _PCAP_MAGICS[magic]
         rest = self._read(20, "pcap file header")
         linktype = struct.unpack(order + "I", rest[16:20])[0] & 0x0FFFFFFF
-        record = struct.Struct(order + "IIII")
+        unpack_record = struct.Struct(order + "IIII").unpack_from
+        read = self._stream.read
+        # Read in blocks of _BLOCK bytes and cut the records out of them: one read per packet costs more
+        # than the packet's decoding.  What is held is one block and one record at most, whatever the size
+        # of the file.
+        buf, pos = b"", 0
         while True:
-            hdr = self._stream.read(16)
-            if not hdr:
-                return
-            if len(hdr) < 16:
-                raise CaptureError("capture ends inside a packet record header")
-            sec, frac, incl, orig = record.unpack(hdr)
+            if len(buf) - pos < 16:
+                more = read(_BLOCK)
+                if not more:
+                    if len(buf) > pos:
+                        raise CaptureError("capture ends inside a packet record header")
+                    return
+                buf, pos = buf[pos:] + more, 0
+                continue
+            sec, frac, incl, orig = unpack_record(buf, pos)
             if incl > MAX_RECORD:
                 raise CaptureError(f"packet record of {incl} bytes")
-            data = self._stream.read(incl)
-            if len(data) < incl:
-                raise CaptureError("capture ends inside a packet")
-            yield from self._packet(linktype, sec + frac * unit, data, max(orig, incl))
+            start = pos + 16
+            if len(buf) - start < incl:
+                more = read(max(_BLOCK, incl))
+                if not more:
+                    raise CaptureError("capture ends inside a packet")
+                buf, pos = buf[pos:] + more, 0
+                continue
+            pos = start + incl
+            self.packets += 1
+            segment = tcp_segment(linktype, sec + frac * unit, buf[start:pos], max(orig, incl) - incl)
+            if segment is None:
+                self.skipped += 1
+            else:
+                yield segment
 
     def _pcapng(self, first: bytes) -> Iterator[TcpSegment]:
         order = "<"
@@ -224,7 +244,7 @@ def tcp_segment(linktype: int, ts: float, data: bytes, cut: int = 0) -> TcpSegme
     if linktype == _LINK_ETHERNET:
         if len(data) < 14:
             return None
-        ethertype, pos = struct.unpack_from(">H", data, 12)[0], 14
+        ethertype, pos = (data[12] << 8) | data[13], 14
         while ethertype in (0x8100, 0x88A8) and len(data) >= pos + 4:  # VLAN tags
             ethertype, pos = struct.unpack_from(">H", data, pos + 2)[0], pos + 4
     elif linktype == _LINK_SLL:
@@ -268,16 +288,19 @@ def _address(family: int, raw: bytes) -> str:
     return text
 
 
+_IPV4 = struct.Struct(">BxHxxHxB2x4s4s")  # version/IHL, total length, flags/fragment, protocol, addresses
+_TCP = struct.Struct(">HHIIH")
+
+
 def _ipv4(ts: float, data: bytes, pos: int, cut: int) -> TcpSegment | None:
-    if len(data) < pos + 20 or data[pos] >> 4 != 4:
+    if len(data) < pos + 20:
         return None
-    ihl = (data[pos] & 0x0F) * 4
-    total = struct.unpack_from(">H", data, pos + 2)[0]
-    frag = struct.unpack_from(">H", data, pos + 6)[0]
-    if data[pos + 9] != 6 or ihl < 20 or frag & 0x3FFF:  # not TCP, bad header, or a fragment
+    vihl, total, frag, proto, src_raw, dst_raw = _IPV4.unpack_from(data, pos)
+    ihl = (vihl & 0x0F) * 4
+    if vihl >> 4 != 4 or proto != 6 or ihl < 20 or frag & 0x3FFF:  # not TCP, bad header, or a fragment
         return None
-    src = _address(socket.AF_INET, data[pos + 12 : pos + 16])
-    dst = _address(socket.AF_INET, data[pos + 16 : pos + 20])
+    src = _ADDRESSES.get(src_raw) or _address(socket.AF_INET, src_raw)
+    dst = _ADDRESSES.get(dst_raw) or _address(socket.AF_INET, dst_raw)
     end = pos + total if total else len(data) + cut  # total 0: TCP segmentation offload
     return _tcp(ts, data, pos + ihl, end, src, dst)
 
@@ -304,7 +327,7 @@ def _ipv6(ts: float, data: bytes, pos: int, cut: int) -> TcpSegment | None:
 def _tcp(ts: float, data: bytes, pos: int, end: int, src: str, dst: str) -> TcpSegment | None:
     if len(data) < pos + 20:
         return None
-    sport, dport, seq, ack, off_flags = struct.unpack_from(">HHIIH", data, pos)
+    sport, dport, seq, ack, off_flags = _TCP.unpack_from(data, pos)
     offset = (off_flags >> 12) * 4
     if offset < 20 or end < pos + offset:
         return None

@@ -12,8 +12,8 @@ from ..protocol.codec import op_name
 from ..protocol.framing import REQUEST_HEADER as _REQUEST_HEADER
 from .bodies import BodyDecoder
 from .frames import DecodedFrame, FrameKind
-from .masking import request_role, secret_spans
-from .notes import multi_ops, path_of, reconfig_request, request_note
+from .masking import REQUEST_ROLES, secret_spans
+from .notes import multi_ops, reconfig_request, request_note
 from .pairing import Pending, RequestLedger
 from .streams import TELNET_CLOSE, Side, SideFrames
 
@@ -60,14 +60,15 @@ class ClientFrames(SideFrames):
         if len(payload) < 8:
             return side.malformed(payload, offset, f"{len(payload)} bytes: too short for a RequestHeader", now)
         xid, op = _REQUEST_HEADER.unpack_from(payload)
-        fields: dict[str, Any] = {"xid": xid, "op": op, "op_name": op_name(op)}
+        name = op_name(op)
         record: Any = None
         error: str | None = None
+        path: str | None = None
         try:
             record = self.bodies.request(payload)
+            path = self.bodies.path(op, payload, record)
         except ProtocolError as e:
             error = str(e)
-        path = path_of(record)
         notes: list[str] = []
         pending = self.ledger.pending
         if op == OpCode.PING:
@@ -77,20 +78,32 @@ class ClientFrames(SideFrames):
             kind = "auth" if op == OpCode.AUTH else "request"
             if xid in pending:
                 notes.append(f"xid {xid} reused while a {op_name(pending[xid].op)} with it is pending")
-            pending[xid] = Pending(op, path, now, multi_ops(op, record))
-        spans = secret_spans(request_role(payload), payload, exact=error is None)
-        if error is not None and xid == 0:
-            # xid 0 is a ConnectRequest's protocolVersion: a handshake where none was expected.
-            spans = secret_spans("connect_request", payload, exact=False)
-        detail = request_note(op, record)
-        if detail:
-            notes.append(detail)
-        note = "; ".join(notes) or None
+            self.ledger.add(xid, Pending(op, path, now, multi_ops(op, record) if record is not None else ()))
         if error is not None:
-            return side.malformed(payload, offset, error, now, note=note, secret_spans=spans, **fields)
-        config = reconfig_request(op, record)
+            detail = request_note(op, record)
+            note = "; ".join([*notes, detail] if detail else notes) or None
+            return side.malformed(payload, offset, error, now, note=note, xid=xid, op=op, op_name=name)
+        role = REQUEST_ROLES.get(op)
+        spans = secret_spans(role, payload, exact=True) if role is not None else ()
+        config = None
+        if record is not None:
+            detail = request_note(op, record)
+            if detail:
+                notes.append(detail)
+            config = reconfig_request(op, record)
         return side.frame(
-            kind, payload, offset, now, path=path, record=record, note=note, secret_spans=spans, config=config, **fields
+            kind,
+            payload,
+            offset,
+            now,
+            xid=xid,
+            op=op,
+            op_name=name,
+            path=path,
+            record=record,
+            note="; ".join(notes) or None,
+            secret_spans=spans,
+            config=config,
         )
 
     def connect(self, side: Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
@@ -100,6 +113,7 @@ class ClientFrames(SideFrames):
         except ProtocolError as e:
             spans = secret_spans("connect_request", payload, exact=False)
             return side.malformed(payload, offset, f"ConnectRequest: {e}", now, secret_spans=spans)
+        self.ledger.complete = True
         sid = record["session_id"]
         note = "new session" if sid == 0 else f"reattach session 0x{sid & 0xFFFFFFFFFFFFFFFF:x}"
         return side.frame(

@@ -102,15 +102,23 @@ class CaptureDecoder:
     """Segments in, :class:`CaptureEvent` s out; see the module docstring.
 
     ``server_ports``: the server's ports (only connections to them are decoded); empty: detected.
-    ``compiled``: decode with the compiled construct schemas (see :class:`ConversationDecoder`).
+    ``reading``, ``compiled`` and ``only_ops``: how records are read (see :class:`ConversationDecoder`).
     """
 
     def __init__(
-        self, server_ports: Iterable[int] = (), *, max_frame: int = DEFAULT_MAX_FRAME, compiled: bool = False
+        self,
+        server_ports: Iterable[int] = (),
+        *,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        compiled: bool = False,
+        reading: str = "fast",
+        only_ops: frozenset[int] | None = None,
     ) -> None:
         self.server_ports = frozenset(server_ports)
         self.max_frame = max_frame
         self.compiled = compiled
+        self.reading = reading
+        self.only_ops = only_ops
         self.reassembler = TcpReassembler(self.server_ports or None)
         #: Ports found to be servers' (they answered a ConnectRequest).
         self.learned_ports: set[int] = set()
@@ -187,7 +195,9 @@ class CaptureDecoder:
             id=0,
             client=client,
             server=server,
-            decoder=ConversationDecoder(max_frame=self.max_frame, compiled=self.compiled),
+            decoder=ConversationDecoder(
+                max_frame=self.max_frame, compiled=self.compiled, reading=self.reading, only_ops=self.only_ops
+            ),
             follow={CLIENT: _Follow(FrameTracker(self.max_frame)), SERVER: _Follow(FrameTracker(self.max_frame))},
         )
         if self.server_ports:

@@ -53,6 +53,7 @@ def options_config(options: TraceOptions, out_fd: int | None) -> bytes:
         "stats": options.stats is not None,
         "show_frames": options.show_frames,
         "session_view": options.session_view,
+        "stats_json": options.stats_json,
         "out_fd": out_fd,
     }
     return pickle.dumps(config)
@@ -95,6 +96,7 @@ class _Decoding:
             stats=TraceStats(depth=config["stats_depth"]) if config["stats"] else None,
             show_frames=config["show_frames"],
             session_view=config["session_view"],
+            stats_json=config["stats_json"],
         )
         self.decoders: dict[int, ConversationDecoder] = {}
         self.broken: set[int] = set()

@@ -2,8 +2,10 @@
 
 Sans-I/O: no sockets and no clock.  Feed the bytes each side sent, in the order they were seen, to a
 :class:`ConversationDecoder` (with an optional timestamp) and get back :class:`DecodedFrame` s.  Bodies
-are decoded with the construct schemas of :mod:`zkwire.trace.schema`, not the fast codec, so the tracer
-gives an independent reading of what went over the wire.
+are decoded with the project's codec (:mod:`zkwire.protocol`) by default; the construct schemas of
+:mod:`zkwire.trace.schema`, an independent description, can read them instead (``reading="schemas"``) or
+beside it (``reading="verify"``: disagreements are reported on the frame), and ``reading="headers"``
+reads only the header facts (see :mod:`zkwire.trace.fastbodies`).
 
 The first client frame is the ConnectRequest and the first server frame the ConnectResponse, unless
 the client opened with a four-letter word (``ruok``, ``srvr``, ``mntr``...): then the server's
@@ -37,12 +39,14 @@ from ..errors import InvalidArgumentError
 from ..protocol.framing import LENGTH as _INT
 from .bodies import BodyDecoder, SchemaBodies
 from .client_frames import ClientFrames
+from .fastbodies import FastBodies, HeaderBodies, OpBodies
 from .frames import CLIENT, SERVER, DecodedFrame, format_zxid
-from .masking import SecretRole, request_role, secret_spans, shifted
+from .masking import SecretRole, candidate_roles, request_role, secret_runs_past, secret_spans, shifted
 from .pairing import RequestLedger
 from .render import capped, format_frame, frame_to_json
 from .server_frames import ServerFrames
 from .streams import FOUR_LETTER_WORDS, Side, is_four_letter, looks_like_text, starts_mid_conversation
+from .verify import VerifyingBodies
 
 __all__ = [
     "DecodedFrame",
@@ -58,7 +62,30 @@ __all__ = [
     "format_zxid",
     "CLIENT",
     "SERVER",
+    "READINGS",
+    "body_decoder",
 ]
+
+#: How records are read: the fast codec, header facts only, the construct schemas, or both compared.
+READINGS = ("fast", "headers", "schemas", "verify")
+
+
+def body_decoder(
+    reading: str = "fast", *, compiled: bool = False, only_ops: frozenset[int] | None = None
+) -> BodyDecoder:
+    """The :class:`~zkwire.trace.bodies.BodyDecoder` of one of :data:`READINGS` (``compiled``: the construct
+    schemas' compiled form, for "schemas" and "verify"; ``only_ops``: with "fast", the records of these ops
+    alone are read in full, the others' header facts only)."""
+    if reading == "fast":
+        return FastBodies() if only_ops is None else OpBodies(only_ops)
+    if reading == "headers":
+        return HeaderBodies()
+    if reading == "schemas":
+        return SchemaBodies(compiled=compiled)
+    if reading == "verify":
+        return VerifyingBodies(compiled=compiled)
+    raise InvalidArgumentError(f"reading must be one of {', '.join(READINGS)}, not {reading!r}")
+
 
 _MALFORMED_PREVIEW = 64
 
@@ -69,9 +96,10 @@ class ConversationDecoder:
     The first frame of each side is taken as its connect record only if it starts with
     protocolVersion 0 (a later frame starts with a non-zero xid), so a capture that starts after the
     handshake decodes too.  ``handshake=False`` skips the connect records altogether.
-    Records are read by ``bodies`` (a :class:`~zkwire.trace.bodies.BodyDecoder`), by default the construct
-    schemas (``compiled=True``: their compiled form).  Frames longer than ``max_frame`` break their
-    direction, as they would break a real client or server.
+    Records are read by ``bodies`` (a :class:`~zkwire.trace.bodies.BodyDecoder`), by default the one
+    :func:`body_decoder` gives for ``reading`` (the fast codec; ``compiled=True``: the construct schemas'
+    compiled form where they are used; ``only_ops``: see :func:`body_decoder`).  Frames longer than
+    ``max_frame`` break their direction, as they would break a real client or server.
     """
 
     def __init__(
@@ -81,11 +109,16 @@ class ConversationDecoder:
         handshake: bool = True,
         compiled: bool = False,
         bodies: BodyDecoder | None = None,
+        reading: str = "fast",
+        only_ops: frozenset[int] | None = None,
     ) -> None:
         self.max_frame = max_frame
         self.handshake = handshake
         self.compiled = compiled
-        self.bodies: BodyDecoder = bodies if bodies is not None else SchemaBodies(compiled=compiled)
+        self.bodies: BodyDecoder = (
+            bodies if bodies is not None else body_decoder(reading, compiled=compiled, only_ops=only_ops)
+        )
+        self._verifying = self.bodies if isinstance(self.bodies, VerifyingBodies) else None
         self._client = Side(CLIENT)
         self._server = Side(SERVER)
         if not handshake:
@@ -131,6 +164,8 @@ class ConversationDecoder:
             if len(side.buf) < 4:
                 return []
             side.mode = "4lw" if is_four_letter(bytes(side.buf[:4])) else "zk"
+            # Followed from its ConnectRequest: every reply of the server must pair with a request seen.
+            self._ledger.complete = side.state == "handshake" and detect_side(side.buf) == CLIENT
         if side.mode == "4lw":
             return self._client_frames.four_letter(side, now)
         return self._split(side, now)
@@ -192,6 +227,8 @@ class ConversationDecoder:
         side.skipped += dropped
         if side.direction == SERVER:
             self._ledger.server_skipped()
+        else:
+            self._ledger.complete = False
         frame = side.frame("skipped", b"", side.offset, now, note=f"{dropped} bytes {reason}")
         frame = dataclasses.replace(frame, size=dropped)
         side.offset += dropped
@@ -261,20 +298,46 @@ class ConversationDecoder:
                 break
             payload = bytes(buf[pos + 4 : stop])
             offset = side.offset + pos
+            first = side.state == "handshake"
             if side.direction == CLIENT:
-                frames.append(self._client_frames.frame(side, payload, offset, now))
+                decoded = self._client_frames.frame(side, payload, offset, now)
             else:
-                frames.append(self._server_frames.frame(side, payload, offset, now))
+                decoded = self._server_frames.frame(side, payload, offset, now)
+            if self._verifying is not None:
+                disagreement = self._verifying.take()
+                if disagreement is not None:
+                    decoded = dataclasses.replace(decoded, disagreement=disagreement)
+            frames.append(decoded)
             pos = stop
+            if decoded.kind == "malformed" and self._secret_past_frame(side, decoded, first):
+                # The frame's length cut a secret short: what follows may be the rest of it, not frames.
+                note = "a secret runs past this frame's end: rest of the stream not decoded"
+                frames[-1] = dataclasses.replace(decoded, note=f"{decoded.note}; {note}" if decoded.note else note)
+                side.state = "broken"
+                side.skipped += end - pos
+                pos = end
+                break
         del buf[:pos]
         side.offset += pos
         return frames
+
+    def _secret_past_frame(self, side: Side, frame: DecodedFrame, first: bool) -> bool:
+        """Whether a secret the (malformed) frame may carry, read as either side's, runs past its end."""
+        payload = frame.payload
+        roles = candidate_roles(payload, self._role_of(side, payload, first))
+        if frame.direction == SERVER and frame.op == OpCode.SASL:
+            roles.add("sasl_reply")
+        return any(secret_runs_past(role, payload) for role in roles)
 
     def _secret_spans_of(
         self, side: Side, payload: bytes, *, exact: bool, full_length: int | None = None
     ) -> tuple[tuple[int, int], ...]:
         """Secret spans of a (possibly partial) payload that is the next frame of ``side``."""
-        first = side.state == "handshake"
+        role = self._role_of(side, payload, side.state == "handshake")
+        return secret_spans(role, payload, exact=exact, full_length=full_length)
+
+    def _role_of(self, side: Side, payload: bytes, first: bool) -> SecretRole | None:
+        """The role the next frame of ``side`` has, by where it is and its layout."""
         # A frame opening with 0 (a connect record's protocolVersion, never a request's xid) is taken for
         # a handshake even where none was expected.
         zero = payload[:4] == b"\x00\x00\x00\x00"
@@ -291,7 +354,7 @@ class ConversationDecoder:
                 pending = self._ledger.pending.get(_INT.unpack_from(payload)[0])
                 if pending is not None and pending.op == OpCode.SASL:
                     role = "sasl_reply"
-        return secret_spans(role, payload, exact=exact, full_length=full_length)
+        return role
 
 
 def detect_side(data: bytes | bytearray | memoryview) -> str:
@@ -314,6 +377,7 @@ def decode_stream(
     handshake: bool = True,
     max_frame: int = DEFAULT_MAX_FRAME,
     compiled: bool = False,
+    reading: str = "fast",
 ) -> list[DecodedFrame]:
     """Decode one captured direction of a connection (``side`` "client", "server" or "auto").
 
@@ -324,7 +388,7 @@ def decode_stream(
         side = detect_side(data)
     if side not in (CLIENT, SERVER):
         raise InvalidArgumentError(f"side must be 'client', 'server' or 'auto', not {side!r}")
-    decoder = ConversationDecoder(max_frame=max_frame, handshake=handshake, compiled=compiled)
+    decoder = ConversationDecoder(max_frame=max_frame, handshake=handshake, compiled=compiled, reading=reading)
     frames = decoder.feed(side, data)
     return frames + decoder.eof(side)
 
@@ -336,13 +400,14 @@ def decode_conversation(
     handshake: bool = True,
     max_frame: int = DEFAULT_MAX_FRAME,
     compiled: bool = False,
+    reading: str = "fast",
 ) -> list[DecodedFrame]:
     """Decode both captured directions of one connection: the client's frames, then the server's.
 
     Without timestamps the interleaving is unknown, but replies pair with requests by xid, so
     feeding all of the client's bytes first decodes every reply body.
     """
-    decoder = ConversationDecoder(max_frame=max_frame, handshake=handshake, compiled=compiled)
+    decoder = ConversationDecoder(max_frame=max_frame, handshake=handshake, compiled=compiled, reading=reading)
     frames = decoder.feed_client(client)
     frames += decoder.feed_server(server)
     return frames + decoder.finish()

@@ -51,6 +51,9 @@ class DecodedFrame:
     :func:`zkwire.trace.notes.reconfig_request`), or, for a reconfig reply or a getData reply of
     ``/zookeeper/config`` whose data is a configuration, its ``version`` and member ids (see
     :func:`zkwire.trace.notes.config_reply`); None otherwise.
+
+    ``disagreement`` (with ``--verify`` only) says where the fast codec and the construct schemas read the
+    frame's record differently; None when they agree.
     """
 
     direction: Direction
@@ -73,6 +76,7 @@ class DecodedFrame:
     latency: float | None = None
     secret_spans: tuple[tuple[int, int], ...] = ()
     config: Any = None
+    disagreement: str | None = None
 
 
 def format_zxid(zxid: int) -> str:

@@ -12,7 +12,15 @@ from typing import Literal
 from ..constants import OpCode
 from ..protocol.framing import LENGTH as _INT
 
-__all__ = ["SecretRole", "request_role", "secret_spans", "shifted"]
+__all__ = [
+    "SecretRole",
+    "REQUEST_ROLES",
+    "request_role",
+    "secret_spans",
+    "shifted",
+    "candidate_roles",
+    "secret_runs_past",
+]
 
 #: The frames that carry a secret: the connect records (the session password), an AuthPacket (its
 #: credential), a SASL request or reply (the token).
@@ -27,12 +35,15 @@ _SECRET_LENGTH_AT: dict[SecretRole, int] = {
 }
 
 
+#: The requests that carry a secret, by op code: an AuthPacket's credential, a SASL request's token.
+REQUEST_ROLES: dict[int, SecretRole] = {OpCode.AUTH: "auth", OpCode.SASL: "sasl_request"}
+
+
 def request_role(payload: bytes) -> SecretRole | None:
     """ "auth" or "sasl_request" when the RequestHeader names one of those ops (else None)."""
     if len(payload) < 8:
         return None
-    op = _INT.unpack_from(payload, 4)[0]
-    return "auth" if op == OpCode.AUTH else "sasl_request" if op == OpCode.SASL else None
+    return REQUEST_ROLES.get(_INT.unpack_from(payload, 4)[0])
 
 
 def _buffer_span(payload: bytes, at: int, exact: bool) -> tuple[tuple[int, int], ...]:
@@ -80,3 +91,32 @@ def secret_spans(
 
 def shifted(spans: tuple[tuple[int, int], ...], by: int) -> tuple[tuple[int, int], ...]:
     return tuple((start + by, end + by) for start, end in spans)
+
+
+def candidate_roles(payload: bytes, expected: SecretRole | None) -> set[SecretRole]:
+    """The roles ``payload`` may have whichever side sent it: the one expected, a connect record of either
+    side when it opens with protocolVersion 0, an auth or SASL request when its op field names one."""
+    roles: set[SecretRole] = {expected} if expected is not None else set()
+    if payload[:4] == b"\x00\x00\x00\x00":
+        roles.update(("connect_request", "connect_response"))
+    role = request_role(payload)
+    if role is not None:
+        roles.add(role)
+    return roles
+
+
+def secret_runs_past(role: SecretRole, payload: bytes) -> bool:
+    """Whether the secret of a frame of ``role`` does not end inside ``payload``: its length field is
+    missing, or announces more bytes than are left (the frame's own length was then wrong, and the bytes
+    after it may be the rest of the secret)."""
+    at = _SECRET_LENGTH_AT.get(role)
+    if at is None:  # auth: the scheme's length at 12, the credential's after the scheme
+        if len(payload) < 16:
+            return True
+        n = _INT.unpack_from(payload, 12)[0]
+        if n < -1 or 16 + max(n, 0) > len(payload):
+            return True
+        at = 16 + max(n, 0)
+    if len(payload) < at + 4:
+        return True
+    return bool(_INT.unpack_from(payload, at)[0] > len(payload) - at - 4)

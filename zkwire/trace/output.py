@@ -18,7 +18,7 @@ from ..terminal import escape_controls
 from .conversations import CaptureEvent, format_endpoint
 from .filters import ConnectionInfo, FrameFilter, format_session
 from .frames import DecodedFrame
-from .render import capped, format_frame, frame_to_json
+from .render import capped, format_frame, frame_to_json, json_default
 from .stats import TraceStats
 
 __all__ = ["DEFAULT_MAX_LINE", "DEFAULT_MAX_QUEUED", "FdWriter", "TraceOptions", "show_event"]
@@ -54,6 +54,7 @@ class TraceOptions:
         stats: TraceStats | None = None,
         show_frames: bool = True,
         session_view: int | None = None,
+        stats_json: str | None = None,
     ) -> None:
         self.verbose = verbose
         self.json_lines = json_lines
@@ -70,6 +71,8 @@ class TraceOptions:
         #: Set while the statistics live elsewhere (the tracing proxy's decoding process): a summary asked
         #: for is then printed there, ``always`` passed on.
         self.summary_via: Callable[[bool], None] | None = None
+        #: Where the summary is also written as one JSON object, each time it is printed (None: nowhere).
+        self.stats_json = stats_json
         self._connections: dict[int, ConnectionInfo] = {}
 
     def connection(self, conn: int | None) -> ConnectionInfo:
@@ -113,15 +116,25 @@ class TraceOptions:
         self.out.flush()
 
     def _json_line(self, conn: int | None, frame: DecodedFrame, wall: float, max_line: int | None) -> str:
+        if max_line is not None and len(frame.payload) <= max_line:
+            # Most frames fit whole: written as they are, their records are not walked to be shortened.
+            text = self._json_text(conn, frame, wall, max_line, shorten=False)
+            if len(text) <= max_line:
+                return text
         budget = max_line
         while True:
-            obj = frame_to_json(frame, reveal_secrets=self.reveal_secrets, max_line=budget)
-            obj["conn"] = conn
-            obj["wall_time"] = wall
-            text = json.dumps(obj)
+            text = self._json_text(conn, frame, wall, budget)
             if max_line is None or budget is None or len(text) <= max_line or budget <= 256:
                 return text
             budget //= 2  # JSON escapes made it longer than planned: shorten the values further
+
+    def _json_text(
+        self, conn: int | None, frame: DecodedFrame, wall: float, budget: int | None, shorten: bool | None = None
+    ) -> str:
+        obj = frame_to_json(frame, reveal_secrets=self.reveal_secrets, max_line=budget, jsonable=False, shorten=shorten)
+        obj["conn"] = conn
+        obj["wall_time"] = wall
+        return json.dumps(obj, default=json_default)
 
     def _session_note(self, conn: int, session: int, info: ConnectionInfo, wall: float) -> None:
         if self.show_frames:
@@ -141,13 +154,28 @@ class TraceOptions:
         if self.summary_via is not None:
             self.summary_via(always)
             return
-        if self.stats is None or not (always or self.stats.frames or not self.show_frames):
+        if self.stats is None:
+            return
+        if self.stats_json is not None:
+            self._write_stats_json(self.stats_json)
+        if not (always or self.stats.frames or not self.show_frames):
             return
         if self.json_lines:
             self.out.write(json.dumps(self.stats.to_json()) + "\n")
         else:
             self.out.write("".join(f"== {line}\n" for line in self.stats.lines()))
         self.out.flush()
+
+    def _write_stats_json(self, path: str) -> None:
+        assert self.stats is not None
+        text = json.dumps(self.stats.to_json(), indent=2) + "\n"
+        partial = f"{path}.partial"
+        try:
+            with open(partial, "w", encoding="utf-8") as f:  # replaced whole: a reader never sees half of it
+                f.write(text)
+            os.replace(partial, path)
+        except OSError as e:
+            print(escape_controls(f"zkwire: cannot write the summary to {path}: {e}"), file=sys.stderr)
 
     def _write_note(self, conn: int, text: str, wall: float | None = None) -> None:
         wall = time.time() if wall is None else wall
@@ -159,9 +187,17 @@ class TraceOptions:
         self.out.flush()
 
 
+_SECONDS: list[tuple[int, str]] = [(-1, "")]  # the last whole second written, and its text
+
+
 def _stamp(wall: float) -> str:
     """The time column of every line: local time to the microsecond."""
-    return time.strftime("%H:%M:%S", time.localtime(wall)) + f".{int(wall % 1 * 1e6):06d}"
+    second = int(wall // 1)
+    last, text = _SECONDS[0]
+    if second != last:  # frames come many to a second: the clock's text is made once for each
+        text = time.strftime("%H:%M:%S", time.localtime(second))
+        _SECONDS[0] = (second, text)
+    return f"{text}.{int(wall % 1 * 1e6):06d}"
 
 
 class FdWriter:

@@ -7,13 +7,17 @@ and long values are cut to a line budget, saying how much was left out.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..constants import OpCode
 from ..terminal import escape_controls
 from .frames import CLIENT, DecodedFrame, format_zxid
 
-__all__ = ["capped", "format_frame", "frame_to_json", "format_zxid"]
+__all__ = ["capped", "format_frame", "frame_to_json", "format_zxid", "json_default"]
+
+
+_SPACE = re.compile(r"\s")
 
 
 def _hidden(n: int) -> str:
@@ -43,6 +47,27 @@ def _masked(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None)
             for i in range(max(start, 0), min(end, len(out))):
                 out[i] = None
     return out
+
+
+def _masked_hex(frame: DecodedFrame, reveal_secrets: bool, limit: int | None) -> str:
+    """The payload (its first ``limit`` bytes) in hex, ``**`` for each byte of a secret."""
+    shown = frame.payload if limit is None else frame.payload[:limit]
+    if reveal_secrets or not frame.secret_spans:
+        return shown.hex()
+    hidden = bytearray(len(shown))  # 1 where a secret is
+    for start, end in frame.secret_spans:
+        start, end = max(start, 0), min(end, len(shown))
+        if end > start:
+            hidden[start:end] = b"\x01" * (end - start)
+    parts: list[str] = []
+    pos = 0
+    while pos < len(shown):
+        secret = hidden[pos]
+        stop = hidden.find(b"\x00" if secret else b"\x01", pos)
+        stop = len(shown) if stop < 0 else stop
+        parts.append("**" * (stop - pos) if secret else shown[pos:stop].hex())
+        pos = stop
+    return "".join(parts)
 
 
 def _hexdump(frame: DecodedFrame, reveal_secrets: bool, limit: int | None = None, indent: str = "    ") -> list[str]:
@@ -142,7 +167,7 @@ def format_frame(
         parts.append(frame.op_name)
     if frame.path is not None:
         path = capped(frame.path, max_line and max_line // 2)
-        parts.append(repr(path) if path == "" or any(c.isspace() for c in path) else path)
+        parts.append(repr(path) if path == "" or _SPACE.search(path) else path)
     if frame.err is not None and (frame.err != 0 or frame.kind not in ("event", "ping")):
         parts.append("FAILED" if _failed_multi(frame) else frame.err_name or str(frame.err))
     if frame.zxid is not None:
@@ -157,6 +182,8 @@ def format_frame(
         parts.append(f"[{frame.note}]")
     if frame.error:
         parts.append(f"ERROR: {frame.error}")
+    if frame.disagreement:
+        parts.append(f"VERIFY: {frame.disagreement}")
     line = capped(escape_controls(" ".join(parts)), max_line)
     if not verbose:
         return line
@@ -196,7 +223,12 @@ def _zxids_in_hex(value: Any) -> Any:
     return value
 
 
+_SCALARS = frozenset({int, str, float, bool, type(None)})
+
+
 def _jsonable(value: Any) -> Any:
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex()
     if isinstance(value, _Cut):
@@ -208,18 +240,48 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line: int | None = None) -> dict[str, Any]:
+#: An upper bound of the JSON characters of a record per byte of its encoding: a Stat's 68 bytes make
+#: about 300 characters, an empty string's 4 bytes 4, a control character in a string 6.
+_JSON_GROWTH = 8
+
+
+def json_default(value: Any) -> Any:
+    """``default`` for :func:`json.dumps` of :func:`frame_to_json` (``jsonable=False``)'s objects: bytes as
+    hex, a shortened value as its text."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, _Cut):
+        return value.json()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def frame_to_json(
+    frame: DecodedFrame,
+    *,
+    reveal_secrets: bool = False,
+    max_line: int | None = None,
+    jsonable: bool = True,
+    shorten: bool | None = None,
+) -> dict[str, Any]:
     """The frame as JSON-ready values.  Bytes become hex strings; masked secret bytes are ``**``;
     ``config`` is the frame's :attr:`~zkwire.trace.frames.DecodedFrame.config` (or null).
+    ``jsonable=False`` leaves the record's values as they are, for :func:`json.dumps` with
+    :func:`json_default` (which converts them as it writes, without a walk of its own).  ``shorten``:
+    whether the record and config are shortened to the budget (None: when the frame is long enough that
+    they might pass it; the other values are cut in any case).
 
     With ``max_line``, the values are shortened so that the object's JSON stays near that many
     characters: the payload stops after ``max_line // 8`` bytes (``payload_truncated`` is then true),
     long strings and lists are cut (saying how much was left out).
     """
     limit = _hex_limit(max_line)
-    payload_hex = "".join("**" if b is None else f"{b:02x}" for b in _masked(frame, reveal_secrets, limit))
+    payload_hex = _masked_hex(frame, reveal_secrets, limit)
     record = _shown_record(frame, reveal_secrets)
     text_limit = max_line and max(64, max_line // 8)
+    # A record holds no more than _JSON_GROWTH characters of JSON per byte of its frame: a small frame's
+    # record fits the budget whole, and need not be walked to be shortened.
+    budget = (max_line or 0) // 4
+    abridge = budget > 0 and (len(frame.payload) * _JSON_GROWTH > budget if shorten is None else shorten)
     obj = {
         "direction": frame.direction,
         "kind": frame.kind,
@@ -235,12 +297,17 @@ def frame_to_json(frame: DecodedFrame, *, reveal_secrets: bool = False, max_line
         "zxid": frame.zxid,
         "size": frame.size,
         "latency": frame.latency,
-        "record": _jsonable(_abridged(record, max_line // 4) if max_line else record),
-        "config": _jsonable(_abridged(frame.config, max_line // 4) if max_line else frame.config),
+        "record": _abridged(record, budget) if abridge else record,
+        "config": _abridged(frame.config, budget) if abridge else frame.config,
         "error": frame.error if frame.error is None else capped(frame.error, text_limit),
         "note": frame.note if frame.note is None else capped(frame.note, text_limit),
         "payload": payload_hex,
     }
     if limit is not None and len(frame.payload) > limit:
         obj["payload_truncated"] = True
+    if frame.disagreement is not None:
+        obj["disagreement"] = frame.disagreement
+    if jsonable:
+        obj["record"] = _jsonable(obj["record"])
+        obj["config"] = _jsonable(obj["config"])
     return obj

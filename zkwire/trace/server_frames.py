@@ -15,12 +15,21 @@ from .frames import SERVER, DecodedFrame, FrameKind
 from .masking import secret_spans
 from .notes import config_reply, event_note, path_of, reply_note
 from .pairing import OUT_OF_BAND, RequestLedger
-from .streams import Side, SideFrames, elapsed
+from .streams import Side, SideFrames, elapsed, looks_like_text
 
 __all__ = ["ServerFrames"]
 
 #: A null buffer (length -1): the token of a server refusing SASL.
 NULL_TOKEN = b"\xff\xff\xff\xff"
+
+
+def _is_utf8_text(raw: bytes) -> bool:
+    """Text with letters beyond ASCII (no control characters but tabs and line ends)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(c.isprintable() or c in "\t\n\r" for c in text)
 
 
 class ServerFrames(SideFrames):
@@ -38,6 +47,12 @@ class ServerFrames(SideFrames):
         side.eof = True
         raw = bytes(side.buf)
         side.buf.clear()
+        spans: tuple[tuple[int, int], ...] = ()
+        if looks_like_text(raw) or _is_utf8_text(raw):
+            text = raw.decode("utf-8", "replace")
+        else:  # not an answer to a four-letter word (ZooKeeper frames?): unsure, so hidden
+            text = f"<{len(raw)} bytes hidden: not text>"
+            spans = ((0, len(raw)),)
         frame = DecodedFrame(
             direction=SERVER,
             kind="four_letter",
@@ -46,8 +61,9 @@ class ServerFrames(SideFrames):
             size=len(raw),
             payload=raw,
             op_name=word,
-            record={"text": raw.decode("utf-8", "replace")},
+            record={"text": text},
             time=now,
+            secret_spans=spans,
         )
         side.index += 1
         side.offset += len(raw)
@@ -59,9 +75,6 @@ class ServerFrames(SideFrames):
             return side.malformed(payload, offset, f"{len(payload)} bytes: too short for a ReplyHeader", now)
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload)
         fields: dict[str, Any] = {"xid": xid, "zxid": zxid, "err": err, "err_name": error_name(err)}
-        # xid 0 is a ConnectResponse's protocolVersion: a handshake where none was expected, unless the
-        # frame decodes as the reply it would pair with.
-        zero_spans = secret_spans("connect_response", payload, exact=False) if xid == 0 else ()
         notes: list[str] = []
         latency: float | None = None
         path: str | None = None
@@ -84,13 +97,21 @@ class ServerFrames(SideFrames):
             if pending is None:
                 if xid == AUTH_XID:
                     op = int(OpCode.AUTH)
+                elif side.unsure or (ledger.complete and not ledger.could_have_sent(xid)):
+                    # A frame before did not decode, or the client was followed from its handshake and
+                    # sent no such xid: not a reply but misframed bytes (maybe a secret's), so not even
+                    # its header is shown.
+                    why = "a frame before it did not decode" if side.unsure else "no such request was sent"
+                    return side.malformed(payload, offset, f"not a reply to any request seen ({why})", now)
                 else:
                     notes.append(f"no pending request with xid {xid}")
                     if err == 0 and len(payload) > 16:
                         notes.append(f"{len(payload) - 16} body bytes not decoded")
                     note = "; ".join(notes)
+                    # Not known to be a reply (a client's frame read as the server's?): its body stays hidden.
+                    unsure = ((8, len(payload)),) if len(payload) > 8 else ()
                     return side.frame(
-                        kind, payload, offset, now, op=None, op_name=None, note=note, secret_spans=zero_spans, **fields
+                        kind, payload, offset, now, op=None, op_name=None, note=note, secret_spans=unsure, **fields
                     )
             else:
                 if ledger.gap and pending.op not in OUT_OF_BAND:
@@ -114,15 +135,15 @@ class ServerFrames(SideFrames):
         try:
             record = self.bodies.reply(op, body_payload)
         except ProtocolError as e:
-            if zero_spans and "secret_spans" not in fields:
-                fields["secret_spans"] = zero_spans
+            if side.unsure:  # after a frame that did not decode, this one's header may be misframed bytes
+                return side.malformed(payload, offset, str(e), now)
             return side.malformed(payload, offset, str(e), now, note="; ".join(notes) or None, **fields)
         if "secret_spans" in fields:
             fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=True)
         if kind == "event":
             fields["path"] = path_of(record)
             notes.insert(0, event_note(record))
-        else:
+        elif record is not None:
             fields["config"] = config_reply(op, path, record) if kind == "reply" else None
             outcome = reply_note(op, record, sub_ops, fields["config"])
             if outcome:

@@ -104,9 +104,16 @@ def _summary(options: TraceOptions, sniffer: Sniffer, *, always: bool = False) -
 
 
 async def sniff_command(
-    iface: str, ports: list[int], options: TraceOptions, duration: float | None, ring_bytes: int = 0
+    iface: str,
+    ports: list[int],
+    options: TraceOptions,
+    duration: float | None,
+    ring_bytes: int = 0,
+    reading: str = "fast",
+    only_ops: frozenset[int] | None = None,
 ) -> int:
-    """``zkwire sniff``: decode live traffic on ``iface`` until Ctrl-C (or ``duration`` seconds)."""
+    """``zkwire sniff``: decode live traffic on ``iface`` until Ctrl-C (or ``duration`` seconds).
+    ``reading`` and ``only_ops``: how records are read (:class:`~zkwire.trace.conversations.CaptureDecoder`)."""
     try:
         sniffer = open_sniffer(iface, ports, ring_bytes=ring_bytes)
     except CaptureError as e:
@@ -114,7 +121,7 @@ async def sniff_command(
         return 1
     sniffer.on_drops = DropWarning()
     sniffer.on_behind = BehindWarning()
-    decoder = CaptureDecoder(ports)
+    decoder = CaptureDecoder(ports, reading=reading, only_ops=only_ops)
     code = EXIT_INTERRUPTED
     which = f"TCP port {','.join(map(str, ports))}" if ports else "ZooKeeper traffic (ports detected)"
     how = f"{sniffer.buffer_bytes >> 20} MiB ring" if sniffer.ring else "one read per packet"

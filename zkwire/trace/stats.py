@@ -66,6 +66,9 @@ class TraceStats:
         self.frames = 0
         self.pings = 0
         self.malformed = 0
+        #: Frames checked by ``--verify`` (None: not verifying) and those whose readings disagreed.
+        self.verified: int | None = None
+        self.disagreements = 0
         self.skipped_bytes = 0
         self.connections: set[int] = set()
         self.sessions_opened = 0
@@ -83,6 +86,9 @@ class TraceStats:
     def _add(self, conn: int, frame: DecodedFrame) -> None:
         self.connections.add(conn)
         self.frames += 1
+        if self.verified is not None:
+            self.verified += 1
+            self.disagreements += frame.disagreement is not None
         if frame.kind == "skipped":
             self.skipped_bytes += frame.size
             return
@@ -137,6 +143,8 @@ class TraceStats:
                 "events": dict(self.events.most_common()),
                 "pings": self.pings,
                 "malformed": self.malformed,
+                "verified": self.verified,
+                "disagreements": self.disagreements,
                 "bytes": dict(self.bytes),
                 "skipped_bytes": self.skipped_bytes,
                 "sessions": {
@@ -167,6 +175,11 @@ class TraceStats:
             more = len(s["paths"]) - len(shown)
             out.append(
                 f"paths{depth}: " + ", ".join(f"{p} {n}" for p, n in shown) + (f", ... {more} more" if more > 0 else "")
+            )
+        if s["verified"] is not None:
+            out.append(
+                f"verify: {s['verified']} frames read by the fast codec and the construct schemas, "
+                f"{s['disagreements']} disagreements"
             )
         out.append(errors_line(s["errors_by_op"]))
         out += latency_lines(s["latency"])

@@ -44,7 +44,7 @@ _BYTE_VALUE = re.compile(r"byte 0x[0-9a-fA-F]+")
 class Side:
     """One direction's bytes and place; it numbers the frames it completes."""
 
-    __slots__ = ("buf", "direction", "eof", "index", "mode", "offset", "skipped", "started", "state")
+    __slots__ = ("buf", "direction", "eof", "index", "mode", "offset", "skipped", "started", "state", "unsure")
 
     def __init__(self, direction: Direction) -> None:
         self.direction: Direction = direction
@@ -56,6 +56,8 @@ class Side:
         self.skipped = 0
         self.started = False
         self.eof = False
+        #: A frame of this direction did not decode: the frames after it may be misframed.
+        self.unsure = False
 
     def frame(self, kind: FrameKind, payload: bytes, offset: int, now: float | None, **fields: Any) -> DecodedFrame:
         """The next frame of this direction."""
@@ -73,9 +75,14 @@ class Side:
         return frame
 
     def malformed(self, payload: bytes, offset: int, error: str, now: float | None, **fields: Any) -> DecodedFrame:
-        """The next frame of this direction, one that does not decode."""
-        if fields.get("secret_spans"):
-            error = _BYTE_VALUE.sub("a byte", error)  # a decoding error may quote a byte of the secret
+        """The next frame of this direction, one that does not decode.
+
+        Its bytes are all masked as secret: a frame that does not decode may be read as the wrong side, or
+        framed by a corrupted length, so where its secrets are is not known (``--reveal-secrets`` shows it).
+        """
+        fields["secret_spans"] = ((0, len(payload)),) if payload else ()
+        self.unsure = True
+        error = _BYTE_VALUE.sub("a byte", error)  # a decoding error may quote a byte of the secret
         return self.frame("malformed", payload, offset, now, error=error, **fields)
 
 

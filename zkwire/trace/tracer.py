@@ -8,9 +8,10 @@ This module is the command line; the proxy is :mod:`~zkwire.trace.proxy`, its de
 connection (a whole ensemble), ``--upstream-tls`` (or ``--upstream-tls-ca``, ``--upstream-tls-cert``,
 ``--upstream-tls-key``, ``--upstream-tls-key-password-file``: the options of every tool, see
 :func:`~zkwire.shell.security.add_security_options`) speaks TLS to them.  Bytes are forwarded unchanged
-as they arrive; a copy goes through the construct-based
-:class:`~zkwire.trace.decoder.ConversationDecoder` of that connection, and one line per frame is
-printed (time, connection, direction, xid, op, path, error, zxid, size, reply latency).
+as they arrive; a copy goes through the :class:`~zkwire.trace.decoder.ConversationDecoder` of that
+connection (records read by the fast codec; ``--verify`` on ``decode`` and ``sniff`` also reads them with
+the construct schemas and reports disagreements), and one line per frame is printed (time, connection,
+direction, xid, op, path, error, zxid, size, reply latency).
 
 Decoding never delays or alters forwarding: it runs in a process of its own
 (:mod:`~zkwire.trace.decodeproc`) fed through a pipe from a queue bounded in bytes, each piece with the
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
 import threading
@@ -42,7 +44,9 @@ from pathlib import Path
 
 import trio
 
+from ..constants import OpCode
 from ..errors import InvalidArgumentError
+from ..protocol.optable import op_name
 from ..sansio.hosts import parse_host_port
 from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
 from ..shell.security import add_security_options, security_options
@@ -53,6 +57,7 @@ from .decoder import ConversationDecoder, detect_side
 from .filters import FrameFilter, parse_op, parse_session_id
 from .frames import CLIENT, SERVER
 from .output import DEFAULT_MAX_LINE, DEFAULT_MAX_QUEUED, FdWriter, TraceOptions, show_event
+from .progress import Progress
 from .proxy import READ_CHUNK, serve_trace
 from .sniffing import sniff_command
 from .stats import TraceStats
@@ -108,7 +113,7 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
                 file=sys.stderr,
             )
             return 2
-        return _decode_capture(args.file, args.port or (), options)
+        return _decode_capture(args.file, args.port or (), options, _reading(args), _only_ops(args))
     if args.port:
         print("zkwire decode: --port is only for pcap and pcapng captures", file=sys.stderr)
         return 2
@@ -129,7 +134,7 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
         )
         return 2
     # Fed in chunks and printed as it goes: a long capture piped into `head` stops early.
-    decoder = ConversationDecoder()
+    decoder = ConversationDecoder(reading=_reading(args), only_ops=_only_ops(args))
     side = args.side if args.side != "auto" else detect_side(data)
     streams = [(CLIENT, data), (SERVER, server_data)] if server_data is not None else [(side, data)]
     malformed = False
@@ -145,26 +150,61 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
     return 1 if malformed else 0
 
 
-def _decode_capture(path: str, ports: Iterable[int], options: TraceOptions) -> int:
-    """``zkwire decode`` of a pcap or pcapng file: every ZooKeeper connection in it, in capture order."""
-    decoder = CaptureDecoder(ports)
+def _reading(args: argparse.Namespace) -> str:
+    """How records are read: both ways with ``--verify``; header facts only when nothing but the summary
+    is shown and no filter looks into records (a path filter matches a multi's operations too); else the
+    fast codec."""
+    if getattr(args, "verify", False):
+        return "verify"
+    return "headers" if args.stats and not args.path else "fast"
+
+
+def _only_ops(args: argparse.Namespace) -> frozenset[int] | None:
+    """With ``--op``, only the frames of those ops are shown: the others' records need not be read."""
+    if _reading(args) != "fast" or not args.op:
+        return None
+    codes = {op_name(op): int(op) for op in OpCode}
+    for name in args.op:
+        if name.startswith("op") and name[2:].lstrip("-").isdigit():  # an op code without a name
+            codes[name] = int(name[2:])
+    return frozenset(codes[name] for name in args.op if name in codes)  # connect records are always read
+
+
+def _decode_capture(
+    path: str,
+    ports: Iterable[int],
+    options: TraceOptions,
+    reading: str = "fast",
+    only_ops: frozenset[int] | None = None,
+) -> int:
+    """``zkwire decode`` of a pcap or pcapng file: every ZooKeeper connection in it, in capture order.
+
+    The file is read as it is decoded (the memory used does not grow with its size); on a terminal, stderr
+    shows how far the reading is."""
+    decoder = CaptureDecoder(ports, reading=reading, only_ops=only_ops)
     malformed = False
     try:
         stream = open(path, "rb")  # noqa: SIM115  (closed below)
+        size = os.fstat(stream.fileno()).st_size
     except OSError as e:
         print(escape_controls(f"zkwire decode: {e}"), file=sys.stderr)
         return 1
     restore = _summary_on_sigusr1(options)
+    progress = Progress(size, stream)
     try:
         for event in decoder.add_all(PacketReader(stream)):
-            malformed |= event.frame is not None and event.frame.kind == "malformed"
+            if event.frame is not None:
+                malformed |= event.frame.kind == "malformed"
+                progress.frame()
             show_event(options, event)
     except CaptureError as e:
         for event in decoder.finish():
             show_event(options, event)
+        progress.done()
         print(escape_controls(f"zkwire decode: {path}: {e}"), file=sys.stderr)
         return 1
     finally:
+        progress.done()
         restore()
         stream.close()
     if decoder.ignored:
@@ -258,6 +298,11 @@ def _add_view_options(p: argparse.ArgumentParser) -> None:
     s = p.add_argument_group("statistics (a summary is printed on exit and on SIGUSR1)")
     s.add_argument("--stats", action="store_true", help="print only the summary, no frames")
     s.add_argument(
+        "--stats-json",
+        metavar="PATH",
+        help="also write the summary to PATH as one JSON object (replaced each time the summary is printed)",
+    )
+    s.add_argument(
         "--depth", type=_depth, metavar="N", help="count request paths by their first N components in the summary"
     )
     s.add_argument(
@@ -279,6 +324,9 @@ def _view_options(args: argparse.Namespace) -> TraceOptions:
         slower_ms=args.slower,
         hide_pings=args.hide_pings or args.session_view is not None,
     )
+    stats = TraceStats(depth=args.depth)
+    if getattr(args, "verify", False):
+        stats.verified = 0
     return TraceOptions(
         verbose=args.verbose,
         json_lines=args.json,
@@ -286,9 +334,10 @@ def _view_options(args: argparse.Namespace) -> TraceOptions:
         reveal_secrets=args.reveal_secrets,
         max_line=args.max_line,
         frame_filter=frame_filter if frame_filter.active else None,
-        stats=TraceStats(depth=args.depth),
+        stats=stats,
         show_frames=not args.stats,
         session_view=args.session_view,
+        stats_json=args.stats_json,
     )
 
 
@@ -353,6 +402,12 @@ def _main(argv: list[str]) -> int:
     sniff.add_argument("--duration", type=_seconds, metavar="SECONDS", help="stop after this long (default: Ctrl-C)")
     for p in (trace, decode, sniff):
         _add_view_options(p)
+    for p in (decode, sniff):
+        p.add_argument(
+            "--verify",
+            action="store_true",
+            help="read every record with the fast codec and the construct schemas, and report where they disagree",
+        )
     args = parser.parse_args(argv)
     options = _view_options(args)
     if args.command == "decode":
@@ -363,7 +418,16 @@ def _main(argv: list[str]) -> int:
     except (AttributeError, OSError, ValueError):  # not a file (a test's capture): written as it is
         options.out = sys.stdout
     if args.command == "sniff":
-        return trio.run(sniff_command, args.iface, args.port or [], options, args.duration, args.ring_mb << 20)
+        return trio.run(
+            sniff_command,
+            args.iface,
+            args.port or [],
+            options,
+            args.duration,
+            args.ring_mb << 20,
+            _reading(args),
+            _only_ops(args),
+        )
     try:
         listen = _parse_hostport(args.listen)
         upstreams = _upstreams(args)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Self
 
 from ..jute import Reader, write_buffer, write_int, write_long, write_ustring
-from .base import ACL, ClientInfo, PathOnly, Stat, StatOnly, read_acl, read_tuple, write_vector
+from .base import ACL, ClientInfo, PathOnly, Stat, StatOnly, read_acl, read_client_infos, write_vector
 
 __all__ = [
     "GetACLRequest",
@@ -121,7 +121,7 @@ class WhoAmIResponse:
 
     @classmethod
     def read(cls, r: Reader) -> WhoAmIResponse:
-        return cls(read_tuple(r, ClientInfo.read))
+        return cls(read_client_infos(r))
 
 
 @dataclass(frozen=True, slots=True)

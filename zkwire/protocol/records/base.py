@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, Self, TypeVar
 
+from ...errors import ProtocolError
 from ..framing import REPLY_HEADER, REQUEST_HEADER
 from ..jute import INT, Reader, write_bool, write_int, write_long, write_ustring
 
@@ -32,7 +33,9 @@ __all__ = [
     "write_vector",
     "read_tuple",
     "read_acl",
+    "read_client_infos",
     "opt_tuple",
+    "MULTI_HEADER",
 ]
 
 
@@ -47,7 +50,7 @@ class Record(Protocol):
 
 #: Stat: the 11 fields of a znode's metadata (68 bytes).
 STAT_STRUCT = struct.Struct(">qqqqiiiqiiq")
-_MULTI_HEADER = struct.Struct(">i?i")
+MULTI_HEADER = struct.Struct(">i?i")
 
 
 class Stat(NamedTuple):
@@ -164,7 +167,7 @@ class MultiHeader(NamedTuple):
 
     @classmethod
     def read(cls, r: Reader) -> MultiHeader:
-        return cls._make(_MULTI_HEADER.unpack_from(r.buf, r._need(9, "MultiHeader")))
+        return cls._make(MULTI_HEADER.unpack_from(r.buf, r._need(9, "MultiHeader")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,9 +236,31 @@ def read_tuple(r: Reader, read: Callable[[Reader], _R]) -> tuple[_R, ...] | None
     return None if items is None else tuple(items)
 
 
+_new_tuple = tuple.__new__
+
+
 def read_acl(r: Reader) -> tuple[ACL, ...] | None:
     """A vector of :class:`ACL` entries."""
-    return read_tuple(r, ACL.read)
+    n = _vector_count(r)
+    if n is None:
+        return None
+    return tuple(_new_tuple(ACL, (perms, _new_tuple(Id, ids))) for perms, *ids in r.string_pairs(n, lead_int=True))
+
+
+def read_client_infos(r: Reader) -> tuple[ClientInfo, ...] | None:
+    """A vector of :class:`ClientInfo` entries."""
+    n = _vector_count(r)
+    return None if n is None else tuple(_new_tuple(ClientInfo, pair) for pair in r.string_pairs(n))
+
+
+def _vector_count(r: Reader) -> int | None:
+    """A vector's count (None for -1, a null vector)."""
+    n = r.int32()
+    if n == -1:
+        return None
+    if n < 0:
+        raise ProtocolError(f"negative length {n} for vector")
+    return n
 
 
 def opt_tuple(v: list[str | None] | None) -> tuple[str | None, ...] | None:
