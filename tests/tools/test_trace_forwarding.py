@@ -41,6 +41,16 @@ trio.run(main, sys.argv[1], sys.argv[2], float(sys.argv[3]))
 """
 
 
+async def _large_and_small(hosts: str, path: str) -> tuple[str, str]:
+    """Under ``path``: a node of about 1 MB and one of 20 bytes; their paths."""
+    big, small = path + "/big", path + "/small"
+    async with zkwire.open_client(hosts) as zk:
+        await zk.create(path, b"")
+        await zk.create(big, b"x" * 1_000_000)
+        await zk.create(small, b"d" * 20)
+    return big, small
+
+
 async def _timed(call: object) -> float:
     start = trio.current_time()
     await call  # type: ignore[misc]
@@ -48,11 +58,7 @@ async def _timed(call: object) -> float:
 
 
 async def test_decoding_large_replies_does_not_delay_forwarding(zk_hosts: str, zk_path: str, tmp_path: Path) -> None:
-    big, small = zk_path + "/big", zk_path + "/small"
-    async with zkwire.open_client(zk_hosts) as zk:
-        await zk.create(zk_path, b"")
-        await zk.create(big, b"x" * 1_000_000)
-        await zk.create(small, b"d" * 20)
+    big, small = await _large_and_small(zk_hosts, zk_path)
     output = (tmp_path / "trace.out").open("w")
     tracer = TracerProcess(zk_hosts, "--json", stdout=output)
     big_times: dict[str, list[float]] = {"direct": [], "proxied": []}
@@ -96,11 +102,7 @@ async def test_the_latency_reported_for_a_reply_after_a_large_one_is_the_servers
     # The same connection: a multiRead reply of 6,000 results (a second or more of decoding), then a
     # ~1 MB getData.  Its latency in the tracer's output is the time its bytes passed the proxy, within
     # 10 ms of the direct path's, not the time decoding got to them.
-    big, small = zk_path + "/big", zk_path + "/small"
-    async with zkwire.open_client(zk_hosts) as zk:
-        await zk.create(zk_path, b"")
-        await zk.create(big, b"x" * 1_000_000)
-        await zk.create(small, b"d" * 20)
+    big, small = await _large_and_small(zk_hosts, zk_path)
     output = (tmp_path / "trace.out").open("w")
     tracer = TracerProcess(zk_hosts, "--json", "--max-line", "0", stdout=output)
     direct_times: list[float] = []

@@ -233,8 +233,11 @@ class EnsembleFollower:
         # is decided, after the name lookups below: never ahead of the client's hosts.
         previous = self.config
         hosts = client_hosts(config, await self._aliases())
+        core = self._client._core
+        same = set(hosts) == set(core.hosts)
+        shares = not hosts or same or await self._shares_a_server(hosts, core.hosts)
+        self.config = config
         if not hosts:
-            self.config = config
             if previous is None or not client_hosts(previous):
                 # The members' client ports are in their static configuration: a deployment, not an
                 # anomaly; there is nothing to follow.
@@ -242,12 +245,8 @@ class EnsembleFollower:
             else:
                 self._refuse(f"configuration version {config.version:x} names no client address")
             return False
-        core = self._client._core
-        if set(hosts) == set(core.hosts):
-            self.config = config
+        if same:
             return False
-        shares = await self._shares_a_server(hosts, core.hosts)
-        self.config = config
         if not shares:
             if self._foreign is None:
                 log.info(
