@@ -1,8 +1,8 @@
 """The tracing proxy's decoding worker: decoding and printing in another process, off the forwarding path.
 
-Decoding a large frame can hold an interpreter for a second; sharing it with the forwarding path delays
-every connection's bytes by as much (and that delay would be reported as the server's latency).  So
-the decoding, filtering, counting and printing run in a process of their own
+Decoding a large frame can hold an interpreter for a tenth of a second and more; sharing it with the
+forwarding path delays every connection's bytes by as much (and that delay would be reported as the
+server's latency).  So the decoding, filtering, counting and printing run in a process of their own
 (:mod:`~zkwire.trace.decodeproc`), and the proxy's process only copies what it has forwarded into a
 pipe to it, each piece with the time it was read.
 
