@@ -16,7 +16,11 @@ may share a path.
 
 Session ends: given a :class:`zkwire.Sessions` stream, a member whose session expired while it waited
 to enter creates its node again in the next session and goes on waiting; one that expired while
-leaving has left (its node went with the session) and waits for the others to go.  A member node is
+leaving has left (its node went with the session) and waits for the others to go.  The layout, shared
+with the peers, has one limit here: if the others counted our node, entered and left (deleting
+``ready``) while our session was ending, nothing on the path says so any more, and our enter waits
+for a round that has passed.  Bound :meth:`DoubleBarrier.enter` with a cancel scope where a session
+can end.  A member node is
 created with a name of its own, so a create whose reply was lost is found (``NodeExists`` in our own
 session) and kept, never made twice.
 """

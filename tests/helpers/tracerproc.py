@@ -3,20 +3,38 @@ decoding competes with nothing of the test's)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-__all__ = ["TracerProcess", "free_port"]
+__all__ = ["TracerProcess", "decoding_processes", "free_port"]
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def decoding_processes() -> list[int]:
+    """This process's children running the tracer's decoding process."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and b"zkwire.trace.decodeproc" in cmdline:
+            found.append(int(entry.name))
+    return found
 
 
 class TracerProcess:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import trio
-from helpers.tracerproc import TracerProcess
+from helpers.tracerproc import TracerProcess, decoding_processes
 
 import zkwire
 from zkwire.sansio.ops import GetData
@@ -160,22 +160,6 @@ async def test_a_tracer_stopped_with_a_backlog_keeps_its_statistics_and_stops_in
     assert stats.requests["create"] == 1  # the statistics came back from the decoding process
 
 
-def _decoding_processes() -> list[int]:
-    """This process's children running the tracer's decoding process."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            cmdline = (entry / "cmdline").read_bytes()
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == os.getpid() and b"zkwire.trace.decodeproc" in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
 async def test_forwarding_goes_on_when_the_decoding_process_dies(
     zk_hosts: str, zk_path: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -186,7 +170,7 @@ async def test_forwarding_goes_on_when_the_decoding_process_dies(
     out = io.StringIO()
     async with trio.open_nursery() as nursery:
         port = await nursery.start(serve_trace, ("127.0.0.1", 0), first_server(zk_hosts), TraceOptions(out=out))
-        [pid] = _decoding_processes()
+        [pid] = decoding_processes()
         os.kill(pid, signal.SIGKILL)
         with trio.fail_after(20):
             while "decoding process ended" not in capsys.readouterr().err:

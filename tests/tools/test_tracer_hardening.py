@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -17,7 +19,7 @@ import pytest
 import trio
 from helpers.addresses import first_server
 from helpers.rawwire import RawConn
-from helpers.tracerproc import TracerProcess
+from helpers.tracerproc import TracerProcess, decoding_processes
 
 import zkwire
 from zkwire.constants import OpCode
@@ -460,17 +462,26 @@ async def test_decoding_that_falls_behind_skips_and_picks_up_again(zk_hosts: str
         await zk.create(zk_path, b"d" * 20)
     async with trio.open_nursery() as nursery:
         tport = await nursery.start(serve_trace, ("127.0.0.1", 0), (host, int(port)), options)
+        [decoding] = decoding_processes()
         async with zkwire.open_client(f"127.0.0.1:{tport}") as zk:
-            for _ in range(3):
-                await zk.multi_read([GetData(zk_path)] * 10_000)  # 1 MB: over the limit, not decoded
-            with trio.fail_after(30):  # until the decoder has caught up (its output stays the same)
-                seen = ""
-                while seen != out.getvalue():
-                    seen = out.getvalue()
-                    await trio.sleep(0.5)
+            # The decoding process is held still, so that the 4 MB below outgrow its pipe (1 MiB) and
+            # the queue (256 KiB) whatever the machine's speed: decoding falls behind for certain.
+            os.kill(decoding, signal.SIGSTOP)
+            try:
+                for _ in range(3):
+                    await zk.multi_read([GetData(zk_path)] * 10_000)  # 1 MB replies
+            finally:
+                os.kill(decoding, signal.SIGCONT)
+            # Until the decoder has caught up, the probes' bytes are skipped; after, one is decoded.
+            with trio.fail_after(60):
+                probe = 0
+                while f"{zk_path}/probe-{probe}" not in out.getvalue():
+                    probe += 1
+                    assert await zk.exists(f"{zk_path}/probe-{probe}") is None
+                    await trio.sleep(0.2)
             data, _ = await zk.get_data(zk_path)
             assert data == b"d" * 20
-        with trio.fail_after(20):
+        with trio.fail_after(30):
             while "closed" not in out.getvalue():
                 await trio.sleep(0.05)
         nursery.cancel_scope.cancel()
