@@ -234,7 +234,7 @@ def measure(paths: dict[str, Callable[[], int]], repeat: int) -> dict[str, tuple
 #: (row, view, previous reading, new reading): the views of zkwire decode, construct beside fast.
 VIEWS = (
     ("--stats", "stats", "schemas", "headers"),
-    ("text view", "text", "schemas", "fast"),
+    ("text view", "text", "schemas", "notes"),
     ("--json", "json", "schemas", "fast"),
 )
 
@@ -244,6 +244,7 @@ def run_views(pcap: Path, repeat: int, frames: int) -> dict[str, Any]:
     for row, view, before, after in VIEWS:
         paths[f"{row}, construct schemas"] = decode_capture(pcap, view, before)
         paths[f"{row}, fast codec"] = decode_capture(pcap, view, after)
+    paths["text view, every record read (as -v reads)"] = decode_capture(pcap, "text", "fast")
     paths["text view, --verify"] = decode_capture(pcap, "text", "verify")
     rows = measure(paths, repeat)
     out: dict[str, Any] = {}

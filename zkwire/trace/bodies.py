@@ -37,9 +37,10 @@ class BodyDecoder(Protocol):
     def request(self, payload: bytes) -> Any:
         """A later client frame's record, after its RequestHeader (None for ops without one)."""
 
-    def reply(self, op: int | None, payload: bytes) -> Any:
-        """A later server frame's record answering ``op``, after its ReplyHeader (None for an error
-        reply or an op whose reply is a bare header; the WatcherEvent for xid -1)."""
+    def reply(self, op: int | None, payload: bytes, path: str | None = None) -> Any:
+        """A later server frame's record answering ``op`` (a request of ``path``, when known), after its
+        ReplyHeader (None for an error reply or an op whose reply is a bare header; the WatcherEvent for
+        xid -1)."""
 
     def path(self, op: int, payload: bytes, record: Any) -> str | None:
         """The path a request names (its ``record`` is what :meth:`request` returned)."""
@@ -63,7 +64,7 @@ class SchemaBodies:
     def request(self, payload: bytes) -> Any:
         return schema.to_plain(schema.parse_request(payload, compiled=self.compiled)["body"])
 
-    def reply(self, op: int | None, payload: bytes) -> Any:
+    def reply(self, op: int | None, payload: bytes, path: str | None = None) -> Any:
         return schema.to_plain(schema.parse_reply(op, payload, compiled=self.compiled)["body"])
 
     def path(self, op: int, payload: bytes, record: Any) -> str | None:

@@ -11,13 +11,17 @@ from ..errors import ProtocolError
 from ..protocol.codec import op_name
 from ..protocol.framing import REQUEST_HEADER as _REQUEST_HEADER
 from .bodies import BodyDecoder
-from .frames import DecodedFrame, FrameKind
+from .frames import CLIENT, DecodedFrame, FrameKind
 from .masking import REQUEST_ROLES, secret_spans
 from .notes import multi_ops, reconfig_request, request_note
 from .pairing import Pending, RequestLedger
 from .streams import TELNET_CLOSE, Side, SideFrames
 
 __all__ = ["ClientFrames"]
+
+_PING = int(OpCode.PING)
+_AUTH = int(OpCode.AUTH)
+_MULTI = frozenset({int(OpCode.MULTI), int(OpCode.MULTI_READ)})
 
 
 class ClientFrames(SideFrames):
@@ -57,6 +61,8 @@ class ClientFrames(SideFrames):
 
     def message(self, side: Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
         """A request (a ping, an auth packet...) and its record."""
+        # Run for every request of a capture: written for speed (no keyword arguments, notes made only
+        # when there is one); :meth:`Side.frame` is what it makes.
         if len(payload) < 8:
             return side.malformed(payload, offset, f"{len(payload)} bytes: too short for a RequestHeader", now)
         xid, op = _REQUEST_HEADER.unpack_from(payload)
@@ -64,47 +70,45 @@ class ClientFrames(SideFrames):
         record: Any = None
         error: str | None = None
         path: str | None = None
+        bodies = self.bodies
         try:
-            record = self.bodies.request(payload)
-            path = self.bodies.path(op, payload, record)
+            record = bodies.request(payload)
+            path = bodies.path(op, payload, record)
         except ProtocolError as e:
             error = str(e)
-        notes: list[str] = []
-        pending = self.ledger.pending
-        if op == OpCode.PING:
+        ledger = self.ledger
+        reused: str | None = None
+        if op == _PING:
             kind: FrameKind = "ping"
-            self.ledger.pings.append(now)
+            ledger.pings.append(now)
         else:
-            kind = "auth" if op == OpCode.AUTH else "request"
+            kind = "auth" if op == _AUTH else "request"
+            pending = ledger.pending
             if xid in pending:
-                notes.append(f"xid {xid} reused while a {op_name(pending[xid].op)} with it is pending")
-            self.ledger.add(xid, Pending(op, path, now, multi_ops(op, record) if record is not None else ()))
+                reused = f"xid {xid} reused while a {op_name(pending[xid].op)} with it is pending"
+            ops = multi_ops(op, record) if record is not None and op in _MULTI else ()
+            ledger.add(xid, Pending(op, path, now, ops))
         if error is not None:
             detail = request_note(op, record)
-            note = "; ".join([*notes, detail] if detail else notes) or None
-            return side.malformed(payload, offset, error, now, note=note, xid=xid, op=op, op_name=name)
+            notes = [n for n in (reused, detail) if n]
+            return side.malformed(
+                payload, offset, error, now, note="; ".join(notes) or None, xid=xid, op=op, op_name=name
+            )
         role = REQUEST_ROLES.get(op)
         spans = secret_spans(role, payload, exact=True) if role is not None else ()
         config = None
+        note = reused
         if record is not None:
             detail = request_note(op, record)
             if detail:
-                notes.append(detail)
+                note = detail if note is None else f"{note}; {detail}"
             config = reconfig_request(op, record)
-        return side.frame(
-            kind,
-            payload,
-            offset,
-            now,
-            xid=xid,
-            op=op,
-            op_name=name,
-            path=path,
-            record=record,
-            note="; ".join(notes) or None,
-            secret_spans=spans,
-            config=config,
-        )
+        index = side.index
+        side.index = index + 1
+        return DecodedFrame(
+            CLIENT, kind, index, offset, len(payload), payload, xid, op, name, path, None, None, None, record,
+            None, note, now, None, spans, config,
+        )  # fmt: skip
 
     def connect(self, side: Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
         """The connection's first client frame, its ConnectRequest."""

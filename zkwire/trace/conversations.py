@@ -49,10 +49,13 @@ def format_endpoint(ep: Endpoint) -> str:
 CaptureEventKind = Literal["open", "frame", "note", "close"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CaptureEvent:
     """What one connection did at capture time ``ts``: ``kind`` is "open" (first seen), "frame" (a
-    decoded ``frame``), "note" (``note`` says what: bytes missing, a resynchronisation) or "close"."""
+    decoded ``frame``), "note" (``note`` says what: bytes missing, a resynchronisation) or "close".
+
+    A value, like :class:`~zkwire.trace.frames.DecodedFrame` (and, like it, not frozen: one is made for
+    every frame of a capture)."""
 
     ts: float
     conn: int
@@ -273,7 +276,8 @@ class CaptureDecoder:
     # ------------------------------------------------------------------ framing
 
     def _frames(self, conv: _Conversation, frames: list[DecodedFrame], ts: float, out: list[CaptureEvent]) -> None:
-        out.extend(self._make(conv, ts, "frame", frame=f) for f in frames)
+        conn, client, server = conv.id, conv.client, conv.server
+        out.extend([CaptureEvent(ts, conn, client, server, "frame", f) for f in frames])
 
     def _data(
         self, conv: _Conversation, direction: Direction, data: bytes, gap: int, ts: float, out: list[CaptureEvent]

@@ -39,7 +39,7 @@ from ..errors import InvalidArgumentError
 from ..protocol.framing import LENGTH as _INT
 from .bodies import BodyDecoder, SchemaBodies
 from .client_frames import ClientFrames
-from .fastbodies import FastBodies, HeaderBodies, OpBodies
+from .fastbodies import FastBodies, HeaderBodies, NoteBodies, OpBodies
 from .frames import CLIENT, SERVER, DecodedFrame, format_zxid
 from .masking import SecretRole, candidate_roles, request_role, secret_runs_past, secret_spans, shifted
 from .pairing import RequestLedger
@@ -66,20 +66,23 @@ __all__ = [
     "body_decoder",
 ]
 
-#: How records are read: the fast codec, header facts only, the construct schemas, or both compared.
-READINGS = ("fast", "headers", "schemas", "verify")
+#: How records are read: the fast codec, header facts only, the records the one-line view shows (see
+#: :class:`~zkwire.trace.fastbodies.NoteBodies`), the construct schemas, or both compared.
+READINGS = ("fast", "headers", "notes", "schemas", "verify")
 
 
 def body_decoder(
     reading: str = "fast", *, compiled: bool = False, only_ops: frozenset[int] | None = None
 ) -> BodyDecoder:
     """The :class:`~zkwire.trace.bodies.BodyDecoder` of one of :data:`READINGS` (``compiled``: the construct
-    schemas' compiled form, for "schemas" and "verify"; ``only_ops``: with "fast", the records of these ops
-    alone are read in full, the others' header facts only)."""
+    schemas' compiled form, for "schemas" and "verify"; ``only_ops``: with "fast" or "notes", the records of
+    these ops alone are read in full, the others' header facts only)."""
     if reading == "fast":
         return FastBodies() if only_ops is None else OpBodies(only_ops)
     if reading == "headers":
         return HeaderBodies()
+    if reading == "notes":
+        return NoteBodies() if only_ops is None else OpBodies(only_ops)
     if reading == "schemas":
         return SchemaBodies(compiled=compiled)
     if reading == "verify":
@@ -280,15 +283,19 @@ class ConversationDecoder:
         frames: list[DecodedFrame] = []
         pos = 0
         end = len(buf)
+        base = side.offset
+        max_frame = self.max_frame
+        unpack = _INT.unpack_from
+        reader: ClientFrames | ServerFrames = self._client_frames if side.direction == CLIENT else self._server_frames
         while end - pos >= 4:
-            n = _INT.unpack_from(buf, pos)[0]
-            if n < 0 or n > self.max_frame:
+            n = unpack(buf, pos)[0]
+            if n < 0 or n > max_frame:
                 head = bytes(buf[pos : pos + 4])
                 hint = " (looks like text: not a ZooKeeper stream?)" if looks_like_text(head) else ""
-                message = f"frame length {n} outside 0..{self.max_frame}{hint}; rest of the stream skipped"
+                message = f"frame length {n} outside 0..{max_frame}{hint}; rest of the stream skipped"
                 preview = bytes(buf[pos : pos + _MALFORMED_PREVIEW])
                 spans = shifted(self._secret_spans_of(side, preview[4:], exact=False), 4)
-                frames.append(side.malformed(preview, side.offset + pos, message, now, secret_spans=spans))
+                frames.append(side.malformed(preview, base + pos, message, now, secret_spans=spans))
                 side.state = "broken"
                 side.skipped += end - pos
                 pos = end
@@ -297,12 +304,12 @@ class ConversationDecoder:
             if stop > end:
                 break
             payload = bytes(buf[pos + 4 : stop])
-            offset = side.offset + pos
-            first = side.state == "handshake"
-            if side.direction == CLIENT:
-                decoded = self._client_frames.frame(side, payload, offset, now)
+            if side.state == "handshake":
+                first = True
+                decoded = reader.frame(side, payload, base + pos, now)
             else:
-                decoded = self._server_frames.frame(side, payload, offset, now)
+                first = False
+                decoded = reader.message(side, payload, base + pos, now)
             if self._verifying is not None:
                 disagreement = self._verifying.take()
                 if disagreement is not None:
@@ -318,7 +325,7 @@ class ConversationDecoder:
                 pos = end
                 break
         del buf[:pos]
-        side.offset += pos
+        side.offset = base + pos
         return frames
 
     def _secret_past_frame(self, side: Side, frame: DecodedFrame, first: bool) -> bool:

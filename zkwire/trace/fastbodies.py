@@ -7,6 +7,7 @@ and lists, the shape of :func:`zkwire.trace.schema.to_plain`) and refuses the sa
 :class:`~zkwire.errors.ProtocolError`; ``zkwire decode --verify`` and the differential tests check that
 they agree.  :class:`HeaderBodies` decodes no record body but the small fixed ones the summary counts
 (the connect records, watch events, a multi's results): a request's path is its leading string.
+:class:`NoteBodies`, for the one-line view, reads besides those the records its lines show something of.
 """
 
 from __future__ import annotations
@@ -26,14 +27,14 @@ from ..protocol.codec import (
     decode_watcher_event,
 )
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
-from ..protocol.jute import INT as _REQUEST_OP
-from ..protocol.jute import Reader
+from ..protocol.jute import INT, Reader
 from ..protocol.multi import MultiResponse
-from ..protocol.optable import REQUEST_RECORDS
+from ..protocol.optable import REQUEST_RECORDS, RESPONSE_RECORDS
 from ..protocol.records import ACL, ClientInfo, Id, Stat
-from .notes import path_of
+from ..sansio.ensemble import CONFIG_PATH
+from .notes import CREATES, MULTI_OPS, path_of
 
-__all__ = ["FastBodies", "HeaderBodies", "OpBodies", "plain", "PATH_FIRST_OPS"]
+__all__ = ["FastBodies", "HeaderBodies", "NoteBodies", "OpBodies", "plain", "PATH_FIRST_OPS"]
 
 _Converter = Callable[[Any], Any]
 #: The NamedTuples a record's field may be typed as, by name (the vectors of them convert in one pass).
@@ -192,7 +193,7 @@ class FastBodies:
         _, record = decode_request(payload)
         return None if record is None else plain(record)
 
-    def reply(self, op: int | None, payload: bytes) -> Any:
+    def reply(self, op: int | None, payload: bytes, path: str | None = None) -> Any:
         if len(payload) < 16:
             raise ProtocolError(f"reply of {len(payload)} bytes is shorter than a ReplyHeader")
         xid, _, err = _REPLY_HEADER.unpack_from(payload)
@@ -227,7 +228,7 @@ class HeaderBodies(FastBodies):
     def request(self, payload: bytes) -> Any:
         return None
 
-    def reply(self, op: int | None, payload: bytes) -> Any:
+    def reply(self, op: int | None, payload: bytes, path: str | None = None) -> Any:
         if len(payload) >= 16:
             xid, _, err = _REPLY_HEADER.unpack_from(payload)
             if xid == WATCH_XID or (err == 0 and op in (OpCode.MULTI, OpCode.MULTI_READ)):
@@ -237,6 +238,12 @@ class HeaderBodies(FastBodies):
     def path(self, op: int, payload: bytes, record: Any) -> str | None:
         if op not in PATH_FIRST_OPS or len(payload) < 12:
             return None
+        n = INT.unpack_from(payload, 8)[0]
+        if 0 <= n <= len(payload) - 12:  # the usual case, read here; the reader has every other one
+            try:
+                return str(payload[12 : 12 + n], "utf-8")
+            except UnicodeDecodeError:
+                pass
         return Reader(payload, 8).ustring()
 
 
@@ -252,14 +259,47 @@ class OpBodies(HeaderBodies):
         self.ops = ops
 
     def request(self, payload: bytes) -> Any:
-        if len(payload) >= 8 and _REQUEST_OP.unpack_from(payload, 4)[0] in self.ops:
+        if len(payload) >= 8 and INT.unpack_from(payload, 4)[0] in self.ops:
             return FastBodies.request(self, payload)
         return None
 
-    def reply(self, op: int | None, payload: bytes) -> Any:
+    def reply(self, op: int | None, payload: bytes, path: str | None = None) -> Any:
         if op in self.ops:
             return FastBodies.reply(self, op, payload)
         return super().reply(op, payload)
 
     def path(self, op: int, payload: bytes, record: Any) -> str | None:
         return path_of(record) if op in self.ops else super().path(op, payload, record)
+
+
+#: Requests whose line in the one-line view shows something of their record: a create's mode, an auth's
+#: scheme, the watches a SetWatches re-registers, a multi's operations, a reconfiguration's members.
+NOTE_REQUEST_OPS = CREATES | {OpCode.AUTH, OpCode.SET_WATCHES, OpCode.SET_WATCHES2, OpCode.RECONFIG} | MULTI_OPS
+#: Replies whose line shows something of their record: the node a create made, a multi's outcomes, the
+#: configuration a reconfig (or a getData of ``/zookeeper/config``) carries.
+NOTE_REPLY_OPS = CREATES | {OpCode.RECONFIG} | MULTI_OPS
+_SKIMMED_REQUESTS = frozenset(op for op in REQUEST_RECORDS if op not in NOTE_REQUEST_OPS)
+_SKIMMED_REPLIES = frozenset(op for op in RESPONSE_RECORDS if op not in NOTE_REPLY_OPS)
+
+
+class NoteBodies(HeaderBodies):
+    """What the one-line view shows: :class:`HeaderBodies`' reading, and the records of
+    :data:`NOTE_REQUEST_OPS` and :data:`NOTE_REPLY_OPS` (and of a getData of ``/zookeeper/config``) in
+    full.  Ops not in the op table, and error replies that carry body bytes, are read in full too, so
+    that they are still refused.  Other records are not read: a damaged one shows in ``-v``, ``--json``
+    and ``--verify``, which read every record."""
+
+    __slots__ = ()
+    headers_only = False
+
+    def request(self, payload: bytes) -> Any:
+        if len(payload) >= 8 and INT.unpack_from(payload, 4)[0] in _SKIMMED_REQUESTS:
+            return None
+        return FastBodies.request(self, payload)
+
+    def reply(self, op: int | None, payload: bytes, path: str | None = None) -> Any:
+        skimmed = op in _SKIMMED_REPLIES and not (op == OpCode.GET_DATA and path == CONFIG_PATH)
+        # A short reply, or an error reply that carries body bytes, is read in full: and refused.
+        if skimmed and (len(payload) == 16 or (len(payload) > 16 and INT.unpack_from(payload, 12)[0] == 0)):
+            return super().reply(op, payload, path)
+        return FastBodies.reply(self, op, payload, path)

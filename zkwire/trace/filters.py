@@ -62,6 +62,8 @@ class ConnectionInfo:
 
     def learn(self, frame: DecodedFrame) -> int | None:
         """Take the session id from a handshake frame; returns it when it is newly known."""
+        if frame.kind != "connect" and frame.kind != "connect_response":
+            return None
         record: Any = frame.record if isinstance(frame.record, dict) else {}
         session: int | None = None
         if frame.kind == "connect" and record.get("session_id"):

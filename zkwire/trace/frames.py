@@ -35,7 +35,7 @@ FrameKind = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DecodedFrame:
     """One frame (or one four-letter-word exchange) from one direction of a conversation.
 
@@ -54,6 +54,10 @@ class DecodedFrame:
 
     ``disagreement`` (with ``--verify`` only) says where the fast codec and the construct schemas read the
     frame's record differently; None when they agree.
+
+    A frame is a value: nothing changes it once it is made (:func:`dataclasses.replace` makes a changed
+    copy).  It is not frozen all the same, because a frozen dataclass of this many fields takes several
+    times longer to make, and the tracer makes one for every frame of a capture.
     """
 
     direction: Direction

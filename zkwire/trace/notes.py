@@ -16,6 +16,7 @@ from ..sansio.ensemble import CONFIG_PATH, parse_config
 from .frames import format_zxid
 
 __all__ = [
+    "MULTI_OPS",
     "CREATES",
     "path_of",
     "multi_ops",
@@ -27,7 +28,7 @@ __all__ = [
 ]
 
 CREATES = frozenset({OpCode.CREATE, OpCode.CREATE2, OpCode.CREATE_CONTAINER, OpCode.CREATE_TTL})
-_MULTI = (OpCode.MULTI, OpCode.MULTI_READ)
+MULTI_OPS = frozenset({OpCode.MULTI, OpCode.MULTI_READ})
 
 
 def path_of(record: Any) -> str | None:
@@ -102,7 +103,7 @@ def _op_text(op: int, request: Any) -> str:
 
 
 def multi_ops(op: int, record: Any) -> tuple[str, ...]:
-    if op not in _MULTI or not isinstance(record, dict):
+    if op not in MULTI_OPS or not isinstance(record, dict):
         return ()
     return tuple(op_name(o["op"]) + _path_suffix(o["request"]) for o in record["ops"][:_LISTED])  # those listed
 
@@ -141,7 +142,7 @@ def _request_detail(op: int, record: Any) -> str | None:
 
 def request_note(op: int, record: Any) -> str | None:
     """The note of a request: a multi's operations, a reconfiguration's members, or :func:`_request_detail`."""
-    if op in _MULTI and isinstance(record, dict):
+    if op in MULTI_OPS and isinstance(record, dict):
         ops = record["ops"]
         return "ops: " + _listing([_op_text(o["op"], o["request"]) for o in ops[:_LISTED]], len(ops))
     config = reconfig_request(op, record)
@@ -224,7 +225,7 @@ def reply_note(op: int, record: Any, sub_ops: tuple[str, ...], config: dict[str,
     node a create made, or the ensemble configuration (``config``, from :func:`config_reply`)."""
     if config is not None:
         return _config_text(config)
-    if op in _MULTI and isinstance(record, dict):
+    if op in MULTI_OPS and isinstance(record, dict):
         return _multi_summary(record["results"], sub_ops)
     if op in CREATES and isinstance(record, dict) and isinstance(record.get("path"), str):
         return f"created {record['path']}"

@@ -15,9 +15,14 @@ from .frames import SERVER, DecodedFrame, FrameKind
 from .masking import secret_spans
 from .notes import config_reply, event_note, path_of, reply_note
 from .pairing import OUT_OF_BAND, RequestLedger
-from .streams import Side, SideFrames, elapsed, looks_like_text
+from .streams import Side, SideFrames, looks_like_text
 
 __all__ = ["ServerFrames"]
+
+_NOTIFICATION = int(OpCode.NOTIFICATION)
+_PING = int(OpCode.PING)
+_AUTH = int(OpCode.AUTH)
+_SASL = int(OpCode.SASL)
 
 #: A null buffer (length -1): the token of a server refusing SASL.
 NULL_TOKEN = b"\xff\xff\xff\xff"
@@ -71,69 +76,126 @@ class ServerFrames(SideFrames):
 
     def message(self, side: Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
         """A reply paired with its request, a watch event, a ping or auth reply."""
+        # Run for every reply of a capture: written for speed (no keyword arguments, notes made only when
+        # there is one); :meth:`_unpaired` and :meth:`_unusual` take the rarer turns.
         if len(payload) < 16:
             return side.malformed(payload, offset, f"{len(payload)} bytes: too short for a ReplyHeader", now)
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload)
-        fields: dict[str, Any] = {"xid": xid, "zxid": zxid, "err": err, "err_name": error_name(err)}
-        notes: list[str] = []
+        ledger = self.ledger
+        note: str | None = None
         latency: float | None = None
         path: str | None = None
         sub_ops: tuple[str, ...] = ()
-        ledger = self.ledger
         if xid == WATCH_XID:
             kind: FrameKind = "event"
-            op = int(OpCode.NOTIFICATION)
+            op = _NOTIFICATION
         elif xid == PING_XID:
-            kind, op = "ping", int(OpCode.PING)
+            kind, op = "ping", _PING
             if ledger.pings:
                 sent = ledger.pings.popleft()
-                latency = elapsed(sent, now)
+                latency = None if sent is None or now is None else now - sent
             else:
-                notes.append("no ping outstanding")
+                note = "no ping outstanding"
         else:
             kind = "auth" if xid == AUTH_XID else "reply"
-            oldest = ledger.oldest_in_band()
             pending = ledger.pending.get(xid)
             if pending is None:
-                if xid == AUTH_XID:
-                    op = int(OpCode.AUTH)
-                elif side.unsure or (ledger.complete and not ledger.could_have_sent(xid)):
-                    # A frame before did not decode, or the client was followed from its handshake and
-                    # sent no such xid: not a reply but misframed bytes (maybe a secret's), so not even
-                    # its header is shown.
-                    why = "a frame before it did not decode" if side.unsure else "no such request was sent"
-                    return side.malformed(payload, offset, f"not a reply to any request seen ({why})", now)
-                else:
-                    notes.append(f"no pending request with xid {xid}")
-                    if err == 0 and len(payload) > 16:
-                        notes.append(f"{len(payload) - 16} body bytes not decoded")
-                    note = "; ".join(notes)
-                    # Not known to be a reply (a client's frame read as the server's?): its body stays hidden.
-                    unsure = ((8, len(payload)),) if len(payload) > 8 else ()
-                    return side.frame(
-                        kind, payload, offset, now, op=None, op_name=None, note=note, secret_spans=unsure, **fields
-                    )
+                if xid != AUTH_XID:
+                    return self._unpaired(side, payload, offset, now, kind, xid, zxid, err)
+                op = _AUTH
             else:
-                if ledger.gap and pending.op not in OUT_OF_BAND:
+                op = pending.op
+                in_band = op not in OUT_OF_BAND
+                oldest = ledger.oldest_in_band() if in_band else None
+                if ledger.gap and in_band:
                     # Replies were skipped: the in-band requests sent before this one were answered there.
                     ledger.gap = False
                     ledger.forget_in_band(before=xid)
                     oldest = xid
                 del ledger.pending[xid]
-                op, path, sub_ops = pending.op, pending.path, pending.ops
-                latency = elapsed(pending.time, now)
-                if op not in OUT_OF_BAND and oldest is not None and oldest != xid:
-                    notes.append(f"out of order: xid {oldest} was sent earlier and is still pending")
+                path, sub_ops = pending.path, pending.ops
+                sent = pending.time
+                latency = None if sent is None or now is None else now - sent
+                if oldest is not None and oldest != xid:
+                    note = f"out of order: xid {oldest} was sent earlier and is still pending"
+        if op == _SASL or (err != 0 and len(payload) != 16):
+            return self._unusual(side, payload, offset, now, kind, xid, zxid, err, op, path, latency, sub_ops, note)
+        try:
+            record = self.bodies.reply(op, payload, path)
+        except ProtocolError as e:
+            if side.unsure:  # after a frame that did not decode, this one's header may be misframed bytes
+                return side.malformed(payload, offset, str(e), now)
+            return side.malformed(
+                payload, offset, str(e), now, note=note, xid=xid, zxid=zxid, err=err, err_name=error_name(err),
+                op=op, op_name=op_name(op), path=path, latency=latency,
+            )  # fmt: skip
+        config = None
+        if kind == "event":
+            path = path_of(record)
+            first = event_note(record)
+            note = first if note is None else f"{first}; {note}"
+        elif record is not None:
+            if kind == "reply":
+                config = config_reply(op, path, record)
+            outcome = reply_note(op, record, sub_ops, config)
+            if outcome:
+                note = outcome if note is None else f"{note}; {outcome}"
+        index = side.index
+        side.index = index + 1
+        return DecodedFrame(
+            SERVER, kind, index, offset, len(payload), payload, xid, op, op_name(op), path, err,
+            error_name(err), zxid, record, None, note, now, latency, (), config,
+        )  # fmt: skip
+
+    def _unpaired(
+        self, side: Side, payload: bytes, offset: int, now: float | None, kind: FrameKind, xid: int, zxid: int, err: int
+    ) -> DecodedFrame:
+        """A reply whose xid no pending request has."""
+        ledger = self.ledger
+        if side.unsure or (ledger.complete and not ledger.could_have_sent(xid)):
+            # A frame before did not decode, or the client was followed from its handshake and sent no
+            # such xid: not a reply but misframed bytes (maybe a secret's), so not even its header is shown.
+            why = "a frame before it did not decode" if side.unsure else "no such request was sent"
+            return side.malformed(payload, offset, f"not a reply to any request seen ({why})", now)
+        notes = [f"no pending request with xid {xid}"]
+        if err == 0 and len(payload) > 16:
+            notes.append(f"{len(payload) - 16} body bytes not decoded")
+        # Not known to be a reply (a client's frame read as the server's?): its body stays hidden.
+        unsure = ((8, len(payload)),) if len(payload) > 8 else ()
+        return side.frame(
+            kind, payload, offset, now, xid=xid, zxid=zxid, err=err, err_name=error_name(err), op=None,
+            op_name=None, note="; ".join(notes), secret_spans=unsure,
+        )  # fmt: skip
+
+    def _unusual(
+        self,
+        side: Side,
+        payload: bytes,
+        offset: int,
+        now: float | None,
+        kind: FrameKind,
+        xid: int,
+        zxid: int,
+        err: int,
+        op: int,
+        path: str | None,
+        latency: float | None,
+        sub_ops: tuple[str, ...],
+        note: str | None,
+    ) -> DecodedFrame:
+        """A SASL reply (its token is a secret), or an error reply with body bytes."""
+        fields: dict[str, Any] = {"xid": xid, "zxid": zxid, "err": err, "err_name": error_name(err)}
+        notes = [note] if note is not None else []
         fields.update(op=op, op_name=op_name(op), path=path, latency=latency)
-        if op == OpCode.SASL and err == 0 and kind == "reply":
+        if op == _SASL and err == 0 and kind == "reply":
             fields["secret_spans"] = secret_spans("sasl_reply", payload, exact=False)
         body_payload = payload
-        if op == OpCode.SASL and err != 0 and payload[16:] == NULL_TOKEN:
+        if op == _SASL and err != 0 and payload[16:] == NULL_TOKEN:
             # A server refusing SASL (-115, -124) still sends its (null) token after the error header.
             body_payload = payload[:16]
             notes.append("null token")
         try:
-            record = self.bodies.reply(op, body_payload)
+            record = self.bodies.reply(op, body_payload, path)
         except ProtocolError as e:
             if side.unsure:  # after a frame that did not decode, this one's header may be misframed bytes
                 return side.malformed(payload, offset, str(e), now)

@@ -34,9 +34,12 @@ from ..summary import (
 )
 from ..terminal import escape_controls
 from .filters import multi_failure
-from .frames import CLIENT, DecodedFrame
+from .frames import CLIENT, SERVER, DecodedFrame
 
 __all__ = ["TraceStats", "capture_line", "percentile", "path_at_depth"]
+
+_MULTI = frozenset({int(OpCode.MULTI), int(OpCode.MULTI_READ)})
+_CLOSE_SESSION = int(OpCode.CLOSE_SESSION)
 
 
 def capture_line(capture: dict[str, int]) -> str:
@@ -89,6 +92,24 @@ class TraceStats:
         if self.verified is not None:
             self.verified += 1
             self.disagreements += frame.disagreement is not None
+        kind = frame.kind
+        # Requests and paired replies, most of any capture, first (what _count_other does for them, in short).
+        if kind == "request":
+            self.bytes[CLIENT] += frame.size + 4
+            self.requests[frame.op_name] += 1  # type: ignore[index]  # a request always has its op's name
+            if frame.path is not None:
+                self.paths[path_at_depth(frame.path, self.depth)] += 1
+            return
+        if kind == "reply" and frame.op_name is not None and not frame.err and frame.op not in _MULTI:
+            self.bytes[SERVER] += frame.size + 4
+            if frame.op == _CLOSE_SESSION:
+                self.sessions_closed += 1
+            if frame.latency is not None:
+                add_duration(self.latency, frame.op_name, frame.latency)
+            return
+        self._count_other(conn, frame)
+
+    def _count_other(self, conn: int, frame: DecodedFrame) -> None:
         if frame.kind == "skipped":
             self.skipped_bytes += frame.size
             return

@@ -152,16 +152,19 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
 
 def _reading(args: argparse.Namespace) -> str:
     """How records are read: both ways with ``--verify``; header facts only when nothing but the summary
-    is shown and no filter looks into records (a path filter matches a multi's operations too); else the
-    fast codec."""
+    is shown and no filter looks into records (a path filter matches a multi's operations too); the
+    records its lines show for the one-line view; else (``-v``, ``--json``) every record, with the fast
+    codec."""
     if getattr(args, "verify", False):
         return "verify"
-    return "headers" if args.stats and not args.path else "fast"
+    if args.stats and not args.path:
+        return "headers"
+    return "fast" if args.verbose or args.json else "notes"
 
 
 def _only_ops(args: argparse.Namespace) -> frozenset[int] | None:
     """With ``--op``, only the frames of those ops are shown: the others' records need not be read."""
-    if _reading(args) != "fast" or not args.op:
+    if _reading(args) not in ("fast", "notes") or not args.op:
         return None
     codes = {op_name(op): int(op) for op in OpCode}
     for name in args.op:

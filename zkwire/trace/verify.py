@@ -96,7 +96,7 @@ class VerifyingBodies:
     def request(self, payload: bytes) -> Any:
         return self._both("request", lambda: self.fast.request(payload), lambda: self.schemas.request(payload))
 
-    def reply(self, op: int | None, payload: bytes) -> Any:
+    def reply(self, op: int | None, payload: bytes, path: str | None = None) -> Any:
         return self._both("reply", lambda: self.fast.reply(op, payload), lambda: self.schemas.reply(op, payload))
 
     def path(self, op: int, payload: bytes, record: Any) -> str | None:
