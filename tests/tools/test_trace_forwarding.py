@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 import sys
 from pathlib import Path
 
@@ -179,3 +180,37 @@ async def test_forwarding_goes_on_when_the_decoding_process_dies(
                 await zk.create(zk_path, b"still forwarded")
                 assert (await zk.get_data(zk_path))[0] == b"still forwarded"
         nursery.cancel_scope.cancel()
+
+
+async def test_the_proxy_verifies_with_both_readings_when_asked(zk_hosts: str, zk_path: str) -> None:
+    """``zkwire trace --verify``: the decoding process reads every record both ways and the summary counts them."""
+    tracer = TracerProcess(zk_hosts, "--verify", stdout=subprocess.PIPE)
+    try:
+        async with zkwire.open_client(tracer.hosts) as zk:
+            await zk.create(zk_path, b"v")
+            await zk.set_data(zk_path, b"w")
+            assert (await zk.get_data(zk_path))[0] == b"w"
+            await zk.get_children(zk_path)
+            await zk.delete(zk_path)
+    finally:
+        code, err = tracer.stop()
+    text = tracer.output.decode()
+    assert code == 130 and err == b"", err.decode()
+    [line] = [line for line in text.splitlines() if line.startswith("== verify:")]
+    verified = int(line.split()[2])
+    assert verified >= 12 and line.endswith(" 0 disagreements"), line
+    assert "VERIFY" not in text and "create" in text
+
+
+async def test_the_proxy_one_line_view_reads_the_records_it_shows(zk_hosts: str, zk_path: str) -> None:
+    """Without ``-v``/``--json`` the decoding process reads the records its lines show, and the lines say
+    what those records hold (the mode of a create and the node it made)."""
+    tracer = TracerProcess(zk_hosts, stdout=subprocess.PIPE)
+    try:
+        async with zkwire.open_client(tracer.hosts) as zk:
+            await zk.create(zk_path, b"v", ephemeral=True)
+    finally:
+        code, err = tracer.stop()
+    text = tracer.output.decode()
+    assert code == 130 and err == b"", err.decode()
+    assert "[mode ephemeral]" in text and f"[created {zk_path}]" in text, text

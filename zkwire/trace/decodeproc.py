@@ -40,8 +40,9 @@ DIRECTIONS: tuple[Direction, Direction] = (CLIENT, SERVER)
 WITH_PAYLOAD = frozenset(b"CNOD")
 
 
-def options_config(options: TraceOptions, out_fd: int | None) -> bytes:
-    """What the decoding process needs of ``options`` (and the descriptor it writes to, if any)."""
+def options_config(options: TraceOptions, out_fd: int | None, reading: str = "fast") -> bytes:
+    """What the decoding process needs of ``options`` (and the descriptor it writes to, if any, and how
+    it reads records: one of :data:`~zkwire.trace.decoder.READINGS`)."""
     config: dict[str, Any] = {
         "verbose": options.verbose,
         "json_lines": options.json_lines,
@@ -55,6 +56,7 @@ def options_config(options: TraceOptions, out_fd: int | None) -> bytes:
         "session_view": options.session_view,
         "stats_json": options.stats_json,
         "out_fd": out_fd,
+        "reading": reading,
     }
     return pickle.dumps(config)
 
@@ -98,6 +100,9 @@ class _Decoding:
             session_view=config["session_view"],
             stats_json=config["stats_json"],
         )
+        self.reading: str = config["reading"]
+        if self.reading == "verify" and self.options.stats is not None:
+            self.options.stats.verified = 0
         self.decoders: dict[int, ConversationDecoder] = {}
         self.broken: set[int] = set()
 
@@ -107,7 +112,7 @@ class _Decoding:
             options.note(conn, data.decode("utf-8", "replace"), wall)
         elif kind == ord("O"):
             options.open_connection(conn, data.decode("utf-8", "replace"))
-            self.decoders[conn] = ConversationDecoder()
+            self.decoders[conn] = ConversationDecoder(reading=self.reading)
         elif kind == ord("S"):
             options.summary(always=direction == SERVER)
         elif kind in (ord("D"), ord("K"), ord("F")):

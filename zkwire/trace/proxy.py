@@ -46,6 +46,7 @@ async def serve_trace(
     options: TraceOptions,
     *,
     save: Path | None = None,
+    reading: str = "fast",
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Run the tracing proxy until cancelled; ``task_status.started`` receives the listening port.
@@ -57,6 +58,8 @@ async def serve_trace(
     ``conn-N-server.bin`` in that directory (``zkwire decode conn-N-client.bin --server-file
     conn-N-server.bin`` decodes them later).
 
+    ``reading`` is how records are read (one of :data:`~zkwire.trace.decoder.READINGS`).
+
     Each connection's bytes are forwarded as they arrive; decoding and printing happen in a process of
     their own (see :class:`~zkwire.trace.worker.DecodingWorker`) and never hold up the traffic.  If
     writing the output fails (a closed pipe), the proxy stops with that error.
@@ -64,7 +67,7 @@ async def serve_trace(
     upstreams = server if isinstance(server, Upstreams) else Upstreams([server])
     listeners = await trio.open_tcp_listeners(listen[1], host=listen[0])
     port = listeners[0].socket.getsockname()[1]
-    async with open_decoding_worker(options) as decoding:
+    async with open_decoding_worker(options, reading) as decoding:
         await _serve(listeners, upstreams, decoding, save, task_status, port)
 
 

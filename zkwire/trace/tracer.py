@@ -248,14 +248,18 @@ def main(argv: list[str]) -> int:
 
 
 async def _trace_until_interrupted(
-    listen: tuple[str, int], server: tuple[str, int] | Upstreams, options: TraceOptions, save: Path | None = None
+    listen: tuple[str, int],
+    server: tuple[str, int] | Upstreams,
+    options: TraceOptions,
+    save: Path | None = None,
+    reading: str = "fast",
 ) -> int:
     code = EXIT_INTERRUPTED
     # SIGTERM stops it as Ctrl-C does (exit 0): what the decoding process still holds is printed first.
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGUSR1, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             try:
-                await nursery.start(partial(serve_trace, save=save), listen, server, options)
+                await nursery.start(partial(serve_trace, save=save, reading=reading), listen, server, options)
             except OSError as e:
                 print(escape_controls(f"zkwire trace: cannot listen on {listen[0]}:{listen[1]}: {e}"), file=sys.stderr)
                 code = 1
@@ -405,7 +409,7 @@ def _main(argv: list[str]) -> int:
     sniff.add_argument("--duration", type=_seconds, metavar="SECONDS", help="stop after this long (default: Ctrl-C)")
     for p in (trace, decode, sniff):
         _add_view_options(p)
-    for p in (decode, sniff):
+    for p in (trace, decode, sniff):
         p.add_argument(
             "--verify",
             action="store_true",
@@ -436,7 +440,7 @@ def _main(argv: list[str]) -> int:
         upstreams = _upstreams(args)
     except ValueError as e:
         parser.error(str(e))
-    return trio.run(_trace_until_interrupted, listen, upstreams, options, args.save)
+    return trio.run(_trace_until_interrupted, listen, upstreams, options, args.save, _reading(args))
 
 
 def _upstreams(args: argparse.Namespace) -> Upstreams:

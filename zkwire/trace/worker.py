@@ -238,7 +238,7 @@ def _child_env() -> dict[str, str]:
 
 
 @asynccontextmanager
-async def open_decoding_worker(options: TraceOptions) -> AsyncIterator[DecodingWorker]:
+async def open_decoding_worker(options: TraceOptions, reading: str = "fast") -> AsyncIterator[DecodingWorker]:
     """Start the decoding process and the tasks around it; on the way out, let it finish (bounded) and
     stop it.  While it runs, ``options.summary`` goes through it (the statistics are there)."""
     fd = _output_fd(options)
@@ -260,7 +260,7 @@ async def open_decoding_worker(options: TraceOptions) -> AsyncIterator[DecodingW
     except OSError:
         pass  # the default pipe size (64 KiB) does too
     worker = DecodingWorker(options, proc, out_fd is not None)
-    worker._put(b"C", 0, CLIENT, 0.0, options_config(options, out_fd))
+    worker._put(b"C", 0, CLIENT, 0.0, options_config(options, out_fd, reading))
     scopes: list[trio.CancelScope] = []
 
     async def shielded(task: Callable[[], Awaitable[None]]) -> None:
