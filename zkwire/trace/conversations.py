@@ -26,7 +26,7 @@ from ..constants import DEFAULT_MAX_FRAME
 from .capture import StreamData, StreamEnd, TcpReassembler, TcpSegment
 from .decoder import FOUR_LETTER_WORDS, ConversationDecoder
 from .frames import CLIENT, SERVER, DecodedFrame, Direction
-from .resync import SEARCH_WINDOW, FrameTracker, find_boundary
+from .resync import SEARCH_WINDOW, find_boundary
 
 __all__ = ["CaptureEvent", "CaptureDecoder", "Endpoint", "WELL_KNOWN_PORTS", "format_endpoint"]
 
@@ -75,10 +75,9 @@ def _is_connect_request(head: bytes) -> bool:
 
 @dataclass
 class _Follow:
-    """Framing of one direction: "framed" (decoding), "skip" (``skip_left`` bytes to the next frame),
-    "search" (looking for a boundary in ``search``)."""
+    """Framing of one direction: "framed" (decoding; where its frames start is the decoder's to say),
+    "skip" (``skip_left`` bytes to the next frame), "search" (looking for a boundary in ``search``)."""
 
-    tracker: FrameTracker
     state: str = "framed"
     skip_left: int = 0
     skipped: int = 0
@@ -201,7 +200,7 @@ class CaptureDecoder:
             decoder=ConversationDecoder(
                 max_frame=self.max_frame, compiled=self.compiled, reading=self.reading, only_ops=self.only_ops
             ),
-            follow={CLIENT: _Follow(FrameTracker(self.max_frame)), SERVER: _Follow(FrameTracker(self.max_frame))},
+            follow={CLIENT: _Follow(), SERVER: _Follow()},
         )
         if self.server_ports:
             conv.zk = server[1] in self.server_ports or client[1] in self.server_ports
@@ -307,7 +306,6 @@ class CaptureDecoder:
             f.skipped += k
             f.search.clear()
             self._resume(conv, f, direction, ts, out, "before the first frame boundary found")
-        f.tracker.feed(data)
         self._frames(conv, conv.decoder.feed(direction, data, ts), ts, out)
 
     def _gap(
@@ -318,7 +316,8 @@ class CaptureDecoder:
             out.append(self._make(conv, ts, "note", note=note))
             f.state = "search"
             return
-        left = f.tracker.after_gap(gap) if f.state == "framed" else None
+        left = conv.decoder.frame_left(direction) if f.state == "framed" else None
+        left = left - gap if left is not None and gap <= left else None  # None: the gap reaches past the frame
         out.append(self._make(conv, ts, "note", note=f"{direction} side: {gap} bytes missing from the capture"))
         if f.state == "search":
             f.skipped += len(f.search) + gap
@@ -342,7 +341,6 @@ class CaptureDecoder:
         f.skipped = 0
         f.skip_left = 0
         f.state = "framed"
-        f.tracker = FrameTracker(self.max_frame)
 
     def _end(self, conv: _Conversation, direction: Direction, ts: float, out: list[CaptureEvent]) -> None:
         f = conv.follow[direction]

@@ -142,6 +142,21 @@ class ConversationDecoder:
         """Bytes per direction that could not be decoded (after a broken length prefix, or after a 4lw)."""
         return {CLIENT: self._client.skipped, SERVER: self._server.skipped}
 
+    def frame_left(self, direction: str) -> int | None:
+        """How many bytes of ``direction``'s current frame are still to come (0: the next byte fed starts
+        a frame), or None when that is not known: its length prefix is not all there, or the direction
+        is not (or no longer) framed by length prefixes."""
+        side = self._client if direction == CLIENT else self._server
+        if side.state == "broken" or side.eof or side.mode in ("4lw", "text"):
+            return None
+        buf = side.buf
+        if not buf:
+            return 0
+        if len(buf) < 4:
+            return None
+        length: int = _INT.unpack_from(buf)[0]
+        return 4 + length - len(buf)
+
     def feed(
         self, direction: str, data: bytes | bytearray | memoryview, now: float | None = None
     ) -> list[DecodedFrame]:
@@ -161,6 +176,8 @@ class ConversationDecoder:
     def feed_client(self, data: bytes | bytearray | memoryview, now: float | None = None) -> list[DecodedFrame]:
         """Bytes the client sent; returns the frames they complete."""
         side = self._client
+        if side.mode == "zk" and not side.buf and side.state != "broken" and not side.eof:
+            return self._split(side, now, data)  # framed from ``data`` itself (see _split)
         if not self._accept(side, data):
             return []
         if side.mode is None:
@@ -176,6 +193,8 @@ class ConversationDecoder:
     def feed_server(self, data: bytes | bytearray | memoryview, now: float | None = None) -> list[DecodedFrame]:
         """Bytes the server sent; returns the frames they complete."""
         side = self._server
+        if side.mode == "zk" and not side.buf and side.state != "broken" and not side.eof:
+            return self._split(side, now, data)  # framed from ``data`` itself (see _split)
         if not self._accept(side, data):
             return []
         if side.mode is None:
@@ -278,8 +297,13 @@ class ConversationDecoder:
         side.offset += left
         return [frame]
 
-    def _split(self, side: Side, now: float | None) -> list[DecodedFrame]:
-        buf = side.buf
+    def _split(
+        self, side: Side, now: float | None, data: bytes | bytearray | memoryview | None = None
+    ) -> list[DecodedFrame]:
+        """The complete frames of ``side``'s buffer; or, with ``data`` (bytes fed while nothing was
+        buffered), of ``data`` itself, its incomplete end then buffered: most reads hold whole frames, which
+        are then cut from what was read without going through the buffer."""
+        buf = side.buf if data is None else data
         frames: list[DecodedFrame] = []
         pos = 0
         end = len(buf)
@@ -324,7 +348,10 @@ class ConversationDecoder:
                 side.skipped += end - pos
                 pos = end
                 break
-        del buf[:pos]
+        if data is None:
+            del side.buf[:pos]
+        elif pos < end:
+            side.buf += data[pos:]
         side.offset = base + pos
         return frames
 
