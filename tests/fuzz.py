@@ -7,11 +7,13 @@
 
 Mutated inputs go round the targets in turn until the time is up: the reply, request, event and connect
 decoders (the fast codec against the construct schemas, interpreted and compiled), the frame splitter
-(and the tracer's frame-boundary follower), the traffic decoder on whole mutated conversations, and secret
-masking.  It prints, per target, the inputs tried and their outcomes by class (decoded / ProtocolError /
-split / other; see ``tests/helpers/fuzzing.py``), then up to 20 failing inputs in hex; it exits 1 if any input was
-classed "other" (a bug).  The same seed and time give the same inputs in the same order; a run is only
-as long as the machine lets it be, so its count of inputs varies.
+(and the tracer's frame-boundary follower), the traffic decoder on whole mutated conversations, secret
+masking, and masking when unsure (a conversation with planted secrets damaged or read as the wrong
+sides, in each reading of records: tests/helpers/planted.py).  It prints, per target, the inputs tried
+and their outcomes by class (decoded / ProtocolError / split / other; see ``tests/helpers/fuzzing.py``),
+then up to 20 failing inputs in hex; it exits 1 if any input was classed "other" (a bug).  The same seed
+and time give the same inputs in the same order; a run is only as long as the machine lets it be, so its
+count of inputs varies.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from helpers import fuzzing as F
 
-TARGETS = ("codecs", "framing", "traffic", "secrets")
+TARGETS = ("codecs", "framing", "traffic", "secrets", "unsure")
 
 
 def campaign(seconds: float, seed: int, targets: tuple[str, ...], report_every: float = 60.0) -> F.Tally:
@@ -64,6 +66,9 @@ def campaign(seconds: float, seed: int, targets: tuple[str, ...], report_every: 
                 site = rng.choice(sites)
                 what, variant = F.secret_variants(rng, site)
                 F.check_secret(tally, site, variant, what, handshake=rng.random() < 0.9)
+            elif target == "unsure":
+                for _ in range(5):
+                    F.check_unsure(tally, rng)
         now = time.monotonic()
         if now >= next_report:
             print(f"[{now - start:,.0f}s] {tally.total():,} inputs, {tally.of(F.OTHER)} failures", flush=True)

@@ -651,3 +651,25 @@ def check_secret(tally: Tally, site: SecretSite, variant: bytes, what: str, *, h
         return tally.add("secret masking", OTHER, f"{site.role} ({what}): {leaked!r} shown", variant)
     malformed = any(f.kind == "malformed" for f in frames)
     return tally.add("secret masking", REJECTED if malformed else DECODED)
+
+
+def check_unsure(tally: Tally, rng: random.Random) -> str:
+    """The planted conversation (tests/helpers/planted.py) damaged, maybe read as the wrong sides, in each
+    reading of records with the views that use it: no 4-byte piece of a planted secret may show."""
+    from tests.helpers import planted  # planted imports this module
+
+    client, server = planted.conversation()
+    c = planted.corrupt(rng, client) if rng.random() < 0.7 else client
+    s = planted.corrupt(rng, server) if rng.random() < 0.7 else server
+    got_client, got_server = rng.choice(planted.layouts(c, s))
+    reading = rng.choice(tuple(planted.READINGS_SHOWN))
+    data = (got_client or b"") + b"|" + (got_server or b"")
+    try:
+        frames = planted.decode(got_client, got_server, handshake=rng.random() < 0.8, reading=reading)
+        leaks = planted.leaked(frames, reading)
+    except Exception:
+        return tally.add("masking when unsure", OTHER, traceback.format_exc(limit=4), data)
+    if leaks:
+        return tally.add("masking when unsure", OTHER, f"{reading} reading: {leaks[0]} shown", data)
+    malformed = any(f.kind == "malformed" for f in frames)
+    return tally.add("masking when unsure", REJECTED if malformed else DECODED)

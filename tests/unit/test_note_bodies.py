@@ -131,3 +131,15 @@ def test_the_decode_command_reads_what_its_view_shows(flags: dict[str, object], 
     args = argparse.Namespace(verbose=False, json=False, stats=False, path=None, verify=False, op=None)
     vars(args).update(flags)
     assert _reading(args) == reading
+
+
+def test_bytes_after_a_bare_reply_header_are_refused_as_the_full_reading_refuses_them() -> None:
+    """Found by the masking fuzz: an auth reply with bytes after its header (a secret's, misframed) was
+    taken as a good reply, so the frames after it were not held as unsure and one showed a token's bytes
+    in its header fields."""
+    frames = _decode(b"", _reply(-4, 0, bytes(range(20))), "notes")
+    assert [f.kind for f in frames] == ["malformed"]
+    assert "unexpected bytes" in (frames[0].error or "")
+    request = struct.pack(">iii", 9, 5, OpCode.CLOSE_SESSION) + b"\x01"  # a closeSession has no record
+    frames = _decode(request, b"", "notes")
+    assert [f.kind for f in frames] == ["malformed"]

@@ -15,7 +15,7 @@ from .frames import CLIENT, DecodedFrame, FrameKind
 from .masking import REQUEST_ROLES, secret_spans
 from .notes import multi_ops, reconfig_request, request_note
 from .pairing import Pending, RequestLedger
-from .streams import TELNET_CLOSE, Side, SideFrames
+from .streams import CONNECT_REQUEST_SIZES, TELNET_CLOSE, Side, SideFrames
 
 __all__ = ["ClientFrames"]
 
@@ -112,6 +112,12 @@ class ClientFrames(SideFrames):
 
     def connect(self, side: Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
         """The connection's first client frame, its ConnectRequest."""
+        if len(payload) not in CONNECT_REQUEST_SIZES:
+            # Not the size every client sends (a server's frame read as the client's, a length corrupted):
+            # its fields may be a secret's bytes, so it is not shown at all.
+            spans = secret_spans("connect_request", payload, exact=False)
+            message = f"ConnectRequest of {len(payload)} bytes (44 or 45 expected)"
+            return side.malformed(payload, offset, message, now, secret_spans=spans)
         try:
             record = self.bodies.connect_request(payload)
         except ProtocolError as e:

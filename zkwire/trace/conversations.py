@@ -27,6 +27,7 @@ from .capture import StreamData, StreamEnd, TcpReassembler, TcpSegment
 from .decoder import FOUR_LETTER_WORDS, ConversationDecoder
 from .frames import CLIENT, SERVER, DecodedFrame, Direction
 from .resync import SEARCH_WINDOW, find_boundary
+from .streams import CONNECT_REQUEST_SIZES
 
 __all__ = ["CaptureEvent", "CaptureDecoder", "Endpoint", "WELL_KNOWN_PORTS", "format_endpoint"]
 
@@ -70,7 +71,7 @@ def _is_connect_request(head: bytes) -> bool:
     if len(head) < 8:
         return False
     n = int.from_bytes(head[:4], "big", signed=True)
-    return n in (44, 45) and head[4:8] == b"\x00\x00\x00\x00"
+    return n in CONNECT_REQUEST_SIZES and head[4:8] == b"\x00\x00\x00\x00"
 
 
 @dataclass

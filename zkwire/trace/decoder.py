@@ -45,7 +45,14 @@ from .masking import SecretRole, candidate_roles, request_role, secret_runs_past
 from .pairing import RequestLedger
 from .render import capped, format_frame, frame_to_json
 from .server_frames import ServerFrames
-from .streams import FOUR_LETTER_WORDS, Side, is_four_letter, looks_like_text, starts_mid_conversation
+from .streams import (
+    CONNECT_REQUEST_SIZES,
+    FOUR_LETTER_WORDS,
+    Side,
+    is_four_letter,
+    looks_like_text,
+    starts_mid_conversation,
+)
 from .verify import VerifyingBodies
 
 __all__ = [
@@ -399,7 +406,7 @@ def detect_side(data: bytes | bytearray | memoryview) -> str:
         return CLIENT
     if len(head) == 8:
         n, proto = struct.unpack(">ii", head)
-        if proto == 0 and n in (44, 45):
+        if proto == 0 and n in CONNECT_REQUEST_SIZES:
             return CLIENT
     return SERVER
 

@@ -278,8 +278,12 @@ NOTE_REQUEST_OPS = CREATES | {OpCode.AUTH, OpCode.SET_WATCHES, OpCode.SET_WATCHE
 #: Replies whose line shows something of their record: the node a create made, a multi's outcomes, the
 #: configuration a reconfig (or a getData of ``/zookeeper/config``) carries.
 NOTE_REPLY_OPS = CREATES | {OpCode.RECONFIG} | MULTI_OPS
-_SKIMMED_REQUESTS = frozenset(op for op in REQUEST_RECORDS if op not in NOTE_REQUEST_OPS)
-_SKIMMED_REPLIES = frozenset(op for op in RESPONSE_RECORDS if op not in NOTE_REPLY_OPS)
+# Not read: the records of other ops.  An op whose request or reply is a bare header is read all the
+# same (nothing to read, and bytes where there should be none are refused: they may be a secret's).
+_SKIMMED_REQUESTS = frozenset(
+    op for op, cls in REQUEST_RECORDS.items() if cls is not None and op not in NOTE_REQUEST_OPS
+)
+_SKIMMED_REPLIES = frozenset(op for op, cls in RESPONSE_RECORDS.items() if cls is not None and op not in NOTE_REPLY_OPS)
 
 
 class NoteBodies(HeaderBodies):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..constants import AUTH_XID, PING_XID, SET_WATCHES_XID, WATCH_XID, OpCode
 from ..errors import ERROR_CLASSES
 from ..protocol.framing import LENGTH, REPLY_HEADER, REQUEST_HEADER
+from .streams import CONNECT_REQUEST_SIZES, CONNECT_RESPONSE_SIZES
 
 __all__ = ["FrameTracker", "find_boundary", "SEARCH_WINDOW"]
 
@@ -92,7 +93,7 @@ def _plausible(direction: str, buf: bytes | bytearray, pos: int, n: int) -> bool
             return None
         xid, op = REQUEST_HEADER.unpack_from(buf, pos)
         if xid == 0:  # a ConnectRequest: protocolVersion 0
-            return n in (44, 45)
+            return n in CONNECT_REQUEST_SIZES
         if op not in _OPS:
             return False
         special = _SPECIAL_REQUEST_XIDS.get(xid)
@@ -103,7 +104,7 @@ def _plausible(direction: str, buf: bytes | bytearray, pos: int, n: int) -> bool
         return None
     xid, zxid, err = REPLY_HEADER.unpack_from(buf, pos)
     if xid == 0:  # a ConnectResponse: protocolVersion 0, timeout, session id, password
-        return n in (36, 37)
+        return n in CONNECT_RESPONSE_SIZES
     return err in _ERRORS and zxid >= -1 and (xid > 0 or xid in _SPECIAL_REPLY_XIDS)
 
 

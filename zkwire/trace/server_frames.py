@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..constants import AUTH_XID, PING_XID, WATCH_XID, OpCode
-from ..errors import ProtocolError, error_name
+from ..errors import ERROR_CLASSES, ProtocolError, error_name
 from ..protocol.codec import op_name
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
 from .bodies import BodyDecoder
@@ -15,7 +15,7 @@ from .frames import SERVER, DecodedFrame, FrameKind
 from .masking import secret_spans
 from .notes import config_reply, event_note, path_of, reply_note
 from .pairing import OUT_OF_BAND, RequestLedger
-from .streams import Side, SideFrames, looks_like_text
+from .streams import CONNECT_RESPONSE_SIZES, Side, SideFrames, looks_like_text
 
 __all__ = ["ServerFrames"]
 
@@ -23,6 +23,9 @@ _NOTIFICATION = int(OpCode.NOTIFICATION)
 _PING = int(OpCode.PING)
 _AUTH = int(OpCode.AUTH)
 _SASL = int(OpCode.SASL)
+#: Below the lowest error code of any ZooKeeper (3.8's is -127): codes of later servers still show, while
+#: four random bytes read as a code almost never fall between it and 0.
+_LOWEST_ERROR = -1000
 
 #: A null buffer (length -1): the token of a server refusing SASL.
 NULL_TOKEN = b"\xff\xff\xff\xff"
@@ -81,6 +84,9 @@ class ServerFrames(SideFrames):
         if len(payload) < 16:
             return side.malformed(payload, offset, f"{len(payload)} bytes: too short for a ReplyHeader", now)
         xid, zxid, err = _REPLY_HEADER.unpack_from(payload)
+        if err and err not in ERROR_CLASSES and not _LOWEST_ERROR < err < 0:
+            # No server sends such a code: misframed bytes (maybe a secret's), so no field of it is shown.
+            return side.malformed(payload, offset, "not a reply: its error code is none a server sends", now)
         ledger = self.ledger
         note: str | None = None
         latency: float | None = None
@@ -152,10 +158,16 @@ class ServerFrames(SideFrames):
     ) -> DecodedFrame:
         """A reply whose xid no pending request has."""
         ledger = self.ledger
-        if side.unsure or (ledger.complete and not ledger.could_have_sent(xid)):
-            # A frame before did not decode, or the client was followed from its handshake and sent no
-            # such xid: not a reply but misframed bytes (maybe a secret's), so not even its header is shown.
-            why = "a frame before it did not decode" if side.unsure else "no such request was sent"
+        if side.unsure or (ledger.complete and not ledger.could_have_sent(xid)) or (err and err not in ERROR_CLASSES):
+            # A frame before did not decode, the client was followed from its handshake and sent no such
+            # xid, or the error code is none the server has: not a reply but misframed bytes (maybe a
+            # secret's), so not even its header is shown.
+            if side.unsure:
+                why = "a frame before it did not decode"
+            elif err and err not in ERROR_CLASSES:
+                why = "no such error code"
+            else:
+                why = "no such request was sent"
             return side.malformed(payload, offset, f"not a reply to any request seen ({why})", now)
         notes = [f"no pending request with xid {xid}"]
         if err == 0 and len(payload) > 16:
@@ -214,6 +226,12 @@ class ServerFrames(SideFrames):
 
     def connect(self, side: Side, payload: bytes, offset: int, now: float | None) -> DecodedFrame:
         """The connection's first server frame, its ConnectResponse."""
+        if len(payload) not in CONNECT_RESPONSE_SIZES:
+            # Not the size every server sends (a client's frame read as the server's, a length corrupted):
+            # its fields may be a secret's bytes, so it is not shown at all.
+            spans = secret_spans("connect_response", payload, exact=False)
+            message = f"ConnectResponse of {len(payload)} bytes (36 or 37 expected)"
+            return side.malformed(payload, offset, message, now, secret_spans=spans)
         try:
             record = self.bodies.connect_response(payload)
         except ProtocolError as e:

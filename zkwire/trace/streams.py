@@ -16,6 +16,8 @@ __all__ = [
     "FOUR_LETTER_WORDS",
     "TELNET_CLOSE",
     "MID_CONVERSATION",
+    "CONNECT_REQUEST_SIZES",
+    "CONNECT_RESPONSE_SIZES",
     "Mode",
     "State",
     "Side",
@@ -32,6 +34,10 @@ FOUR_LETTER_WORDS = frozenset(word.encode("ascii") for word in fourletter.FOUR_L
 TELNET_CLOSE = b"\xff\xf4\xff\xfd"
 
 MID_CONVERSATION = "no connect handshake: the capture starts mid-conversation"
+#: The sizes of a ConnectRequest and a ConnectResponse: their fixed fields, the 16-byte session password
+#: every server hands out and every client sends back, and the read-only flag (3.4 on) or not.
+CONNECT_REQUEST_SIZES = frozenset({44, 45})
+CONNECT_RESPONSE_SIZES = frozenset({36, 37})
 
 #: How one side's bytes are read: ZooKeeper frames, a four-letter word, or the server's text answer to one.
 Mode = Literal["zk", "4lw", "text"]
