@@ -16,6 +16,7 @@ from typing import TextIO
 
 from ..terminal import escape_controls
 from .conversations import CaptureEvent, format_endpoint
+from .fastrender import fast_json_line, fast_text_rest
 from .filters import ConnectionInfo, FrameFilter, format_session
 from .frames import DecodedFrame
 from .render import capped, format_frame, frame_to_json, json_default
@@ -107,15 +108,27 @@ class TraceOptions:
         if self.json_lines:
             text = self._json_line(conn, frame, wall, max_line)
         else:
-            line = format_frame(frame, self.verbose, reveal_secrets=self.reveal_secrets, max_line=max_line)
-            first, newline, more = line.partition("\n")
-            _, _, rest = first.partition(" ")  # the decoder's own time column gives way to ours
-            first = (f"{_stamp(wall)} #{conn} " if conn is not None else "") + rest
-            text = capped(first, max_line) + newline + more
+            text = self._text_line(conn, frame, wall, max_line)
         self.out.write(text + "\n")
         self.out.flush()
 
+    def _text_line(self, conn: int | None, frame: DecodedFrame, wall: float, max_line: int | None) -> str:
+        # A common frame's line comes from the fast writer; the others' (and verbose lines) from format_frame.
+        rest = None if self.verbose else fast_text_rest(frame, max_line)
+        if rest is not None:
+            more = ""
+        else:
+            line = format_frame(frame, self.verbose, reveal_secrets=self.reveal_secrets, max_line=max_line)
+            first, newline, more = line.partition("\n")
+            _, _, rest = first.partition(" ")
+            more = newline + more
+        # The decoder's own time column gives way to ours.
+        return capped((f"{_stamp(wall)} #{conn} " if conn is not None else "") + rest, max_line) + more
+
     def _json_line(self, conn: int | None, frame: DecodedFrame, wall: float, max_line: int | None) -> str:
+        text = fast_json_line(frame, conn, wall, max_line, self.reveal_secrets)
+        if text is not None:  # a common frame, written whole
+            return text
         if max_line is not None and len(frame.payload) <= max_line:
             # Most frames fit whole: written as they are, their records are not walked to be shortened.
             text = self._json_text(conn, frame, wall, max_line, shorten=False)
@@ -190,14 +203,22 @@ class TraceOptions:
 _SECONDS: list[tuple[int, str]] = [(-1, "")]  # the last whole second written, and its text
 
 
+_LAST_STAMP: list[tuple[object, str]] = [(None, "")]  # the last wall time stamped (the object), and its text
+
+
 def _stamp(wall: float) -> str:
     """The time column of every line: local time to the microsecond."""
+    last_wall, stamp = _LAST_STAMP[0]
+    if wall is last_wall:  # the frames of one packet share their time
+        return stamp
     second = int(wall // 1)
     last, text = _SECONDS[0]
     if second != last:  # frames come many to a second: the clock's text is made once for each
         text = time.strftime("%H:%M:%S", time.localtime(second))
         _SECONDS[0] = (second, text)
-    return f"{text}.{int(wall % 1 * 1e6):06d}"
+    stamp = f"{text}.{int(wall % 1 * 1e6):06d}"
+    _LAST_STAMP[0] = (wall, stamp)
+    return stamp
 
 
 class FdWriter:

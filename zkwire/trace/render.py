@@ -144,7 +144,13 @@ def capped(line: str, limit: int | None) -> str:
     return line[:keep] + f" ...(+{len(line) - keep} characters)" if keep else line[:limit]
 
 
-def _hex_limit(max_line: int | None) -> int | None:
+def time_column(frame: DecodedFrame) -> str:
+    """The first column of :func:`format_frame`'s line: the frame's time, to the microsecond."""
+    return "-" if frame.time is None else f"{frame.time:.6f}"
+
+
+def hex_limit(max_line: int | None) -> int | None:
+    """How many bytes of the payload are shown under ``max_line`` (None: all)."""
     return None if not max_line else max(256, max_line // 8)
 
 
@@ -159,7 +165,7 @@ def format_frame(
     ``max_line`` no line is longer than that: long values are cut (saying how much was left out) and the
     hex dump stops after ``max_line // 8`` bytes (256 at least).
     """
-    parts = ["-" if frame.time is None else f"{frame.time:.6f}", "->" if frame.direction == CLIENT else "<-"]
+    parts = [time_column(frame), "->" if frame.direction == CLIENT else "<-"]
     parts.append(f"{frame.kind:<16}")
     if frame.xid is not None:
         parts.append(f"xid={frame.xid}")
@@ -169,7 +175,7 @@ def format_frame(
         path = capped(frame.path, max_line and max_line // 2)
         parts.append(repr(path) if path == "" or _SPACE.search(path) else path)
     if frame.err is not None and (frame.err != 0 or frame.kind not in ("event", "ping")):
-        parts.append("FAILED" if _failed_multi(frame) else frame.err_name or str(frame.err))
+        parts.append("FAILED" if failed_multi(frame) else frame.err_name or str(frame.err))
     if frame.zxid is not None:
         parts.append(f"zxid={format_zxid(frame.zxid)}")
     parts.append(f"len={frame.size}+4" if frame.kind not in ("four_letter", "skipped") else f"len={frame.size}")
@@ -193,11 +199,11 @@ def format_frame(
         if max_line:
             record = _abridged(record, max_line)
         lines.append(capped(escape_controls(f"    record: {record!r}"), max_line))
-    lines.extend(_hexdump(frame, reveal_secrets, _hex_limit(max_line)))
+    lines.extend(_hexdump(frame, reveal_secrets, hex_limit(max_line)))
     return "\n".join(lines)
 
 
-def _failed_multi(frame: DecodedFrame) -> bool:
+def failed_multi(frame: DecodedFrame) -> bool:
     """A multi's reply with err 0 in its header but a failed operation in its results."""
     record = frame.record
     if frame.kind != "reply" or frame.op not in (OpCode.MULTI, OpCode.MULTI_READ) or not isinstance(record, dict):
@@ -274,7 +280,7 @@ def frame_to_json(
     characters: the payload stops after ``max_line // 8`` bytes (``payload_truncated`` is then true),
     long strings and lists are cut (saying how much was left out).
     """
-    limit = _hex_limit(max_line)
+    limit = hex_limit(max_line)
     payload_hex = _masked_hex(frame, reveal_secrets, limit)
     record = _shown_record(frame, reveal_secrets)
     text_limit = max_line and max(64, max_line // 8)

@@ -1,0 +1,207 @@
+"""Fast writers for the common frames: the same text line and JSON object as the general writers of
+:mod:`~zkwire.trace.render` (:func:`~zkwire.trace.render.format_frame`, and
+:func:`~zkwire.trace.render.frame_to_json` written by :func:`json.dumps`), made straight into a string.
+
+They take the frames of everyday traffic (requests, replies, pings and watch events) and give up on anything
+else by returning None, so that the caller writes the frame with the general writer: secrets to mask, control
+characters to escape, values or lines to cut, four-letter words, handshakes, malformed frames, header values
+of unexpected types.  A record is written by the encoder :func:`json.dumps` uses, made once.  What they
+write is byte for byte what the general writers write (``tests/unit/test_fast_writers.py`` holds them to it).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
+from typing import Any, Final
+
+from ..constants import OpCode
+from .frames import CLIENT, DecodedFrame, format_zxid
+from .render import capped, failed_multi, json_default, time_column
+
+__all__ = ["fast_json_line", "fast_text_rest"]
+
+#: The kinds of frame the fast writers take; the others are rare and have their own views.
+_COMMON_KINDS: Final = frozenset({"request", "reply", "ping", "event"})
+#: Record keys whose values the general writers mask (see ``render._shown_record``).
+_SECRET_KEYS: Final = frozenset({"passwd", "auth", "token"})
+_DIRECTIONS: Final = {"client": '"client"', "server": '"server"'}
+
+
+def _heads(arrow: str) -> dict[str, str]:
+    return {kind: f"{arrow} {kind:<16}" for kind in _COMMON_KINDS}
+
+
+#: The start of a common frame's line (after the time column), by its kind: who sent it, what it is.
+_CLIENT_HEADS: Final = _heads("->")
+_SERVER_HEADS: Final = _heads("<-")
+#: Room enough for the time column of a frame whose time is below 1e15 s (``-`` when it has none).
+_TIME_ROOM: Final = 32
+
+
+def fast_text_rest(frame: DecodedFrame, max_line: int | None) -> str | None:
+    """:func:`~zkwire.trace.render.format_frame`'s line (not verbose) without its time column and the space
+    after it, for a common frame; None when the general writer must write it (the line would be cut or
+    hold a character to escape, or the frame is not of a common kind)."""
+    kind = frame.kind
+    line = (_CLIENT_HEADS if frame.direction == CLIENT else _SERVER_HEADS).get(kind)
+    if line is None:
+        return None
+    if frame.xid is not None:
+        line += f" xid={frame.xid}"
+    if frame.op_name is not None:
+        line += " " + frame.op_name
+    path = frame.path
+    if path is not None:
+        if max_line and len(path) > max_line // 2:
+            return None
+        # Whitespace other than a space is a control character (escaped, not taken here): a printable path
+        # is quoted exactly when it is empty or holds a space.
+        line += f" {path!r}" if path == "" or " " in path else " " + path
+    err = frame.err
+    if err is not None and (err != 0 or kind not in ("event", "ping")):
+        line += " FAILED" if frame.op in _MULTI_OPS and failed_multi(frame) else " " + (frame.err_name or str(err))
+    zxid = frame.zxid
+    if zxid is not None:
+        line += f" zxid=0x{zxid:x}" if 0 <= zxid <= _MAX_ZXID else " zxid=" + format_zxid(zxid)
+    line += f" len={frame.size}+4"
+    if frame.latency is not None:
+        line += f" {frame.latency * 1000:.3f}ms"
+    if frame.note:
+        line += f" [{frame.note}]"
+    if frame.error:
+        line += f" ERROR: {frame.error}"
+    if frame.disagreement:
+        line += f" VERIFY: {frame.disagreement}"
+    if not line.isprintable():
+        return None
+    if max_line:  # the line with its time column must fit (the time's text is made only when it might not)
+        t = frame.time
+        near = len(line) + _TIME_ROOM > max_line or not (t is None or -1e15 < t < 1e15)
+        if near and len(line) + 1 + len(time_column(frame)) > max_line:
+            return None
+    return line
+
+
+_MAX_ZXID: Final = 0xFFFFFFFFFFFFFFFF
+#: The replies render.failed_multi looks into.
+_MULTI_OPS: Final = (OpCode.MULTI, OpCode.MULTI_READ)
+
+
+class _Unusual(Exception):
+    """A value the fast JSON writer does not write (the general writer does)."""
+
+
+def fast_json_line(
+    frame: DecodedFrame, conn: int | None, wall: float, max_line: int | None, reveal_secrets: bool
+) -> str | None:
+    """:class:`~zkwire.trace.output.TraceOptions`'s JSON line of a common frame (``conn`` and ``wall_time``
+    added), when it is written whole (no longer than ``max_line``); None when the general writer must write
+    it (a secret to mask, values to shorten, a value of another type, a frame that is not of a common kind).
+    """
+    kind = frame.kind
+    if kind not in _COMMON_KINDS or (frame.secret_spans and not reveal_secrets):
+        return None
+    payload = frame.payload
+    record = frame.record
+    if isinstance(record, dict) and not reveal_secrets and not _SECRET_KEYS.isdisjoint(record):
+        return None
+    direction = _DIRECTIONS.get(frame.direction)
+    index, offset, size = frame.index, frame.offset, frame.size
+    if direction is None or not (type(index) is int and type(offset) is int and type(size) is int):
+        return None
+    path, error, note = frame.path, frame.error, frame.note
+    if max_line is None:
+        shown = payload
+    else:
+        if max_line <= 0 or len(payload) > max_line:
+            return None
+        # As frame_to_json cuts them (render.hex_limit and its text limit), for the lines written whole.
+        eighth = max_line // 8
+        limit = eighth if eighth > 256 else 256
+        text_limit = eighth if eighth > 64 else 64
+        shown = payload if len(payload) <= limit else payload[:limit]
+        if path is not None and len(path) > text_limit:
+            path = capped(path, text_limit)
+        if error is not None and len(error) > text_limit:
+            error = capped(error, text_limit)
+        if note is not None and len(note) > text_limit:
+            note = capped(note, text_limit)
+    xid, op, err, zxid = frame.xid, frame.op, frame.err, frame.zxid
+    esc = encode_basestring_ascii  # a str as json.dumps writes it; anything else it refuses (TypeError)
+    try:
+        time = _float(frame.time)
+        text = (
+            f'{{"direction": {direction}, "kind": "{kind}", "index": {index}, "offset": {offset}, '
+            f'"time": {time}, "xid": {xid if type(xid) is int else _null(xid)}, '
+            f'"op": {op if type(op) is int else _null(op)}, '
+            f'"op_name": {"null" if frame.op_name is None else esc(frame.op_name)}, '
+            f'"path": {"null" if path is None else esc(path)}, "err": {err if type(err) is int else _null(err)}, '
+            f'"err_name": {"null" if frame.err_name is None else esc(frame.err_name)}, '
+            f'"zxid": {zxid if type(zxid) is int else _null(zxid)}, "size": {size}, '
+            f'"latency": {_float(frame.latency)}, "record": {_json(record)}, '
+            f'"config": {_json(frame.config)}, '
+            f'"error": {"null" if error is None else esc(error)}, "note": {"null" if note is None else esc(note)}, '
+            f'"payload": "{shown.hex()}"'
+        )
+        if shown is not payload:
+            text += ', "payload_truncated": true'
+        if frame.disagreement is not None:
+            text += f', "disagreement": {_json(frame.disagreement)}'
+        text += f', "conn": {conn if type(conn) is int else _null(conn)}, "wall_time": {_float(wall)}}}'
+    except (_Unusual, TypeError):
+        return None
+    return None if max_line is not None and len(text) > max_line else text
+
+
+# JSON of single values, as json.dumps writes them (ensure_ascii, ", " and ": " between items, bytes as hex
+# by render.json_default); a header value of another type raises _Unusual.
+
+
+#: The last float written, and its text: the frames of one packet share their time (and its object).
+_LAST_FLOAT: list[tuple[object, str]] = [(None, "null")]
+
+
+def _float(value: float | None) -> str:
+    last = _LAST_FLOAT[0]
+    if value is last[0]:
+        return last[1]
+    if type(value) is float and value - value == 0.0:  # finite (json.dumps writes NaN and Infinity its way)
+        text = repr(value)
+        _LAST_FLOAT[0] = (value, text)
+        return text
+    if value is None:
+        return "null"
+    raise _Unusual
+
+
+def _null(value: object) -> str:
+    """null for None; a value of another type (where the writer expects an int) is unusual."""
+    if value is None:
+        return "null"
+    raise _Unusual
+
+
+def _default(value: Any) -> Any:
+    """render.json_default, bytes (the most of what it meets) first."""
+    return value.hex() if type(value) is bytes else json_default(value)
+
+
+def _plain_json() -> Callable[[Any], str]:
+    """json.dumps(value, default=json_default), without the making of an encoder for each value."""
+    if c_make_encoder is None:  # no C accelerator: json.dumps itself
+        return functools.partial(json.dumps, default=json_default)
+    # The encoder json.dumps makes for these arguments (ensure_ascii, ", " and ": ", NaN allowed, no check of
+    # circular references: a record holds none), made once.
+    encode = c_make_encoder(None, _default, encode_basestring_ascii, None, ": ", ", ", False, False, True)
+
+    def plain_json(value: Any) -> str:
+        return "null" if value is None else "".join(encode(value, 0))
+
+    return plain_json
+
+
+#: A record's (or a configuration's) JSON text, as json.dumps writes it in the general writer.
+_json: Final = _plain_json()
