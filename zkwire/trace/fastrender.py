@@ -19,14 +19,13 @@ from typing import Any, Final
 
 from ..constants import OpCode
 from .frames import CLIENT, DecodedFrame, format_zxid
-from .render import capped, failed_multi, json_default, time_column
+from .render import SECRET_KEYS, capped, failed_multi, json_default, time_column
 
 __all__ = ["fast_json_line", "fast_text_rest"]
 
 #: The kinds of frame the fast writers take; the others are rare and have their own views.
 _COMMON_KINDS: Final = frozenset({"request", "reply", "ping", "event"})
-#: Record keys whose values the general writers mask (see ``render._shown_record``).
-_SECRET_KEYS: Final = frozenset({"passwd", "auth", "token"})
+_SECRET_KEYS: Final = frozenset(SECRET_KEYS)
 _DIRECTIONS: Final = {"client": '"client"', "server": '"server"'}
 
 

@@ -24,15 +24,16 @@ def _hidden(n: int) -> str:
     return f"<{n} bytes hidden>"
 
 
-_SECRET_KEYS = ("passwd", "auth", "token")
+#: Record keys whose values are secrets (masked unless revealed).
+SECRET_KEYS: tuple[str, ...] = ("passwd", "auth", "token")
 
 
 def _shown_record(frame: DecodedFrame, reveal_secrets: bool) -> Any:
     record = frame.record
-    if reveal_secrets or not isinstance(record, dict) or not any(k in record for k in _SECRET_KEYS):
+    if reveal_secrets or not isinstance(record, dict) or not any(k in record for k in SECRET_KEYS):
         return record
     shown = dict(record)
-    for key in _SECRET_KEYS:
+    for key in SECRET_KEYS:
         value = shown.get(key)
         if isinstance(value, bytes):
             shown[key] = _hidden(len(value))
