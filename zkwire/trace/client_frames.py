@@ -105,6 +105,8 @@ class ClientFrames(SideFrames):
             config = reconfig_request(op, record)
         index = side.index
         side.index = index + 1
+        # The fields in their order: direction, kind, index, offset, size, payload, xid, op, op_name, path,
+        # err, err_name, zxid, record, error, note, time, latency, secret_spans, config.
         return DecodedFrame(
             CLIENT, kind, index, offset, len(payload), payload, xid, op, name, path, None, None, None, record,
             None, note, now, None, spans, config,

@@ -148,6 +148,8 @@ class ServerFrames(SideFrames):
                 note = outcome if note is None else f"{note}; {outcome}"
         index = side.index
         side.index = index + 1
+        # The fields in their order: direction, kind, index, offset, size, payload, xid, op, op_name, path,
+        # err, err_name, zxid, record, error, note, time, latency, secret_spans, config.
         return DecodedFrame(
             SERVER, kind, index, offset, len(payload), payload, xid, op, op_name(op), path, err,
             error_name(err), zxid, record, None, note, now, latency, (), config,
