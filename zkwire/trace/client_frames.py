@@ -13,7 +13,7 @@ from ..protocol.framing import REQUEST_HEADER as _REQUEST_HEADER
 from .bodies import BodyDecoder
 from .frames import CLIENT, DecodedFrame, FrameKind
 from .masking import REQUEST_ROLES, secret_spans
-from .notes import multi_ops, reconfig_request, request_note
+from .notes import MULTI_OPS, multi_ops, reconfig_request, request_note
 from .pairing import Pending, RequestLedger
 from .streams import CONNECT_REQUEST_SIZES, TELNET_CLOSE, Side, SideFrames
 
@@ -21,7 +21,6 @@ __all__ = ["ClientFrames"]
 
 _PING = int(OpCode.PING)
 _AUTH = int(OpCode.AUTH)
-_MULTI = frozenset({int(OpCode.MULTI), int(OpCode.MULTI_READ)})
 
 
 class ClientFrames(SideFrames):
@@ -86,7 +85,7 @@ class ClientFrames(SideFrames):
             pending = ledger.pending
             if xid in pending:
                 reused = f"xid {xid} reused while a {op_name(pending[xid].op)} with it is pending"
-            ops = multi_ops(op, record) if record is not None and op in _MULTI else ()
+            ops = multi_ops(op, record) if record is not None and op in MULTI_OPS else ()
             ledger.add(xid, Pending(op, path, now, ops))
         if error is not None:
             detail = request_note(op, record)

@@ -231,7 +231,7 @@ class HeaderBodies(FastBodies):
     def reply(self, op: int | None, payload: bytes, path: str | None = None) -> Any:
         if len(payload) >= 16:
             xid, _, err = _REPLY_HEADER.unpack_from(payload)
-            if xid == WATCH_XID or (err == 0 and op in (OpCode.MULTI, OpCode.MULTI_READ)):
+            if xid == WATCH_XID or (err == 0 and op in MULTI_OPS):
                 return super().reply(op, payload)
         return None
 
@@ -265,8 +265,8 @@ class OpBodies(HeaderBodies):
 
     def reply(self, op: int | None, payload: bytes, path: str | None = None) -> Any:
         if op in self.ops:
-            return FastBodies.reply(self, op, payload)
-        return super().reply(op, payload)
+            return FastBodies.reply(self, op, payload, path)
+        return super().reply(op, payload, path)
 
     def path(self, op: int, payload: bytes, record: Any) -> str | None:
         return path_of(record) if op in self.ops else super().path(op, payload, record)

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any, Final
 
-from ..constants import OpCode
 from .frames import CLIENT, DecodedFrame, format_zxid
-from .render import SECRET_KEYS, capped, failed_multi, json_default, time_column
+from .notes import MULTI_OPS
+from .render import SECRET_KEYS, capped, failed_multi, hex_limit, json_default, text_limit, time_column
 
 __all__ = ["fast_json_line", "fast_text_rest"]
 
@@ -61,7 +61,7 @@ def fast_text_rest(frame: DecodedFrame, max_line: int | None) -> str | None:
         line += f" {path!r}" if path == "" or " " in path else " " + path
     err = frame.err
     if err is not None and (err != 0 or kind not in ("event", "ping")):
-        line += " FAILED" if frame.op in _MULTI_OPS and failed_multi(frame) else " " + (frame.err_name or str(err))
+        line += " FAILED" if frame.op in MULTI_OPS and failed_multi(frame) else " " + (frame.err_name or str(err))
     zxid = frame.zxid
     if zxid is not None:
         line += f" zxid=0x{zxid:x}" if 0 <= zxid <= _MAX_ZXID else " zxid=" + format_zxid(zxid)
@@ -85,8 +85,6 @@ def fast_text_rest(frame: DecodedFrame, max_line: int | None) -> str | None:
 
 
 _MAX_ZXID: Final = 0xFFFFFFFFFFFFFFFF
-#: The replies render.failed_multi looks into.
-_MULTI_OPS: Final = (OpCode.MULTI, OpCode.MULTI_READ)
 
 
 class _Unusual(Exception):
@@ -117,17 +115,15 @@ def fast_json_line(
     else:
         if max_line <= 0 or len(payload) > max_line:
             return None
-        # As frame_to_json cuts them (render.hex_limit and its text limit), for the lines written whole.
-        eighth = max_line // 8
-        limit = eighth if eighth > 256 else 256
-        text_limit = eighth if eighth > 64 else 64
+        # As frame_to_json cuts them, for the lines written whole.
+        limit, texts = hex_limit(max_line) or 0, text_limit(max_line) or 0
         shown = payload if len(payload) <= limit else payload[:limit]
-        if path is not None and len(path) > text_limit:
-            path = capped(path, text_limit)
-        if error is not None and len(error) > text_limit:
-            error = capped(error, text_limit)
-        if note is not None and len(note) > text_limit:
-            note = capped(note, text_limit)
+        if path is not None and len(path) > texts:
+            path = capped(path, texts)
+        if error is not None and len(error) > texts:
+            error = capped(error, texts)
+        if note is not None and len(note) > texts:
+            note = capped(note, texts)
     xid, op, err, zxid = frame.xid, frame.op, frame.err, frame.zxid
     esc = encode_basestring_ascii  # a str as json.dumps writes it; anything else it refuses (TypeError)
     try:

@@ -155,6 +155,11 @@ def hex_limit(max_line: int | None) -> int | None:
     return None if not max_line else max(256, max_line // 8)
 
 
+def text_limit(max_line: int | None) -> int | None:
+    """How many characters of a JSON object's path, error and note are shown under ``max_line`` (None: all)."""
+    return None if not max_line else max(64, max_line // 8)
+
+
 def format_frame(
     frame: DecodedFrame, verbose: bool = False, *, reveal_secrets: bool = False, max_line: int | None = None
 ) -> str:
@@ -284,7 +289,7 @@ def frame_to_json(
     limit = hex_limit(max_line)
     payload_hex = _masked_hex(frame, reveal_secrets, limit)
     record = _shown_record(frame, reveal_secrets)
-    text_limit = max_line and max(64, max_line // 8)
+    texts = text_limit(max_line)
     # A record holds no more than _JSON_GROWTH characters of JSON per byte of its frame: a small frame's
     # record fits the budget whole, and need not be walked to be shortened.
     budget = (max_line or 0) // 4
@@ -298,7 +303,7 @@ def frame_to_json(
         "xid": frame.xid,
         "op": frame.op,
         "op_name": frame.op_name,
-        "path": frame.path if frame.path is None else capped(frame.path, text_limit),
+        "path": frame.path if frame.path is None else capped(frame.path, texts),
         "err": frame.err,
         "err_name": frame.err_name,
         "zxid": frame.zxid,
@@ -306,8 +311,8 @@ def frame_to_json(
         "latency": frame.latency,
         "record": _abridged(record, budget) if abridge else record,
         "config": _abridged(frame.config, budget) if abridge else frame.config,
-        "error": frame.error if frame.error is None else capped(frame.error, text_limit),
-        "note": frame.note if frame.note is None else capped(frame.note, text_limit),
+        "error": frame.error if frame.error is None else capped(frame.error, texts),
+        "note": frame.note if frame.note is None else capped(frame.note, texts),
         "payload": payload_hex,
     }
     if limit is not None and len(frame.payload) > limit:

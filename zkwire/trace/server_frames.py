@@ -15,7 +15,7 @@ from .frames import SERVER, DecodedFrame, FrameKind
 from .masking import secret_spans
 from .notes import config_reply, event_note, path_of, reply_note
 from .pairing import OUT_OF_BAND, RequestLedger
-from .streams import CONNECT_RESPONSE_SIZES, Side, SideFrames, looks_like_text
+from .streams import CONNECT_RESPONSE_SIZES, Side, SideFrames, elapsed, looks_like_text
 
 __all__ = ["ServerFrames"]
 
@@ -98,8 +98,7 @@ class ServerFrames(SideFrames):
         elif xid == PING_XID:
             kind, op = "ping", _PING
             if ledger.pings:
-                sent = ledger.pings.popleft()
-                latency = None if sent is None or now is None else now - sent
+                latency = elapsed(ledger.pings.popleft(), now)
             else:
                 note = "no ping outstanding"
         else:
@@ -120,8 +119,7 @@ class ServerFrames(SideFrames):
                     oldest = xid
                 del ledger.pending[xid]
                 path, sub_ops = pending.path, pending.ops
-                sent = pending.time
-                latency = None if sent is None or now is None else now - sent
+                latency = elapsed(pending.time, now)
                 if oldest is not None and oldest != xid:
                     note = f"out of order: xid {oldest} was sent earlier and is still pending"
         if op == _SASL or (err != 0 and len(payload) != 16):
@@ -159,17 +157,19 @@ class ServerFrames(SideFrames):
         self, side: Side, payload: bytes, offset: int, now: float | None, kind: FrameKind, xid: int, zxid: int, err: int
     ) -> DecodedFrame:
         """A reply whose xid no pending request has."""
+        # A frame before did not decode, the error code is none the server has, or the client was followed
+        # from its handshake and sent no such xid: not a reply but misframed bytes (maybe a secret's), so
+        # not even its header is shown.
         ledger = self.ledger
-        if side.unsure or (ledger.complete and not ledger.could_have_sent(xid)) or (err and err not in ERROR_CLASSES):
-            # A frame before did not decode, the client was followed from its handshake and sent no such
-            # xid, or the error code is none the server has: not a reply but misframed bytes (maybe a
-            # secret's), so not even its header is shown.
-            if side.unsure:
-                why = "a frame before it did not decode"
-            elif err and err not in ERROR_CLASSES:
-                why = "no such error code"
-            else:
-                why = "no such request was sent"
+        if side.unsure:
+            why = "a frame before it did not decode"
+        elif err and err not in ERROR_CLASSES:
+            why = "no such error code"
+        elif ledger.complete and not ledger.could_have_sent(xid):
+            why = "no such request was sent"
+        else:
+            why = None
+        if why is not None:
             return side.malformed(payload, offset, f"not a reply to any request seen ({why})", now)
         notes = [f"no pending request with xid {xid}"]
         if err == 0 and len(payload) > 16:

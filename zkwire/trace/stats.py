@@ -35,10 +35,10 @@ from ..summary import (
 from ..terminal import escape_controls
 from .filters import multi_failure
 from .frames import CLIENT, SERVER, DecodedFrame
+from .notes import MULTI_OPS
 
 __all__ = ["TraceStats", "capture_line", "percentile", "path_at_depth"]
 
-_MULTI = frozenset({int(OpCode.MULTI), int(OpCode.MULTI_READ)})
 _CLOSE_SESSION = int(OpCode.CLOSE_SESSION)
 
 
@@ -100,7 +100,7 @@ class TraceStats:
             if frame.path is not None:
                 self.paths[path_at_depth(frame.path, self.depth)] += 1
             return
-        if kind == "reply" and frame.op_name is not None and not frame.err and frame.op not in _MULTI:
+        if kind == "reply" and frame.op_name is not None and not frame.err and frame.op not in MULTI_OPS:
             self.bytes[SERVER] += frame.size + 4
             if frame.op == _CLOSE_SESSION:
                 self.sessions_closed += 1
