@@ -214,3 +214,24 @@ async def test_the_proxy_one_line_view_reads_the_records_it_shows(zk_hosts: str,
     text = tracer.output.decode()
     assert code == 130 and err == b"", err.decode()
     assert "[mode ephemeral]" in text and f"[created {zk_path}]" in text, text
+
+
+async def test_after_the_decoding_process_died_nothing_is_queued_for_it() -> None:
+    """A proxy that runs on without decoding must not keep what it would have sent the process: the
+    connections' notes and ends were queued for ever before."""
+    from zkwire.trace.output import TraceOptions
+    from zkwire.trace.worker import TracedConnection, open_decoding_worker
+
+    async with open_decoding_worker(TraceOptions(out=io.StringIO())) as worker:
+        [pid] = decoding_processes()
+        os.kill(pid, signal.SIGKILL)
+        with trio.fail_after(20):
+            while not worker._ended.is_set():
+                await trio.sleep(0.05)
+        await trio.sleep(0.1)  # the feeding task has seen the pipe break and cleared what it held
+        for n in range(1000):
+            conn = TracedConnection(n)
+            worker.open(conn, "127.0.0.1:1")
+            worker.note(n, "a note")
+            worker.finish(conn, 0.0)
+        assert len(worker._jobs) == 0

@@ -138,7 +138,9 @@ class _Decoding:
             return decoder.finish(now)
         except Exception as e:  # a decoder bug must not stop the tracer
             self.broken.add(conn)
-            self.options.note(conn, f"decoder error: {e!r}; the rest of this connection is not decoded", wall)
+            # Its name only: an error's text may quote the bytes it met, a secret's among them.
+            note = f"decoder error: {type(e).__name__}; the rest of this connection is not decoded"
+            self.options.note(conn, note, wall)
             return []
 
 
@@ -197,7 +199,9 @@ def _run() -> int:
             decoding.job(kind, conn, direction, now, wall, size, data)
         except BaseException as e:  # the output failed: the proxy stops
             failed = True
-            _send(b"X", b"EPIPE" if isinstance(e, BrokenPipeError) else repr(e).encode("utf-8", "replace"))
+            # An output's error says what failed; another (a bug) only its name, as its text may quote bytes.
+            text = repr(e) if isinstance(e, OSError) else f"{type(e).__name__} in the decoding process"
+            _send(b"X", b"EPIPE" if isinstance(e, BrokenPipeError) else text.encode("utf-8", "replace"))
     stats = decoding.options.stats
     if stats is not None and not failed:
         _send(b"S", pickle.dumps(stats_state(stats)))

@@ -85,13 +85,12 @@ class DecodingWorker:
     """The decoding process, its queue and the tasks that feed it and read what it says; made by
     :func:`open_decoding_worker`.  Every method is called from the proxy's trio thread."""
 
-    def __init__(self, options: TraceOptions, proc: trio.Process, direct: bool) -> None:
+    def __init__(self, options: TraceOptions, proc: trio.Process) -> None:
         self.options = options
         self.limit = max(options.max_queued_bytes, 1)
         self.failure: BaseException | None = None
         self.failed = trio.Event()
         self._proc = proc
-        self._direct = direct
         self._jobs: deque[bytes] = deque()
         self._queued = 0  # bytes of data in _jobs
         self._wakeup = trio.Event()
@@ -101,6 +100,8 @@ class DecodingWorker:
     # ------------------------------------------------------------------ the forwarding side
 
     def _put(self, kind: bytes, conn: int, direction: Direction, now: float, payload: bytes, size: int = -1) -> None:
+        if self._ended.is_set():
+            return  # the process has gone: nothing would take the job, and the proxy may run on for long
         side = 1 if direction == SERVER else 0
         head = JOB.pack(kind[0], conn, side, now, time.time(), len(payload) if size < 0 else size)
         self._jobs.append(head + payload if payload else head)
@@ -259,7 +260,7 @@ async def open_decoding_worker(options: TraceOptions, reading: str = "fast") -> 
         fcntl.fcntl(proc.stdin.fileno(), _F_SETPIPE_SZ, _PIPE_SIZE)
     except OSError:
         pass  # the default pipe size (64 KiB) does too
-    worker = DecodingWorker(options, proc, out_fd is not None)
+    worker = DecodingWorker(options, proc)
     worker._put(b"C", 0, CLIENT, 0.0, options_config(options, out_fd, reading))
     scopes: list[trio.CancelScope] = []
 
