@@ -159,12 +159,17 @@ async def test_watch_data_across_a_reconnect(zk_hosts: str, zk_path: str, faultp
 async def test_a_deadline_on_the_block_leaves_the_session_to_the_bodys_cleanup(zk_hosts: str, zk_path: str) -> None:
     import zklock
 
-    with trio.move_on_after(1) as scope:
+    held = False
+    with trio.CancelScope() as scope:
         async with zkwire.sessions(zk_hosts) as stream:
             async for zk in stream:
                 async with zklock.Mutex(zk, f"{zk_path}/lock"):  # released (shielded) after the deadline
+                    held = True
+                    # The deadline is set once the lock is held, so however slow the machine, it is
+                    # reached inside the block.
+                    scope.deadline = trio.current_time() + 0.2
                     await trio.sleep_forever()
-    assert scope.cancelled_caught
+    assert scope.cancelled_caught and held
     assert zk.state is SessionState.CLOSED
     async with zkwire.open_client(zk_hosts) as other:
         assert await other.get_children(f"{zk_path}/lock") == []
