@@ -75,8 +75,10 @@ class Durations:
 
     def add(self, seconds: float) -> None:
         self.count += 1
-        self.longest = max(self.longest, seconds)
-        self.shortest = min(self.shortest, seconds)
+        if seconds > self.longest:
+            self.longest = seconds
+        if seconds < self.shortest:
+            self.shortest = seconds
         self.recent.append(seconds)
 
     def row(self) -> dict[str, float]:

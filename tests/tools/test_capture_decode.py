@@ -4,6 +4,7 @@ detection; the command line.  (Real captures of real traffic: tests/test_capture
 
 from __future__ import annotations
 
+import io
 import random
 import subprocess
 import sys
@@ -375,3 +376,43 @@ def test_decoding_a_long_capture_into_a_closed_pipe_ends_quietly(tmp_path: Path)
             proc.kill()
             proc.wait()
     assert (code, err) == (141, b"")
+
+
+class _CountingOut(io.StringIO):
+    """stdout that counts its flushes and says how much was written at each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushed_at: list[int] = []
+
+    def flush(self) -> None:
+        self.flushed_at.append(len(self.getvalue()))
+        super().flush()
+
+
+def test_decoding_a_file_writes_lines_a_buffer_at_a_time_and_all_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A flush for each frame costs a system call for each: reading a file, the lines are flushed with the
+    # notes and at the end, and none is lost.
+    conv = conversation(200)
+    path = tmp_path / "c.pcap"
+    _write_pcap(path, segments(conv))
+    out = _CountingOut()
+    monkeypatch.setattr(sys, "stdout", out)
+    assert zkwire_main(["decode", str(path)]) == 0
+    lines = out.getvalue().splitlines()
+    assert sum(1 for line in lines if " -- " not in line and not line.startswith("== ")) == len(conv)
+    assert len(out.flushed_at) < len(conv) // 10, len(out.flushed_at)
+    assert out.flushed_at[-1] == len(out.getvalue())  # flushed at the end, whole
+
+
+def test_the_live_views_flush_each_frame_as_it_is_written() -> None:
+    from zkwire.trace.frames import DecodedFrame
+    from zkwire.trace.output import TraceOptions
+
+    out = _CountingOut()
+    options = TraceOptions(out=out)
+    for i in range(5):
+        options.emit(1, DecodedFrame("client", "request", i, i * 16, 12, bytes(12), i, 4, "getData", "/a"), 0.0)
+    assert len(out.flushed_at) == 5 and out.flushed_at[-1] == len(out.getvalue())

@@ -318,6 +318,8 @@ class ConversationDecoder:
         max_frame = self.max_frame
         unpack = _INT.unpack_from
         reader: ClientFrames | ServerFrames = self._client_frames if side.direction == CLIENT else self._server_frames
+        message = reader.message
+        verifying = self._verifying
         while end - pos >= 4:
             n = unpack(buf, pos)[0]
             if n < 0 or n > max_frame:
@@ -340,9 +342,9 @@ class ConversationDecoder:
                 decoded = reader.frame(side, payload, base + pos, now)
             else:
                 first = False
-                decoded = reader.message(side, payload, base + pos, now)
-            if self._verifying is not None:
-                disagreement = self._verifying.take()
+                decoded = message(side, payload, base + pos, now)
+            if verifying is not None:
+                disagreement = verifying.take()
                 if disagreement is not None:
                     decoded = dataclasses.replace(decoded, disagreement=disagreement)
             frames.append(decoded)

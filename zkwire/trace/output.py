@@ -38,6 +38,9 @@ class TraceOptions:
     the bytes waiting to be decoded: past it, the tracer says that decoding fell behind, skips the bytes
     (they are forwarded all the same) and picks up again at the first frame that starts once the backlog
     is down to half.  When the tracer stops, decoding of what is queued may take ``drain_seconds`` more.
+    ``flush_frames``: each frame's line is flushed as it is written (what live views need); reading a file,
+    it is not, and the lines leave a buffer at a time (a system call per frame would cost more than its
+    decoding); notes and the summary are always flushed.
     """
 
     def __init__(
@@ -56,6 +59,7 @@ class TraceOptions:
         show_frames: bool = True,
         session_view: int | None = None,
         stats_json: str | None = None,
+        flush_frames: bool = True,
     ) -> None:
         self.verbose = verbose
         self.json_lines = json_lines
@@ -74,6 +78,7 @@ class TraceOptions:
         self.summary_via: Callable[[bool], None] | None = None
         #: Where the summary is also written as one JSON object, each time it is printed (None: nowhere).
         self.stats_json = stats_json
+        self.flush_frames = flush_frames
         self._connections: dict[int, ConnectionInfo] = {}
 
     def connection(self, conn: int | None) -> ConnectionInfo:
@@ -92,13 +97,15 @@ class TraceOptions:
 
     def emit(self, conn: int | None, frame: DecodedFrame, wall: float) -> None:
         """Show one frame (if it passes the filters) and count it in the statistics."""
-        info = self.connection(conn)
-        session = info.learn(frame)
-        if session is not None and session == self.session_view and conn is not None:
-            self._session_note(conn, session, info, wall)
-        if self.hide_pings and frame.kind == "ping":
+        kind = frame.kind
+        if kind == "connect" or kind == "connect_response":  # where a connection's session is learned
+            info = self.connection(conn)
+            session = info.learn(frame)
+            if session is not None and session == self.session_view and conn is not None:
+                self._session_note(conn, session, info, wall)
+        elif kind == "ping" and self.hide_pings:
             return
-        if self.frame_filter is not None and not self.frame_filter.passes(frame, info):
+        if self.frame_filter is not None and not self.frame_filter.passes(frame, self.connection(conn)):
             return
         if self.stats is not None:
             self.stats.add(conn, frame)
@@ -110,7 +117,8 @@ class TraceOptions:
         else:
             text = self._text_line(conn, frame, wall, max_line)
         self.out.write(text + "\n")
-        self.out.flush()
+        if self.flush_frames:
+            self.out.flush()
 
     def _text_line(self, conn: int | None, frame: DecodedFrame, wall: float, max_line: int | None) -> str:
         # A common frame's line comes from the fast writer; the others' (and verbose lines) from format_frame.

@@ -83,31 +83,31 @@ class TraceStats:
         self._asked_session: dict[int, int] = {}  # connection -> session id of its ConnectRequest
 
     def add(self, conn: int | None, frame: DecodedFrame) -> None:
-        with self._lock:
-            self._add(conn if conn is not None else 0, frame)
-
-    def _add(self, conn: int, frame: DecodedFrame) -> None:
-        self.connections.add(conn)
-        self.frames += 1
-        if self.verified is not None:
-            self.verified += 1
-            self.disagreements += frame.disagreement is not None
+        if conn is None:
+            conn = 0
         kind = frame.kind
-        # Requests and paired replies, most of any capture, first (what _count_other does for them, in short).
-        if kind == "request":
-            self.bytes[CLIENT] += frame.size + 4
-            self.requests[frame.op_name] += 1  # type: ignore[index]  # a request always has its op's name
-            if frame.path is not None:
-                self.paths[path_at_depth(frame.path, self.depth)] += 1
-            return
-        if kind == "reply" and frame.op_name is not None and not frame.err and frame.op not in MULTI_OPS:
-            self.bytes[SERVER] += frame.size + 4
-            if frame.op == _CLOSE_SESSION:
-                self.sessions_closed += 1
-            if frame.latency is not None:
-                add_duration(self.latency, frame.op_name, frame.latency)
-            return
-        self._count_other(conn, frame)
+        with self._lock:
+            self.connections.add(conn)
+            self.frames += 1
+            if self.verified is not None:
+                self.verified += 1
+                self.disagreements += frame.disagreement is not None
+            # Requests and paired replies, most of any capture, first (what _count_other does for them, in
+            # short).
+            if kind == "request":
+                self.bytes[CLIENT] += frame.size + 4
+                self.requests[frame.op_name] += 1  # type: ignore[index]  # a request always has its op's name
+                if frame.path is not None:
+                    self.paths[path_at_depth(frame.path, self.depth) if self.depth is not None else frame.path] += 1
+                return
+            if kind == "reply" and frame.op_name is not None and not frame.err and frame.op not in MULTI_OPS:
+                self.bytes[SERVER] += frame.size + 4
+                if frame.op == _CLOSE_SESSION:
+                    self.sessions_closed += 1
+                if frame.latency is not None:
+                    add_duration(self.latency, frame.op_name, frame.latency)
+                return
+            self._count_other(conn, frame)
 
     def _count_other(self, conn: int, frame: DecodedFrame) -> None:
         if frame.kind == "skipped":

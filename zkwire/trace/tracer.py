@@ -204,6 +204,7 @@ def _decode_capture(
         for event in decoder.finish():
             show_event(options, event)
         progress.done()
+        options.out.flush()  # the lines before the error's
         print(escape_controls(f"zkwire decode: {path}: {e}"), file=sys.stderr)
         return 1
     finally:
@@ -418,7 +419,11 @@ def _main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     options = _view_options(args)
     if args.command == "decode":
-        return _decode_file(args, options)
+        options.flush_frames = False  # a file is read: lines leave a buffer at a time
+        try:
+            return _decode_file(args, options)
+        finally:
+            options.out.flush()
     sys.stdout.flush()
     try:
         options.out = FdWriter(sys.stdout.fileno())
