@@ -318,7 +318,7 @@ class ConversationDecoder:
         max_frame = self.max_frame
         unpack = _INT.unpack_from
         reader: ClientFrames | ServerFrames = self._client_frames if side.direction == CLIENT else self._server_frames
-        message = reader.message
+        read_message = reader.message
         verifying = self._verifying
         while end - pos >= 4:
             n = unpack(buf, pos)[0]
@@ -342,7 +342,7 @@ class ConversationDecoder:
                 decoded = reader.frame(side, payload, base + pos, now)
             else:
                 first = False
-                decoded = message(side, payload, base + pos, now)
+                decoded = read_message(side, payload, base + pos, now)
             if verifying is not None:
                 disagreement = verifying.take()
                 if disagreement is not None:
