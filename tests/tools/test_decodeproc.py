@@ -83,3 +83,18 @@ def test_without_its_configuration_it_stops_and_with_the_proxy_gone_it_stops_qui
     )
     os.close(write)
     assert done.returncode == 0 and done.stderr == b""
+
+
+def test_with_a_filter_on_ops_the_decoding_process_reads_only_their_records() -> None:
+    from zkwire.trace.decodeproc import _Decoding
+    from zkwire.trace.fastbodies import FastBodies, OpBodies
+    from zkwire.trace.filters import FrameFilter
+
+    filtered = TraceOptions(frame_filter=FrameFilter(ops=frozenset({"getData", "connect"})))
+    decoding = _Decoding(pickle.loads(options_config(filtered, None)))
+    decoding.job(ord("O"), 1, "client", 0.0, 0.0, 0, b"127.0.0.1:5555")
+    bodies = decoding.decoders[1].bodies
+    assert isinstance(bodies, OpBodies) and bodies.ops == {OpCode.GET_DATA}
+    plain = _Decoding(pickle.loads(options_config(TraceOptions(), None)))
+    plain.job(ord("O"), 1, "client", 0.0, 0.0, 0, b"127.0.0.1:5555")
+    assert type(plain.decoders[1].bodies) is FastBodies

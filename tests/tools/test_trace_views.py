@@ -417,3 +417,10 @@ def test_reconfigurations_are_shown_readably_and_configurations_by_version() -> 
             {"version": 0x1F, "members": []},
         ]
         assert json.dumps(frame_to_json(frames[2], max_line=200))  # cut to the budget, still JSON
+
+
+def test_the_op_codes_of_a_filter_on_ops() -> None:
+    assert FrameFilter().op_codes() is None  # every op passes
+    names = frozenset(parse_op(text) for text in ("getdata", "CREATE2", "connect", "999"))
+    # connect has no op code (its records are always read); a code without a name is itself
+    assert FrameFilter(ops=names).op_codes() == {OpCode.GET_DATA, OpCode.CREATE2, 999}

@@ -25,6 +25,8 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .afpacket import PACKET_OUTGOING
+
 __all__ = ["ACCEPT", "Insn", "MAX_PORTS", "attach_filter", "detach_filter", "port_filter"]
 
 # Opcodes (linux/bpf_common.h).
@@ -36,7 +38,6 @@ _K = 0x00
 # Ancillary loads (linux/filter.h): SKF_AD_OFF + field.
 _AD_OFF = -0x1000 & 0xFFFFFFFF
 _AD_PROTOCOL, _AD_PKTTYPE = 0, 4
-_PACKET_OUTGOING = 4
 _SO_ATTACH_FILTER, _SO_DETACH_FILTER = 26, 27
 
 #: What a matching packet returns: its length to keep (all of it).
@@ -84,7 +85,7 @@ def port_filter(ports: Sequence[int], *, link: int, loopback: bool) -> list[Insn
         raise ValueError(f"ports are 1..65535 and the link header 0 or more bytes: {ports}, {link}")
     code: list[_Pending | str] = []  # a str is a label for the next instruction
     if loopback:
-        code += [_ld(_W, _AD_OFF + _AD_PKTTYPE), _jeq(_PACKET_OUTGOING, "drop", None)]
+        code += [_ld(_W, _AD_OFF + _AD_PKTTYPE), _jeq(PACKET_OUTGOING, "drop", None)]
     code += [
         _ld(_W, _AD_OFF + _AD_PROTOCOL),
         _jeq(0x0800, None, "v6"),

@@ -101,6 +101,8 @@ class _Decoding:
             stats_json=config["stats_json"],
         )
         self.reading: str = config["reading"]
+        # With a filter on ops, the other ops' records need not be read (see decoder.body_decoder).
+        self.only_ops = self.options.frame_filter.op_codes() if self.options.frame_filter is not None else None
         if self.reading == "verify" and self.options.stats is not None:
             self.options.stats.verified = 0
         self.decoders: dict[int, ConversationDecoder] = {}
@@ -112,7 +114,7 @@ class _Decoding:
             options.note(conn, data.decode("utf-8", "replace"), wall)
         elif kind == ord("O"):
             options.open_connection(conn, data.decode("utf-8", "replace"))
-            self.decoders[conn] = ConversationDecoder(reading=self.reading)
+            self.decoders[conn] = ConversationDecoder(reading=self.reading, only_ops=self.only_ops)
         elif kind == ord("S"):
             options.summary(always=direction == SERVER)
         elif kind in (ord("D"), ord("K"), ord("F")):

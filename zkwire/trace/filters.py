@@ -39,6 +39,7 @@ def format_session(session: int) -> str:
 
 
 _OP_NAMES = {op_name(op).lower(): op_name(op) for op in OpCode} | {"connect": "connect"}
+_OP_CODES = {op_name(op): int(op) for op in OpCode}
 
 
 def parse_op(text: str) -> str:
@@ -136,6 +137,20 @@ class FrameFilter:
     @property
     def active(self) -> bool:
         return self._frame_level or bool(self.sessions or self.clients or self.hide_pings)
+
+    def op_codes(self) -> frozenset[int] | None:
+        """The op codes of :attr:`ops` (names as :func:`parse_op` gives them; ``connect`` has none: the
+        connect records are always read), or None when frames of every op pass."""
+        if not self.ops:
+            return None
+        codes = set()
+        for name in self.ops:
+            code = _OP_CODES.get(name)
+            if code is None and name.startswith("op") and name[2:].lstrip("-").isdigit():  # a code, no name
+                code = int(name[2:])
+            if code is not None:
+                codes.add(code)
+        return frozenset(codes)
 
     def connection_passes(self, info: ConnectionInfo) -> bool:
         if self.clients and not any(_client_matches(p, info.client) for p in self.clients):

@@ -27,6 +27,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from .afpacket import PACKET_RX_RING, PACKET_STATISTICS, PACKET_VERSION, SOL_PACKET, TPACKET_V3
+
 __all__ = [
     "BLOCK_SIZE",
     "BLOCK_TIMEOUT_MS",
@@ -37,11 +39,6 @@ __all__ = [
     "block_packets",
 ]
 
-SOL_PACKET = 263
-_PACKET_RX_RING = 5
-_PACKET_STATISTICS = 6
-_PACKET_VERSION = 10
-_TPACKET_V3 = 2
 TP_STATUS_KERNEL = 0
 TP_STATUS_USER = 1
 _TP_STATUS_COPY = 1 << 1  # the packet was longer than the block: only part of it is here
@@ -128,10 +125,10 @@ class PacketRing:
             raise ValueError(f"blocks are whole pages, at least two of them: {block_size} x {block_count}")
         self.block_size = block_size
         self.block_count = block_count
-        sock.setsockopt(SOL_PACKET, _PACKET_VERSION, _TPACKET_V3)
+        sock.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V3)
         frames = block_size // _FRAME_SIZE * block_count
         req = struct.pack("=7I", block_size, block_count, _FRAME_SIZE, frames, block_timeout_ms, 0, 0)
-        sock.setsockopt(SOL_PACKET, _PACKET_RX_RING, req)
+        sock.setsockopt(SOL_PACKET, PACKET_RX_RING, req)
         self._sock = sock
         protection = mmap.PROT_READ | mmap.PROT_WRITE
         self._map = mmap.mmap(sock.fileno(), block_size * block_count, mmap.MAP_SHARED, protection)
@@ -167,7 +164,7 @@ class PacketRing:
 
     def statistics(self) -> RingStatistics:
         """The kernel's counts since the last call (reading resets them)."""
-        raw = self._sock.getsockopt(SOL_PACKET, _PACKET_STATISTICS, _STATS_V3.size)
+        raw = self._sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, _STATS_V3.size)
         return RingStatistics(*_STATS_V3.unpack(raw))
 
     def close(self) -> None:

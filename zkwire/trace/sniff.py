@@ -24,18 +24,14 @@ from collections.abc import AsyncIterator, Callable, Iterable
 
 import trio
 
+from .afpacket import ARPHRD_ETHER, ARPHRD_LOOPBACK, ETH_P_ALL, PACKET_OUTGOING, PACKET_STATISTICS, SOL_PACKET
 from .bpf import MAX_PORTS, attach_filter, port_filter
 from .capture import CaptureError, TcpSegment, tcp_segment
-from .ring import BLOCK_SIZE, SOL_PACKET, PacketRing, RingPacket, RingStatistics
+from .ring import BLOCK_SIZE, PacketRing, RingPacket, RingStatistics
 
 __all__ = ["DEFAULT_RING_BYTES", "RecvReader", "Sniffer", "open_sniffer"]
 
-_ETH_P_ALL = 0x0003
-_PACKET_OUTGOING = 4
-_ARPHRD_ETHER = 1
-_ARPHRD_LOOPBACK = 772
 _LINK_ETHERNET, _LINK_RAW = 1, 101
-_PACKET_STATISTICS = 6
 _SO_TIMESTAMPNS = 35
 _TIMESPEC = struct.Struct("=qq")
 #: Largest frame read by :class:`RecvReader` (with GSO a "packet" can exceed the MTU by far).
@@ -69,7 +65,7 @@ class RecvReader:
 
     def statistics(self) -> RingStatistics:
         """The kernel's counts since the last call (``struct tpacket_stats``: packets, drops)."""
-        raw = self._sock.getsockopt(SOL_PACKET, _PACKET_STATISTICS, 8)
+        raw = self._sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
         packets, drops = struct.unpack("=II", raw)
         return RingStatistics(packets, drops, 0)
 
@@ -148,9 +144,9 @@ class Sniffer:
     def segment(self, packet: RingPacket) -> TcpSegment | None:
         """The TCP segment of one packet, if it is one of the ports asked for (and not loopback's
         outgoing copy, when the kernel did not filter it)."""
-        if packet.hatype == _ARPHRD_LOOPBACK and packet.pkttype == _PACKET_OUTGOING:
+        if packet.hatype == ARPHRD_LOOPBACK and packet.pkttype == PACKET_OUTGOING:
             return None
-        linktype = _LINK_ETHERNET if packet.hatype in (_ARPHRD_ETHER, _ARPHRD_LOOPBACK) else _LINK_RAW
+        linktype = _LINK_ETHERNET if packet.hatype in (ARPHRD_ETHER, ARPHRD_LOOPBACK) else _LINK_RAW
         seg = tcp_segment(linktype, packet.ts, packet.data, packet.cut)
         if seg is None or (self.ports and seg.src[1] not in self.ports and seg.dst[1] not in self.ports):
             return None
@@ -194,7 +190,7 @@ def _link_header(sock: socket.socket, iface: str) -> tuple[int, int]:
     no protocol, so that nothing is received yet."""
     sock.bind((iface, 0))
     hatype = int(sock.getsockname()[3])
-    return hatype, 14 if hatype in (_ARPHRD_ETHER, _ARPHRD_LOOPBACK) else 0
+    return hatype, 14 if hatype in (ARPHRD_ETHER, ARPHRD_LOOPBACK) else 0
 
 
 def open_sniffer(
@@ -224,14 +220,14 @@ def open_sniffer(
         hatype, link = _link_header(sock, iface)
         filtered = kernel_filter and len(port_set) <= MAX_PORTS
         if filtered:
-            attach_filter(sock, port_filter(sorted(port_set), link=link, loopback=hatype == _ARPHRD_LOOPBACK))
+            attach_filter(sock, port_filter(sorted(port_set), link=link, loopback=hatype == ARPHRD_LOOPBACK))
         reader: PacketRing | RecvReader | None = None
         if ring:
             reader = _ring(sock, ring_bytes or DEFAULT_RING_BYTES)
         if reader is None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
             reader = RecvReader(sock)
-        sock.bind((iface, _ETH_P_ALL))
+        sock.bind((iface, ETH_P_ALL))
     except OSError as e:
         sock.close()
         raise CaptureError(f"cannot capture on interface {iface!r}: {e.strerror or e}") from None

@@ -44,9 +44,7 @@ from pathlib import Path
 
 import trio
 
-from ..constants import OpCode
 from ..errors import InvalidArgumentError
-from ..protocol.optable import op_name
 from ..sansio.hosts import parse_host_port
 from ..shell.runtime import EXIT_INTERRUPTED, OneLineArgumentParser, run_cli
 from ..shell.security import add_security_options, security_options
@@ -113,7 +111,7 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
                 file=sys.stderr,
             )
             return 2
-        return _decode_capture(args.file, args.port or (), options, _reading(args), _only_ops(args))
+        return _decode_capture(args.file, args.port or (), options, _reading(args), _only_ops(options))
     if args.port:
         print("zkwire decode: --port is only for pcap and pcapng captures", file=sys.stderr)
         return 2
@@ -134,7 +132,7 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
         )
         return 2
     # Fed in chunks and printed as it goes: a long capture piped into `head` stops early.
-    decoder = ConversationDecoder(reading=_reading(args), only_ops=_only_ops(args))
+    decoder = ConversationDecoder(reading=_reading(args), only_ops=_only_ops(options))
     side = args.side if args.side != "auto" else detect_side(data)
     streams = [(CLIENT, data), (SERVER, server_data)] if server_data is not None else [(side, data)]
     malformed = False
@@ -162,15 +160,10 @@ def _reading(args: argparse.Namespace) -> str:
     return "fast" if args.verbose or args.json else "notes"
 
 
-def _only_ops(args: argparse.Namespace) -> frozenset[int] | None:
-    """With ``--op``, only the frames of those ops are shown: the others' records need not be read."""
-    if _reading(args) not in ("fast", "notes") or not args.op:
-        return None
-    codes = {op_name(op): int(op) for op in OpCode}
-    for name in args.op:
-        if name.startswith("op") and name[2:].lstrip("-").isdigit():  # an op code without a name
-            codes[name] = int(name[2:])
-    return frozenset(codes[name] for name in args.op if name in codes)  # connect records are always read
+def _only_ops(options: TraceOptions) -> frozenset[int] | None:
+    """With ``--op``, only the frames of those ops are shown: the others' records need not be read (where
+    the reading reads records: see :func:`~zkwire.trace.decoder.body_decoder`)."""
+    return options.frame_filter.op_codes() if options.frame_filter is not None else None
 
 
 def _decode_capture(
@@ -438,7 +431,7 @@ def _main(argv: list[str]) -> int:
             args.duration,
             args.ring_mb << 20,
             _reading(args),
-            _only_ops(args),
+            _only_ops(options),
         )
     try:
         listen = _parse_hostport(args.listen)
