@@ -134,10 +134,22 @@ class PacketRing:
         self._map = mmap.mmap(sock.fileno(), block_size * block_count, mmap.MAP_SHARED, protection)
         self._next = 0
 
+    #: Blocks taken between two reads of the kernel's drop counter (each block holds many packets).
+    counts_every = 1
+
     @property
     def size(self) -> int:
         """Bytes of the ring (the most memory it takes)."""
         return self.block_size * self.block_count
+
+    @property
+    def buffer_bytes(self) -> int:
+        """The most memory packets waiting for Python take in the kernel: the ring."""
+        return self.size
+
+    def backlog_fraction(self) -> float:
+        """How full the ring is (0 to 1)."""
+        return self.backlog() / self.block_count
 
     def ready(self) -> bool:
         """True when the kernel has handed over the next block."""

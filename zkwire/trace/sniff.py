@@ -41,11 +41,27 @@ DEFAULT_RING_BYTES = 64 << 20
 
 
 class RecvReader:
-    """The plain reader: one ``recvmsg`` per packet from the socket's receive buffer."""
+    """The plain reader: one ``recvmsg`` per packet from the socket's receive buffer.  It reads as
+    :class:`~zkwire.trace.ring.PacketRing` does (the sniffer takes either), and has no backlog to tell."""
+
+    #: Batches taken between two reads of the kernel's drop counter.
+    counts_every = 16
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
         sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+
+    @property
+    def buffer_bytes(self) -> int:
+        """The most memory packets waiting for Python take in the kernel: the receive buffer."""
+        return int(self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+
+    def ready(self) -> bool:
+        """Whether to try :meth:`take` (always: it says itself when nothing waits)."""
+        return True
+
+    def backlog_fraction(self) -> float:
+        return 0.0
 
     def take(self) -> list[RingPacket]:
         """The packets waiting (up to 64), empty when none."""
@@ -112,9 +128,7 @@ class Sniffer:
     @property
     def buffer_bytes(self) -> int:
         """The most memory packets waiting for Python take in the kernel."""
-        if isinstance(self._reader, PacketRing):
-            return self._reader.size
-        return int(self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF))
+        return self._reader.buffer_bytes
 
     def close(self) -> None:
         self._reader.close()
@@ -128,9 +142,7 @@ class Sniffer:
 
     def backlog(self) -> float:
         """How full the ring is (0 to 1): packets waiting for Python (0 for the plain reader)."""
-        if isinstance(self._reader, PacketRing):
-            return self._reader.backlog() / self._reader.block_count
-        return 0.0
+        return self._reader.backlog_fraction()
 
     def update_counts(self) -> int:
         """Read the kernel's drop counter; returns the total dropped so far."""
@@ -158,10 +170,9 @@ class Sniffer:
     async def segments(self, idle: float | None = None) -> AsyncIterator[TcpSegment]:
         """The segments as they come; with ``idle``, stop once none came for that many seconds."""
         reader = self._reader
-        ring = isinstance(reader, PacketRing)
         batches = 0
         while True:
-            packets = reader.take() if not ring or reader.ready() else []  # type: ignore[union-attr]
+            packets = reader.take() if reader.ready() else []
             if not packets:
                 self.update_counts()
                 with trio.move_on_after(idle if idle is not None else math.inf) as waited:
@@ -176,10 +187,10 @@ class Sniffer:
                     self.matched += 1
                     yield seg
             batches += 1
-            if ring or batches % 16 == 0:
+            if batches % reader.counts_every == 0:
                 self.update_counts()
-            if ring and self.on_behind is not None:  # the scan stops at the first block not ready
-                full = self.backlog()
+            if self.on_behind is not None:  # a ring's scan stops at the first block not ready
+                full = reader.backlog_fraction()
                 if full >= 0.5:
                     self.on_behind(full)
             await trio.lowlevel.checkpoint()
