@@ -46,15 +46,18 @@ READERS = ("plain", "ring")
 # ---------------------------------------------------------------------------------------------- traffic
 
 
+def _read_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        more = sock.recv(n - len(data))
+        if not more:
+            raise ConnectionError(f"the server closed the connection ({len(data)} of {n} bytes read)")
+        data += more
+    return data
+
+
 def _read_frame(sock: socket.socket) -> bytes:
-    head = b""
-    while len(head) < 4:
-        head += sock.recv(4 - len(head))
-    size = int.from_bytes(head, "big")
-    body = b""
-    while len(body) < size:
-        body += sock.recv(size - len(body))
-    return body
+    return _read_exactly(sock, int.from_bytes(_read_exactly(sock, 4), "big"))
 
 
 def traffic(port: int, path: str, rate: float, seconds: float) -> dict[str, Any]:
