@@ -109,7 +109,7 @@ def traffic(port: int, path: str, rate: float, seconds: float) -> dict[str, Any]
 # ---------------------------------------------------------------------------------------------- sniffer
 
 
-def sniffer_child(reader: str, port: int) -> int:
+def sniffer_child(reader: str, port: int, reading: str) -> int:
     """The sniffer process: decode as ``zkwire sniff --stats`` does until SIGINT, then read what the kernel
     still holds (until idle), then print its counts as JSON."""
     import io
@@ -127,7 +127,7 @@ def sniffer_child(reader: str, port: int) -> int:
         stats = TraceStats()
         options = TraceOptions(stats=stats, show_frames=False, out=io.StringIO())
         with open_sniffer("lo", [port], ring=ring, kernel_filter=ring) as sniffer:
-            decoder = CaptureDecoder([port])
+            decoder = CaptureDecoder([port], reading=reading)
             with trio.open_signal_receiver(signal.SIGINT) as signals:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(sniff_into, sniffer, decoder, options)
@@ -147,6 +147,7 @@ def sniffer_child(reader: str, port: int) -> int:
                 "frames_decoded": stats.frames,
                 "requests_decoded": sum(stats.requests.values()),
                 "drain_seconds": time.monotonic() - started,
+                "getData_latency": stats.to_json()["latency"].get("getData"),
             }
 
     print(json.dumps(trio.run(run)), flush=True)
@@ -159,7 +160,24 @@ def _tcpdump_counts(report: str) -> tuple[int, int]:
     return int(captured.group(1)) if captured else -1, int(dropped.group(1)) if dropped else -1
 
 
-def one_round(reader: str, port: int, path: str, rate: float, seconds: float, tmp: Path, nice: int) -> dict[str, Any]:
+def _capture_latency(pcap: Path, port: int) -> dict[str, float] | None:
+    """getData's latency figures in tcpdump's capture (as ``zkwire decode --stats`` gives them)."""
+    from zkwire.trace.capture import read_packets
+    from zkwire.trace.conversations import CaptureDecoder
+    from zkwire.trace.output import TraceOptions, show_event
+    from zkwire.trace.stats import TraceStats
+
+    stats = TraceStats()
+    options = TraceOptions(stats=stats, show_frames=False)
+    for event in CaptureDecoder([port], reading="headers").add_all(read_packets(str(pcap))):
+        show_event(options, event)
+    latency: dict[str, float] | None = stats.to_json()["latency"].get("getData")
+    return latency
+
+
+def one_round(
+    reader: str, port: int, path: str, rate: float, seconds: float, tmp: Path, nice: int, reading: str
+) -> dict[str, Any]:
     pcap = tmp / f"{reader}.pcap"
     # tcpdump as one runs it to keep up: a 128 MiB buffer, whole packets, not --immediate-mode.
     tcpdump = subprocess.Popen(
@@ -171,7 +189,19 @@ def one_round(reader: str, port: int, path: str, rate: float, seconds: float, tm
     tcpdump.stderr.readline()  # "listening on ..."
     # The sniffer at a lower priority than the server and its clients, as one would run it beside them.
     child = subprocess.Popen(
-        ["nice", "-n", str(nice), sys.executable, __file__, "--child", reader, "--port", str(port)],
+        [
+            "nice",
+            "-n",
+            str(nice),
+            sys.executable,
+            __file__,
+            "--child",
+            reader,
+            "--port",
+            str(port),
+            "--reading",
+            reading,
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -184,7 +214,17 @@ def one_round(reader: str, port: int, path: str, rate: float, seconds: float, tm
     tcpdump.send_signal(signal.SIGINT)
     _, report = tcpdump.communicate(timeout=30)
     captured, tcpdump_dropped = _tcpdump_counts(report)
-    return sent | counts | {"tcpdump_captured": captured, "tcpdump_dropped": tcpdump_dropped, "nice": nice}
+    return (
+        sent
+        | counts
+        | {
+            "tcpdump_captured": captured,
+            "tcpdump_dropped": tcpdump_dropped,
+            "nice": nice,
+            "reading": reading,
+            "capture_getData_latency": _capture_latency(pcap, port),
+        }
+    )
 
 
 def main() -> int:
@@ -193,12 +233,18 @@ def main() -> int:
     p.add_argument("--seconds", type=float, default=5.0)
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--nice", type=int, default=10, help="the sniffer's niceness (default: %(default)s)")
+    p.add_argument(
+        "--reading",
+        default="headers",
+        help="how the sniffer reads records (default: %(default)s, as zkwire sniff --stats; see zkwire.trace.decoder)",
+    )
+    p.add_argument("--readers", default=",".join(READERS), help="the readers to run (default: %(default)s)")
     p.add_argument("--json", type=Path)
     p.add_argument("--child", choices=READERS, help=argparse.SUPPRESS)
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.child:
-        return sniffer_child(a.child, a.port)
+        return sniffer_child(a.child, a.port, a.reading)
     if os.geteuid() != 0:
         print("sniff_bench: live capture needs root", file=sys.stderr)
         return 2
@@ -213,8 +259,8 @@ def main() -> int:
         _create(port, path)
         with tempfile.TemporaryDirectory() as tmp:
             for _ in range(a.repeat):
-                for reader in READERS:
-                    row = one_round(reader, port, path, a.rate, a.seconds, Path(tmp), a.nice)
+                for reader in a.readers.split(","):
+                    row = one_round(reader, port, path, a.rate, a.seconds, Path(tmp), a.nice, a.reading)
                     rows.append(row)
                     print(_line(row), flush=True)
     finally:
@@ -247,8 +293,13 @@ def _line(row: dict[str, Any]) -> str:
         f"sniffer read {row['packets_read']} packets, kernel dropped {row['kernel_dropped']}, "
         f"decoded {row['frames_decoded']} frames ({row['requests_decoded']} requests of {row['requests']}, "
         f"{row['replies']} replies), "
-        f"drained in {row['drain_seconds']:.1f} s"
+        f"drained in {row['drain_seconds']:.1f} s; getData p50/p99 ms: sniffer {_percentiles(row['getData_latency'])}, "
+        f"tcpdump's capture {_percentiles(row['capture_getData_latency'])}"
     )
+
+
+def _percentiles(latency: dict[str, float] | None) -> str:
+    return "-" if latency is None else f"{latency['p50_ms']:.2f}/{latency['p99_ms']:.2f}"
 
 
 if __name__ == "__main__":
