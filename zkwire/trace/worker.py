@@ -91,7 +91,7 @@ class DecodingWorker:
         self.failure: BaseException | None = None
         self.failed = trio.Event()
         self._proc = proc
-        self._jobs: deque[bytes] = deque()
+        self._jobs: deque[tuple[bytes, bytes]] = deque()  # (header, payload): joined once, when written
         self._queued = 0  # bytes of data in _jobs
         self._wakeup = trio.Event()
         self._ended = trio.Event()  # the process has said all it will say
@@ -104,7 +104,7 @@ class DecodingWorker:
             return  # the process has gone: nothing would take the job, and the proxy may run on for long
         side = 1 if direction == SERVER else 0
         head = JOB.pack(kind[0], conn, side, now, time.time(), len(payload) if size < 0 else size)
-        self._jobs.append(head + payload if payload else head)
+        self._jobs.append((head, payload))
         self._wakeup.set()
 
     def note(self, conn: int, text: str) -> None:
@@ -161,11 +161,12 @@ class DecodingWorker:
                 batch: list[bytes] = []
                 size = data = 0
                 while self._jobs and size < _BATCH:
-                    job = self._jobs.popleft()
-                    batch.append(job)
-                    size += len(job)
-                    if job[0] == ord("D"):
-                        data += len(job) - JOB.size
+                    head, payload = self._jobs.popleft()
+                    batch.append(head)
+                    batch.append(payload)
+                    size += len(head) + len(payload)
+                    if head[0] == ord("D"):
+                        data += len(payload)
                 await stdin.send_all(b"".join(batch))
                 self._queued -= data
         except (trio.BrokenResourceError, trio.ClosedResourceError):
