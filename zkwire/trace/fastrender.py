@@ -45,29 +45,34 @@ def fast_text_rest(frame: DecodedFrame, max_line: int | None) -> str | None:
     after it, for a common frame; None when the general writer must write it (the line would be cut or
     hold a character to escape, or the frame is not of a common kind)."""
     kind = frame.kind
-    line = (_CLIENT_HEADS if frame.direction == CLIENT else _SERVER_HEADS).get(kind)
-    if line is None:
+    head = (_CLIENT_HEADS if frame.direction == CLIENT else _SERVER_HEADS).get(kind)
+    if head is None:
         return None
-    if frame.xid is not None:
-        line += f" xid={frame.xid}"
-    if frame.op_name is not None:
-        line += " " + frame.op_name
-    path = frame.path
-    if path is not None:
-        if max_line and len(path) > max_line // 2:
-            return None
+    # Each column's text ("" when the frame has none), then the line in one piece: the columns are those
+    # format_frame writes, in its order.
+    xid, name, path, err, zxid, latency = frame.xid, frame.op_name, frame.path, frame.err, frame.zxid, frame.latency
+    if path is None:
+        path_text = ""
+    elif max_line and len(path) > max_line // 2:
+        return None
+    else:
         # Whitespace other than a space is a control character (escaped, not taken here): a printable path
         # is quoted exactly when it is empty or holds a space.
-        line += f" {path!r}" if path == "" or " " in path else " " + path
-    err = frame.err
-    if err is not None and (err != 0 or kind not in ("event", "ping")):
-        line += " FAILED" if frame.op in MULTI_OPS and failed_multi(frame) else " " + (frame.err_name or str(err))
-    zxid = frame.zxid
-    if zxid is not None:
-        line += f" zxid=0x{zxid:x}" if 0 <= zxid <= _MAX_ZXID else " zxid=" + format_zxid(zxid)
-    line += f" len={frame.size}+4"
-    if frame.latency is not None:
-        line += f" {frame.latency * 1000:.3f}ms"
+        path_text = f" {path!r}" if path == "" or " " in path else " " + path
+    if err is None or (err == 0 and (kind == "event" or kind == "ping")):
+        err_text = ""
+    elif frame.op in MULTI_OPS and failed_multi(frame):
+        err_text = " FAILED"
+    else:
+        err_text = " " + (frame.err_name or str(err))
+    if zxid is None or 0 <= zxid <= _MAX_ZXID:
+        zxid_text = "" if zxid is None else f" zxid=0x{zxid:x}"
+    else:
+        zxid_text = " zxid=" + format_zxid(zxid)
+    line = (
+        f"{head}{'' if xid is None else f' xid={xid}'}{'' if name is None else ' ' + name}{path_text}{err_text}"
+        f"{zxid_text} len={frame.size}+4{'' if latency is None else f' {latency * 1000:.3f}ms'}"
+    )
     if frame.note:
         line += f" [{frame.note}]"
     if frame.error:
