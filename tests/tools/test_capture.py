@@ -29,8 +29,10 @@ from zkwire.trace.capture import (
     StreamEnd,
     TcpReassembler,
     TcpSegment,
+    _plain_ethernet_tcp,
     is_capture,
     read_packets,
+    tcp_segment,
 )
 from zkwire.trace.decoder import ConversationDecoder
 
@@ -201,7 +203,55 @@ def test_mutated_captures_raise_only_capture_error(data: st.DataObject) -> None:
     reasm.finish()
 
 
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.data())
+def test_the_plain_ethernet_path_reads_a_frame_as_the_layers_do(data: st.DataObject) -> None:
+    """PacketReader's quick path for Ethernet, IPv4 and TCP without options (_plain_ethernet_tcp) gives
+    what tcp_segment gives, or leaves the frame to it, whatever the header bytes, length and cut."""
+    frame = bytearray(ethernet(ipv4_tcp(CLIENT, SERVER, 7, ACK, b"payload-bytes", ack=3)))
+    assert _plain_ethernet_tcp(bytes(frame), 0, len(frame), 1.5, 0) == tcp_segment(1, 1.5, bytes(frame))
+    for _ in range(data.draw(st.integers(0, 6))):
+        frame[data.draw(st.integers(0, 14 + 20 + 20 - 1))] = data.draw(st.integers(0, 255))
+    kept = bytes(frame[: data.draw(st.integers(0, len(frame)))])
+    cut = data.draw(st.sampled_from([0, 1, 13, 70000]))
+    pad = data.draw(st.sampled_from([b"", b"xyz"]))  # the frame inside a larger block, as the reader has it
+    block = pad + kept + pad
+    plain = _plain_ethernet_tcp(block, len(pad), len(pad) + len(kept), 2.5, cut)
+    assert plain is None or plain == tcp_segment(1, 2.5, kept, cut)
+
+
 # ---------------------------------------------------------------------------------------------- reassembly
+
+
+class _NoPlainReassembler(TcpReassembler):
+    """The reassembler without its quick path for the plain case: the design it must agree with."""
+
+    def _plain(self, seg: TcpSegment, route: object) -> None:
+        return None
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.data())
+def test_reassembly_is_the_same_without_its_plain_path(data: st.DataObject) -> None:
+    """Segments of two connections lost, repeated, reordered, cut short, reset or ended at any point:
+    the plain path of TcpReassembler.add changes nothing of what it returns."""
+    other = ("10.0.0.3", 40001)
+    segs: list[TcpSegment] = []
+    seqs = {(CLIENT, SERVER): 100, (SERVER, CLIENT): 900, (other, SERVER): 5, (SERVER, other): (1 << 32) - 3}
+    for _ in range(data.draw(st.integers(1, 40))):
+        src, dst = data.draw(st.sampled_from(sorted(seqs)))
+        size = data.draw(st.integers(0, 6))
+        flags = data.draw(st.sampled_from([ACK, ACK, ACK, ACK | 0x08, 0, SYN, SYN | ACK, FIN | ACK, RST]))
+        seq = (seqs[src, dst] + data.draw(st.sampled_from([0, 0, 0, -2, 3]))) % (1 << 32)
+        missing = data.draw(st.sampled_from([0, 0, 0, 2]))
+        ack = (seqs[dst, src] + data.draw(st.sampled_from([0, 4]))) % (1 << 32)
+        segs.append(TcpSegment(1.0 + len(segs), src, dst, seq, ack, flags, b"x" * size, missing))
+        seqs[src, dst] = (seq + size + missing + (flags & SYN != 0)) % (1 << 32)
+    plain, layered = TcpReassembler(hold_limit=8), _NoPlainReassembler(hold_limit=8)
+    for s in segs:
+        assert plain.add(s) == layered.add(s)
+    assert plain.finish() == layered.finish()
+    assert plain.duplicate_bytes == layered.duplicate_bytes
 
 
 def test_handshake_orients_and_in_order_data_flows() -> None:

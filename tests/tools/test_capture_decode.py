@@ -322,7 +322,18 @@ def test_any_loss_reordering_or_duplication_never_breaks_decoding(data: st.DataO
     known connection, and once the damage is over (none corrupted) the last frame decodes as it was."""
     conv = conversation(12)
     full = summary(decode(segments(conv)))
-    segs = segments(conv, mss=data.draw(st.integers(7, 120)), handshake=data.draw(st.booleans()))
+    mss, handshake = data.draw(st.integers(7, 120)), data.draw(st.booleans())
+    segs, corrupted = damage(data, segments(conv, mss=mss, handshake=handshake))
+    events = decode(segs)
+    assert {e.conn for e in events} <= {1}
+    got = summary(events)
+    if not corrupted:  # (a corrupted length prefix may leave its direction undecodable: said, not raised)
+        assert got and got[-1][:3] == full[-1][:3]
+
+
+def damage(data: st.DataObject, segs: list[TcpSegment]) -> tuple[list[TcpSegment], bool]:
+    """``segs`` dropped, duplicated, reordered and corrupted at random, but for the last 12; and whether
+    any was corrupted."""
     damaged: list[TcpSegment] = []
     corrupted = False
     body, tail = segs[:-12], segs[-12:]  # the last segments reach the decoder undamaged
@@ -339,11 +350,29 @@ def test_any_loss_reordering_or_duplication_never_breaks_decoding(data: st.DataO
             damaged.append(s)
         if action == "swap" and len(damaged) >= 2:
             damaged[-1], damaged[-2] = damaged[-2], damaged[-1]
-    events = decode(damaged + tail)
-    assert {e.conn for e in events} <= {1}
-    got = summary(events)
-    if not corrupted:  # (a corrupted length prefix may leave its direction undecodable: said, not raised)
-        assert got and got[-1][:3] == full[-1][:3]
+    return damaged + tail, corrupted
+
+
+class _NoPlainDecoder(CaptureDecoder):
+    """The capture decoder without its quick path for the plain case: the design it must agree with."""
+
+    def _plain(self, conv: object, ev: object, out: object) -> bool:
+        return False
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.data())
+def test_decoding_is_the_same_without_the_plain_path(data: st.DataObject) -> None:
+    """Whatever the loss, reordering, duplication or damage, and with or without the handshake or the
+    server port, the plain path of CaptureDecoder changes none of its events."""
+    conv = conversation(12)
+    handshake, fin = data.draw(st.booleans()), data.draw(st.booleans())
+    segs = segments(conv, mss=data.draw(st.integers(7, 120)), handshake=handshake, fin=fin)
+    segs, _ = damage(data, segs)
+    ports = data.draw(st.sampled_from([(), (2181,), (40000,)]))
+    plain, layered = CaptureDecoder(ports), _NoPlainDecoder(ports)
+    assert [repr(e) for e in plain.add_all(segs)] == [repr(e) for e in layered.add_all(segs)]
+    assert (plain.ignored, plain.learned_ports) == (layered.ignored, layered.learned_ports)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)

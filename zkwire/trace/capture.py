@@ -73,11 +73,17 @@ def is_capture(head: bytes) -> bool:
     return head[:4] in _PCAP_MAGICS or head[:4] == _PCAPNG_SHB
 
 
-@dataclass(frozen=True, slots=True)
+# TcpSegment and StreamData are values (equal and hashed by their fields) and nothing changes one once
+# made; they are not frozen because one is made for every packet, and a frozen dataclass's __init__
+# costs five times as much (an object.__setattr__ call per field).
+
+
+@dataclass(slots=True, unsafe_hash=True)
 class TcpSegment:
     """One TCP segment: capture time (seconds since the epoch), endpoints, header fields, payload.
 
     ``missing`` counts payload bytes the capture did not keep (snap length): they follow ``payload``.
+    A value, not to be changed once made.
     """
 
     ts: float
@@ -122,32 +128,38 @@ class PacketReader:
         linktype = struct.unpack(order + "I", rest[16:20])[0] & 0x0FFFFFFF
         unpack_record = struct.Struct(order + "IIII").unpack_from
         read = self._stream.read
+        plain = _plain_ethernet_tcp if linktype == _LINK_ETHERNET else None
         # Read in blocks of _BLOCK bytes and cut the records out of them: one read per packet costs more
         # than the packet's decoding.  What is held is one block and one record at most, whatever the size
         # of the file.
-        buf, pos = b"", 0
+        buf, pos, size = b"", 0, 0  # size: len(buf)
         while True:
-            if len(buf) - pos < 16:
+            if size - pos < 16:
                 more = read(_BLOCK)
                 if not more:
-                    if len(buf) > pos:
+                    if size > pos:
                         raise CaptureError("capture ends inside a packet record header")
                     return
                 buf, pos = buf[pos:] + more, 0
+                size = len(buf)
                 continue
             sec, frac, incl, orig = unpack_record(buf, pos)
             if incl > MAX_RECORD:
                 raise CaptureError(f"packet record of {incl} bytes")
             start = pos + 16
-            if len(buf) - start < incl:
+            if size - start < incl:
                 more = read(max(_BLOCK, incl))
                 if not more:
                     raise CaptureError("capture ends inside a packet")
                 buf, pos = buf[pos:] + more, 0
+                size = len(buf)
                 continue
             pos = start + incl
             self.packets += 1
-            segment = tcp_segment(linktype, sec + frac * unit, buf[start:pos], max(orig, incl) - incl)
+            ts, cut = sec + frac * unit, (orig - incl if orig > incl else 0)
+            segment = plain(buf, start, pos, ts, cut) if plain else None
+            if segment is None:
+                segment = tcp_segment(linktype, ts, buf[start:pos], cut)
             if segment is None:
                 self.skipped += 1
             else:
@@ -305,6 +317,45 @@ def _ipv4(ts: float, data: bytes, pos: int, cut: int) -> TcpSegment | None:
     return _tcp(ts, data, pos + ihl, end, src, dst)
 
 
+# The three headers without options; the addresses and ports (12 bytes in a row) as one key of _ENDPOINTS.
+_ETHERNET_IPV4_TCP = struct.Struct(">12xH" + "BxHxxHxB2x" + "12s" + "IIH")
+_PLAIN_SIZE = 14 + 20 + 20
+_ENDPOINTS: dict[bytes, tuple[tuple[str, int], tuple[str, int]]] = {}
+
+
+def _endpoints(raw: bytes) -> tuple[tuple[str, int], tuple[str, int]]:
+    """The source and destination of the IPv4 addresses and TCP ports ``raw`` (remembered, up to a bound)."""
+    sport, dport = struct.unpack_from(">HH", raw, 8)
+    ends = (_address(socket.AF_INET, raw[:4]), sport), (_address(socket.AF_INET, raw[4:8]), dport)
+    if len(_ENDPOINTS) < 4096:
+        _ENDPOINTS[raw] = ends
+    return ends
+
+
+def _plain_ethernet_tcp(buf: bytes, start: int, stop: int, ts: float, cut: int) -> TcpSegment | None:
+    """The TCP segment of the Ethernet frame ``buf[start:stop]`` if it is the plain case (IPv4 without
+    options, no VLAN tag, not a fragment, a sound TCP header), else None: then :func:`tcp_segment` says.
+
+    The same as ``tcp_segment(_LINK_ETHERNET, ts, buf[start:stop], cut)`` for that case (the plain design),
+    read from the capture's block with one unpack, without copying the frame out of it or going through
+    a function per layer: nearly every packet of a capture is this case."""
+    if stop - start < _PLAIN_SIZE:
+        return None
+    ethertype, vihl, total, frag, proto, ends_raw, seq, ack, off_flags = _ETHERNET_IPV4_TCP.unpack_from(buf, start)
+    if ethertype != 0x0800 or vihl != 0x45 or proto != 6 or frag & 0x3FFF:
+        return None
+    offset = (off_flags >> 12) * 4
+    data_start = start + 34 + offset
+    end = start + 14 + total if total else stop + cut  # total 0: TCP segmentation offload
+    if offset < 20 or end < data_start:
+        return None
+    src, dst = _ENDPOINTS.get(ends_raw) or _endpoints(ends_raw)
+    if end <= stop:
+        return TcpSegment(ts, src, dst, seq, ack, off_flags & 0x3F, buf[data_start:end], 0)
+    # the capture kept less than the packet (snap length)
+    return TcpSegment(ts, src, dst, seq, ack, off_flags & 0x3F, buf[data_start:stop], end - max(data_start, stop))
+
+
 def _ipv6(ts: float, data: bytes, pos: int, cut: int) -> TcpSegment | None:
     if len(data) < pos + 40 or data[pos] >> 4 != 6:
         return None
@@ -348,13 +399,14 @@ def read_packets(path: str) -> Iterator[TcpSegment]:
 Endpoint = tuple[str, int]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class StreamData:
     """Bytes of one direction of a connection, in stream order.
 
     ``conn`` is ``(client, server)``; ``direction`` is ``"client"`` (sent by the client) or
     ``"server"``.  ``gap`` > 0: that many bytes before these are missing (lost, or before the capture
-    began when ``gap`` is -1: the size is unknown), so the data may start inside a frame.
+    began when ``gap`` is -1: the size is unknown), so the data may start inside a frame.  A value, like
+    :class:`TcpSegment` (and, like it, not frozen: one is made for every segment with data).
     """
 
     ts: float
@@ -375,6 +427,8 @@ class StreamEnd:
 
 
 _MOD = 1 << 32
+#: Flags that take a segment out of TcpReassembler's plain case.
+_NOT_PLAIN = SYN | FIN | RST
 
 
 def _delta(a: int, b: int) -> int:
@@ -394,6 +448,10 @@ class _Direction:
     ended: bool = False
 
 
+#: A connection, the direction of a segment in it, and that direction's and the other's state.
+_Route = tuple[tuple[Endpoint, Endpoint], Direction, _Direction, _Direction]
+
+
 class TcpReassembler:
     """Per-connection, per-direction reassembly of :class:`TcpSegment` s (sans I/O).
 
@@ -409,6 +467,9 @@ class TcpReassembler:
         self.server_ports = frozenset(server_ports or ())
         self.hold_limit = hold_limit
         self._conns: dict[tuple[Endpoint, Endpoint], dict[Direction, _Direction]] = {}
+        # What _orient and _conns say of a segment from src to dst, by (src, dst): for _plain (an entry
+        # per known connection and way, gone with the connection: see _forget).
+        self._routes: dict[tuple[Endpoint, Endpoint], _Route] = {}
         #: Segments delivered again (retransmissions) or overlapping what was delivered, in bytes.
         self.duplicate_bytes = 0
 
@@ -427,15 +488,28 @@ class TcpReassembler:
         else:
             client_sends = b[1] < a[1]
         conn = (a, b) if client_sends else (b, a)
-        self._conns[conn] = {"client": _Direction(), "server": _Direction()}
+        client, server = _Direction(), _Direction()
+        self._conns[conn] = {"client": client, "server": server}
+        self._routes[conn[1], conn[0]] = (conn, "server", server, client)
+        self._routes[conn] = (conn, "client", client, server)  # after: a connection to itself is the client's
         return conn, "client" if client_sends else "server"
 
+    def _forget(self, conn: tuple[Endpoint, Endpoint]) -> dict[Direction, _Direction]:
+        self._routes.pop(conn, None)
+        self._routes.pop((conn[1], conn[0]), None)
+        return self._conns.pop(conn)
+
     def add(self, seg: TcpSegment) -> list[StreamData | StreamEnd]:
+        route = self._routes.get((seg.src, seg.dst))
+        if route is not None and not seg.flags & _NOT_PLAIN and not seg.missing:
+            plain = self._plain(seg, route)
+            if plain is not None:
+                return plain
         conn, direction = self._orient(seg)
         d = self._conns[conn][direction]
         out: list[StreamData | StreamEnd] = []
         if seg.flags & RST:
-            for name, side in self._conns.pop(conn).items():
+            for name, side in self._forget(conn).items():
                 if not side.ended:
                     out.append(StreamEnd(seg.ts, conn, name, True))
             return out
@@ -461,8 +535,28 @@ class TcpReassembler:
             d.ended = True
             out.append(StreamEnd(seg.ts, conn, direction, False))
             if all(side.ended for side in self._conns[conn].values()):
-                del self._conns[conn]
+                self._forget(conn)
         return out
+
+    def _plain(self, seg: TcpSegment, route: _Route) -> list[StreamData | StreamEnd] | None:
+        """What :meth:`add` returns for ``seg`` in the plain case, else None (then :meth:`add` says).
+
+        The plain case: the segment (neither SYN, FIN nor RST, nothing cut off) of a known connection
+        starts at the next byte expected, nothing is held either way and the direction has not ended or
+        seen its FIN.  Then the whole of :meth:`add` comes down to delivering the payload, and nearly
+        every segment of a capture is this case."""
+        conn, direction, d, peer = route
+        seq = seg.seq
+        if d.next_seq != seq or d.held or peer.held or d.ended or d.fin_seq is not None:
+            return None
+        data = seg.payload
+        if not data:
+            return []
+        gap = -1 if d.started_mid else d.gap
+        d.started_mid = False
+        d.gap = 0
+        d.next_seq = (seq + len(data)) % _MOD
+        return [StreamData(seg.ts, conn, direction, data, gap)]
 
     def _take(
         self,
