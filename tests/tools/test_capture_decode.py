@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import random
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -445,3 +446,66 @@ def test_the_live_views_flush_each_frame_as_it_is_written() -> None:
     for i in range(5):
         options.emit(1, DecodedFrame("client", "request", i, i * 16, 12, bytes(12), i, 4, "getData", "/a"), 0.0)
     assert len(out.flushed_at) == 5 and out.flushed_at[-1] == len(out.getvalue())
+
+
+@pytest.mark.parametrize("view", [["--stats"], []])
+def test_sigusr1_during_a_decode_prints_summaries_and_the_decode_goes_on(tmp_path: Path, view: list[str]) -> None:
+    # The summary is printed between two events: printed by the signal handler, a signal coming while a
+    # frame was counted waited forever for the statistics' lock (and one while a line was written would
+    # have written into it).
+    import os
+    import signal
+    import time
+
+    conv = conversation(0)  # the handshake, then many exchanges of a getData
+    request = bytes(encode_request(7, OpCode.GET_DATA, GetDataRequest("/node", False)))
+    reply = _reply(7, 100, -101)
+    conv += [("client", request), ("server", reply)] * 40000
+    packets = [(s.ts, ethernet(ipv4_tcp(s.src, s.dst, s.seq, s.flags, s.payload))) for s in segments(conv, mss=1400)]
+    path = tmp_path / "c.pcap"
+    path.write_bytes(
+        pcap(packets[:1])
+        + b"".join(struct.pack("<IIII", int(ts), 0, len(data), len(data)) + data for ts, data in packets[1:])
+    )
+    out = tmp_path / "out.txt"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    with open(out, "wb") as f:
+        proc = subprocess.Popen([sys.executable, "-m", "zkwire", "decode", *view, str(path)], stdout=f, env=env)
+        try:
+            # Signals are sent once the handler is in place (before, SIGUSR1 would end the process), a few
+            # dozen while the frames are decoded: each one has a fair chance of coming while a frame is
+            # counted.
+            deadline = time.monotonic() + 60
+            while not _catches(proc.pid, signal.SIGUSR1) and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            for _ in range(40):
+                if proc.poll() is not None:
+                    break
+                proc.send_signal(signal.SIGUSR1)
+                time.sleep(0.003)
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"zkwire decode {' '.join(view)} hung after SIGUSR1")
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    text = out.read_text()
+    assert proc.returncode == 0, text[-2000:]
+    lines = text.splitlines()
+    summaries = [line for line in lines if line.startswith("== summary:")]
+    assert len(summaries) >= 2  # one asked for at least (the first signal comes before the end), and the last
+    assert summaries[-1].startswith(f"== summary: 1 connections, {len(conv)} frames")
+    if not view:  # every frame's line whole, none cut by a summary
+        framed = [line for line in lines if not line.startswith("== ") and " -- " not in line]
+        assert len(framed) == len(conv) and all(" len=" in line for line in framed)
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether process ``pid`` has a handler for ``signum`` (Linux: SigCgt in /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    mask = next((int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:")), 0)
+    return bool(mask >> (signum - 1) & 1)

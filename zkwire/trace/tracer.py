@@ -185,7 +185,7 @@ def _decode_capture(
     except OSError as e:
         print(escape_controls(f"zkwire decode: {e}"), file=sys.stderr)
         return 1
-    restore = _summary_on_sigusr1(options)
+    asked, restore = _summary_on_sigusr1()
     progress = Progress(size, stream)
     try:
         for event in decoder.add_all(PacketReader(stream)):
@@ -193,6 +193,9 @@ def _decode_capture(
                 malformed |= event.frame.kind == "malformed"
                 progress.frame()
             show_event(options, event)
+            if asked[0]:
+                asked[0] = False
+                options.summary(always=True)
     except CaptureError as e:
         for event in decoder.finish():
             show_event(options, event)
@@ -210,16 +213,20 @@ def _decode_capture(
     return 1 if malformed else 0
 
 
-def _summary_on_sigusr1(options: TraceOptions) -> Callable[[], object]:
-    """Print the summary so far when SIGUSR1 comes (a long decode); returns what puts the old handler back."""
+def _summary_on_sigusr1() -> tuple[list[bool], Callable[[], object]]:
+    """SIGUSR1 asks for the summary so far (a long decode): returns the flag it sets, and what puts the old
+    handler back.  The summary is printed by the decoding loop between two events, never by the handler: a
+    signal may come while a frame is being counted (the statistics' lock is held) or a line written, and
+    the handler would then wait for the lock forever or write into the middle of the line."""
+    asked = [False]
 
-    def show(signum: int, frame: object) -> None:
-        options.summary(always=True)
+    def ask(signum: int, frame: object) -> None:
+        asked[0] = True
 
     if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = signal.signal(signal.SIGUSR1, show)
-    return lambda: signal.signal(signal.SIGUSR1, previous)
+        return asked, lambda: None
+    previous = signal.signal(signal.SIGUSR1, ask)
+    return asked, lambda: signal.signal(signal.SIGUSR1, previous)
 
 
 def _ports(text: str) -> list[int]:
