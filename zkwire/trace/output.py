@@ -122,16 +122,15 @@ class TraceOptions:
 
     def _text_line(self, conn: int | None, frame: DecodedFrame, wall: float, max_line: int | None) -> str:
         # A common frame's line comes from the fast writer; the others' (and verbose lines) from format_frame.
+        # The decoder's own time column gives way to ours.
         rest = None if self.verbose else fast_text_rest(frame, max_line)
         if rest is not None:
-            more = ""
-        else:
-            line = format_frame(frame, self.verbose, reveal_secrets=self.reveal_secrets, max_line=max_line)
-            first, newline, more = line.partition("\n")
-            _, _, rest = first.partition(" ")
-            more = newline + more
-        # The decoder's own time column gives way to ours.
-        return capped((f"{_stamp(wall)} #{conn} " if conn is not None else "") + rest, max_line) + more
+            line = f"{_stamp(wall)} #{conn} {rest}" if conn is not None else rest
+            return line if max_line is None or len(line) <= max_line else capped(line, max_line)
+        line = format_frame(frame, self.verbose, reveal_secrets=self.reveal_secrets, max_line=max_line)
+        first, newline, more = line.partition("\n")
+        _, _, rest = first.partition(" ")
+        return capped((f"{_stamp(wall)} #{conn} " if conn is not None else "") + rest, max_line) + newline + more
 
     def _json_line(self, conn: int | None, frame: DecodedFrame, wall: float, max_line: int | None) -> str:
         text = fast_json_line(frame, conn, wall, max_line, self.reveal_secrets)

@@ -104,8 +104,13 @@ class TraceStats:
                 self.bytes[SERVER] += frame.size + 4
                 if frame.op == _CLOSE_SESSION:
                     self.sessions_closed += 1
-                if frame.latency is not None:
-                    add_duration(self.latency, frame.op_name, frame.latency)
+                latency = frame.latency
+                if latency is not None:
+                    durations = self.latency.get(frame.op_name)
+                    if durations is None:
+                        add_duration(self.latency, frame.op_name, latency)
+                    else:
+                        durations.add(latency)
                 return
             self._count_other(conn, frame)
 
