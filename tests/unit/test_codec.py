@@ -742,12 +742,18 @@ def test_the_split_paths_of_string_vector_read_exactly_what_the_careful_loop_rea
     same ProtocolError."""
     if uniform:
         names = [f"{i:06d}" for i in range(len(names))]
+    blob = _vector_blob(names, tail, flips)
+    assert _fast_reading(blob) == _careful_reading(blob)
+
+
+def _vector_blob(names: list[str], tail: bytes, flips: list[tuple[int, int]]) -> bytes:
+    """The vector of ``names``, ``tail`` after it, and bytes changed (``flips``: where, to what)."""
     out = bytearray()
     write_string_vector(out, list(names))
     blob = bytearray(out + tail)
     for at, value in flips:
         blob[4 + at % max(1, len(blob) - 4)] = value
-    assert _fast_reading(bytes(blob)) == _careful_reading(bytes(blob))
+    return bytes(blob)
 
 
 def test_swapped_lengths_do_not_fool_the_split_path() -> None:
@@ -783,3 +789,129 @@ def test_the_uniform_stride_path_checks_every_prefix_and_every_cut() -> None:
     out = bytearray()
     write_string_vector(out, names)
     assert _fast_reading(bytes(out)) == _careful_reading(bytes(out)) == (names, len(out))
+
+
+_PRINTABLE_NAME = st.one_of(
+    st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), min_size=0, max_size=31),
+    st.integers(127, 255).map(lambda k: "p" * k),
+)
+_ODD_NAME = st.sampled_from(
+    ["\x00", "a\x1fb", "\x7f", "é", "x\x00\x00\x00\x00y", "\x00\x00\x00\x05", "\x00" * 8, "w" * 40, "v" * 256]
+)
+
+
+@_FUZZ
+@given(
+    st.lists(_PRINTABLE_NAME, min_size=32, max_size=90),
+    st.just([]) | st.lists(st.tuples(st.integers(0, 100), _ODD_NAME), max_size=2),
+    st.binary(max_size=80),
+    st.just([]) | st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=2),
+)
+def test_the_printable_names_path_reads_exactly_what_the_careful_loop_reads(
+    names: list[str], odd: list[tuple[int, str]], tail: bytes, flips: list[tuple[int, int]]
+) -> None:
+    """Vectors of printable names whose length bytes are not printable (up to 31 bytes, 127 to 255) are cut
+    on four NULs; any other name (32 to 126 bytes, a control character, NULs, non-ASCII), a corrupted
+    length or name, and trailing bytes leave them to the other paths: what is read is what the careful
+    loop reads."""
+    for at, name in odd:
+        names.insert(at % len(names), name)
+    blob = _vector_blob(names, tail, flips)
+    assert _fast_reading(blob) == _careful_reading(blob)
+
+
+def test_the_printable_names_path_takes_short_and_long_names() -> None:
+    from zkwire.protocol import jute
+
+    names = [f"n{i}" for i in range(100)] + ["q" * 200, ""] + [f"lock-{i:010d}" for i in range(40)]
+    out = bytearray()
+    write_string_vector(out, names)
+    stat = bytes(range(68))
+    assert jute._printable_names(bytes(out[4:]) + stat, len(names)) == (names, len(out) - 4)
+    assert _fast_reading(bytes(out) + stat) == (names, len(out))
+    # A name of 32 to 126 bytes has a printable length byte: not this path's.
+    out = bytearray()
+    write_string_vector(out, [*names, "x" * 40])
+    assert jute._printable_names(bytes(out[4:]), len(names) + 1) is None
+    assert _fast_reading(bytes(out)) == ([*names, "x" * 40], len(out))
+
+
+def _careful_pairs(blob: bytes, n: int, lead_int: bool) -> tuple[object, int]:
+    r = Reader(blob)
+    try:
+        pairs = [((r.int32(), r.ustring(), r.ustring()) if lead_int else (r.ustring(), r.ustring())) for _ in range(n)]
+    except ProtocolError:
+        return ProtocolError, -1
+    return pairs, r.pos
+
+
+def _fast_pairs(blob: bytes, n: int, lead_int: bool) -> tuple[object, int]:
+    readings = []
+    for buf, start in ((blob, 0), (bytearray(blob), 0), (memoryview(b"\x00" * 8 + blob).toreadonly(), 8)):
+        r = Reader(buf, start)
+        try:
+            readings.append((r.string_pairs(n, lead_int=lead_int), r.pos - start))
+        except ProtocolError:
+            readings.append((ProtocolError, -1))
+    assert readings[1] == readings[0] and readings[2] == readings[0]
+    return readings[0]
+
+
+_PAIR_TEXT = st.one_of(
+    st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=30),
+    st.text(st.characters(min_codepoint=0, max_codepoint=0x7F), max_size=130),
+)
+_ODD_TEXT = st.sampled_from(["é", "\U0001f600", "x" * 200, None])
+
+
+@_FUZZ
+@given(
+    st.lists(st.tuples(st.integers(0, 2**31 - 1), _PAIR_TEXT, _PAIR_TEXT), min_size=32, max_size=80),
+    st.just([]) | st.lists(st.tuples(st.integers(-50, 50), _ODD_TEXT), max_size=2),
+    st.booleans(),
+    st.binary(max_size=80),
+    st.just([]) | st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=2),
+    st.sampled_from([0, 0, 0, -1, 1, 2]),
+)
+def test_the_ascii_path_of_string_pairs_reads_what_the_careful_loop_reads(
+    entries: list[tuple[int, str | None, str | None]],
+    odd: list[tuple[int, str | None]],
+    lead_int: bool,
+    tail: bytes,
+    flips: list[tuple[int, int]],
+    miscount: int,
+) -> None:
+    """ACL entries (an int and two strings) and ClientInfo entries (two strings), ASCII or not, nulls,
+    long strings, corrupted bytes, a count that says more or fewer than there are: the one-decode path
+    of string_pairs reads the entries and the end the careful loop reads, or fails as it fails."""
+    for at, text in odd:
+        entries.insert(at % len(entries), (at * 40_000_000, text, "x"))
+    out = bytearray()
+    for lead, first, second in entries:
+        if lead_int:
+            out += struct.pack(">i", lead & 31)
+        write_ustring(out, first)
+        write_ustring(out, second)
+    blob = bytearray(out + tail)
+    for at, value in flips:
+        blob[at % len(blob)] = value
+    n = len(entries) + miscount
+    assert _fast_pairs(bytes(blob), n, lead_int) == _careful_pairs(bytes(blob), n, lead_int)
+
+
+@_FUZZ
+@given(st.lists(st.sampled_from([b"ab", b"ac", b"xb"]), max_size=200), st.integers(0, 3), st.binary(max_size=5))
+def test_repeated_heads_counts_the_entries_of_one_head_in_a_row(entries: list[bytes], skip: int, tail: bytes) -> None:
+    from zkwire.protocol.jute import repeated_heads
+
+    stride = 3
+    buf = b"".join(e + b"." for e in entries) + tail
+    count = len(entries)
+    naive = 0
+    if count:
+        naive = next((i for i in range(count) if entries[i][:2] != entries[0][:2]), count)
+    assert repeated_heads(buf, 0, count, stride, 2) == naive
+    if skip < count:
+        rest = entries[skip:]
+        naive = next((i for i in range(len(rest)) if rest[i] != rest[0]), len(rest))
+        assert repeated_heads(buf, skip * stride, len(rest), stride, 2) == naive

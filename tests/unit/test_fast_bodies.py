@@ -16,17 +16,21 @@ import pytest
 
 import tests.helpers.fuzzing as F
 from zkwire.constants import OpCode
-from zkwire.errors import InvalidArgumentError
-from zkwire.protocol.codec import encode_request
+from zkwire.errors import InvalidArgumentError, ProtocolError
+from zkwire.protocol.codec import decode_response_body, encode_request
 from zkwire.protocol.multi import MultiResponse, MultiResult
 from zkwire.protocol.records import (
     ACL,
     ClientInfo,
+    Create2Response,
+    CreateResponse,
     ErrorResponse,
     GetACLResponse,
     GetDataRequest,
+    GetDataResponse,
     Id,
     ReplyHeader,
+    SetDataResponse,
     Stat,
     WhoAmIResponse,
 )
@@ -197,3 +201,72 @@ def test_requests_without_replies_are_kept_up_to_a_bound() -> None:
     frames = decoder.feed_client(stream)
     assert len(frames) == n
     assert len(decoder.pending) == pairing.MAX_PENDING and min(decoder.pending) == 11
+
+
+def _record_path(op: int, payload: bytes) -> object:
+    """FastBodies' reading of a successful reply the plain way: the codec's record, then plain()."""
+    try:
+        record = decode_response_body(op, payload)
+    except ProtocolError:
+        return ProtocolError
+    if isinstance(record, MultiResponse):
+        return {"results": [{"op": o, "err": e, "body": None if b is None else plain(b)} for o, e, b in record.results]}
+    return plain(record)
+
+
+def _fast_path(op: int, payload: bytes) -> object:
+    try:
+        return FastBodies().reply(op, payload)
+    except ProtocolError:
+        return ProtocolError
+
+
+def _large_reply(rng: random.Random, op: int) -> bytes:
+    """A reply of many entries, in runs or mixed: the replies read straight into plain values."""
+    n = rng.choice([0, 1, 31, 32, 33, 200, 1000])
+    texts = ["digest", "world", "anyone", "", "user:0123456789abcdef", "x" * 40, "y" * 127]
+    perms = [31, 1, 0, 127]
+    if rng.random() < 0.3:  # text and numbers that are not ASCII bytes: read by the plain version
+        texts += ["é", "z" * 200]
+        perms += [128, -1]
+    if op == OpCode.GET_ACL:
+        acl = tuple(ACL(rng.choice(perms), Id(rng.choice(texts), rng.choice(texts))) for _ in range(n))
+        return _reply(5, GetACLResponse(acl, Stat(*range(11))))
+    if op == OpCode.WHO_AM_I:
+        return _reply(5, WhoAmIResponse(tuple(ClientInfo(rng.choice(texts), rng.choice(texts)) for _ in range(n))))
+    stat = Stat(*range(11))
+    kinds = [
+        MultiResult(OpCode.CHECK, 0, None),
+        MultiResult(OpCode.DELETE, 0, None),
+        MultiResult(-1, -101, ErrorResponse(-101)),
+        MultiResult(-1, 0, ErrorResponse(0)),
+        MultiResult(-1, -2, ErrorResponse(-2)),
+        MultiResult(OpCode.CREATE, 0, CreateResponse("/a/b")),
+        MultiResult(OpCode.CREATE2, 0, Create2Response("/a/c", stat)),
+        MultiResult(OpCode.SET_DATA, 0, SetDataResponse(stat)),
+    ]
+    if op == OpCode.MULTI_READ:
+        kinds[5:] = [MultiResult(OpCode.GET_DATA, 0, GetDataResponse(b"data", stat))]
+    results: list[MultiResult] = []
+    while len(results) < n:
+        results += [rng.choice(kinds)] * rng.choice([1, 1, 2, 17, 300])
+    return _reply(5, MultiResponse(tuple(results[:n])))
+
+
+@pytest.mark.parametrize("op", [OpCode.GET_ACL, OpCode.WHO_AM_I, OpCode.MULTI, OpCode.MULTI_READ])
+def test_large_replies_read_straight_are_what_the_records_give(op: int) -> None:
+    """getACL, whoAmI, multi and multiRead replies are read straight into plain values when they are
+    large and plain: the values of the codec's records, or its error, whatever the bytes (runs of
+    results, mixed ones, non-ASCII text, bytes changed, cut short or added)."""
+    rng = random.Random(op)
+    for _ in range(150):
+        payload = bytearray(_large_reply(rng, op))
+        for _ in range(rng.choice([0, 0, 1, 3])):
+            at = rng.randrange(16, len(payload)) if len(payload) > 16 else 16
+            if at < len(payload):
+                payload[at] = rng.randrange(256)
+        cut = rng.choice([None, None, None, -1, -4, 3])
+        if cut is not None:
+            payload = payload[:cut] if cut < 0 else payload + bytes(cut)
+        fast, records = _fast_path(op, bytes(payload)), _record_path(op, bytes(payload))
+        assert fast == records  # lists where the records give lists (a list is no tuple)

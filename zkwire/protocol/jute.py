@@ -26,6 +26,7 @@ __all__ = [
     "write_buffer",
     "write_string_vector",
     "NULL_LENGTH",
+    "repeated_heads",
 ]
 
 T = TypeVar("T")
@@ -33,6 +34,7 @@ T = TypeVar("T")
 INT = struct.Struct(">i")
 LONG = struct.Struct(">q")
 _BOOL = struct.Struct(">?")
+_TWO_INTS = struct.Struct(">ii")
 #: Vectors of at least this many strings take the one-decode path of :meth:`Reader.string_vector`.
 _FAST_VECTOR = 32
 NULL_LENGTH = b"\xff\xff\xff\xff"
@@ -138,10 +140,15 @@ class Reader:
         stop = min(self.end, pos + n * (4 + 255))  # no longer name fits this path
         with memoryview(buf) as view:  # no copy before the decode (a large frame is a view already)
             text = str(view[pos:stop], "latin-1")
-        uniform = _uniform_names(text, n)
-        if uniform is not None:
-            self.pos = pos + n * (4 + len(uniform[0]))
-            return uniform  # type: ignore[return-value]
+            uniform = _uniform_names(text, n)
+            if uniform is not None:
+                self.pos = pos + n * (4 + len(uniform[0]))
+                return uniform  # type: ignore[return-value]
+            if stop - pos >= 4 and not 0x20 <= view[pos + 3] < 0x7F:  # a first length byte not printable
+                found = _printable_names(bytes(view[pos:stop]), n)
+                if found is not None:
+                    self.pos = pos + found[1]
+                    return found[0]  # type: ignore[return-value]
         pieces = text.split("\x00\x00\x00", n)
         if len(pieces) != n + 1 or pieces[0]:
             return None
@@ -195,9 +202,15 @@ class Reader:
         """``n`` entries of two ustrings (``lead_int``: an int32 before them), as tuples: the layout of
         ACL entries and ClientInfo, read in one loop (a getACL or whoAmI reply can hold 10,000s).
 
-        An entry that is not plain (a null or non-UTF-8 string, or one that runs short) is read again
-        with :meth:`int32` and :meth:`ustring`, which raise the usual errors.
+        Many entries of ASCII text are cut from one decode (:meth:`_ascii_string_pairs`); any other
+        vector is read entry by entry, and an entry that is not plain (a null or non-UTF-8 string, or
+        one that runs short) is read again with :meth:`int32` and :meth:`ustring`, which raise the usual
+        errors.
         """
+        if n >= _FAST_VECTOR:
+            pairs = self._ascii_string_pairs(n, lead_int)
+            if pairs is not None:
+                return pairs
         buf, pos, end = self.buf, self.pos, self.end
         unpack = INT.unpack_from
         out: list[tuple[Any, ...]] = []
@@ -232,6 +245,44 @@ class Reader:
         self.pos = pos
         return out
 
+    def _ascii_string_pairs(self, n: int, lead_int: bool) -> list[tuple[Any, ...]] | None:
+        """:meth:`string_pairs`' entries when every byte they take is ASCII (their lengths and numbers
+        below 128, no null), or None.
+
+        The rest of the buffer is decoded as Latin-1 once, and each string is a slice of that text
+        (the plain version decodes each string from a slice of the bytes: two objects made for each);
+        the bytes the entries took are then checked to be ASCII, where Latin-1 and UTF-8 agree.
+        """
+        buf, start = self.buf, self.pos
+        size = self.end - start
+        with memoryview(buf) as view:
+            text = str(view[start : self.end], "latin-1")
+        one, two = INT.unpack_from, _TWO_INTS.unpack_from
+        out: list[tuple[Any, ...]] = []
+        append = out.append
+        at = 0  # where the next entry starts, in text (buf[start + at])
+        try:
+            for _ in range(n):
+                if lead_int:
+                    lead, k = two(buf, start + at)
+                    a = at + 8
+                else:
+                    (k,) = one(buf, start + at)
+                    a = at + 4
+                b = a + k
+                (k2,) = one(buf, start + b)
+                c = b + 4
+                at = c + k2
+                if k < 0 or k2 < 0 or at > size:
+                    return None
+                append((lead, text[a:b], text[c:at]) if lead_int else (text[a:b], text[c:at]))
+        except struct.error:
+            return None
+        if not text[:at].isascii():
+            return None
+        self.pos = start + at
+        return out
+
     def expect_end(self, what: str) -> None:
         if self.pos != self.end:
             raise ProtocolError(f"{self.end - self.pos} unexpected trailing bytes after {what}")
@@ -262,6 +313,74 @@ def _uniform_names(text: str, n: int) -> list[str] | None:
         return None
     del names[0]
     return names
+
+
+def repeated_heads(buf: bytes, pos: int, count: int, stride: int, head: int) -> int:
+    """How many of the ``count`` entries of ``stride`` bytes from ``buf[pos]`` on, in a row, start with
+    the ``head`` bytes the first one starts with (1 at least): a run of a multi's results of one kind.
+
+    Each of the head's bytes is compared down a stepped slice at once, over a window that doubles while
+    the run fills it (so that short runs cost little); the plain version compares entry by entry.
+    """
+    first = buf[pos : pos + head]
+    if count < 2 or buf[pos + stride : pos + stride + head] != first:
+        return 1 if count else 0
+    run, window = 0, 16
+    while run < count:
+        want = min(window, count - run)
+        start = pos + run * stride
+        region = buf[start : start + want * stride]
+        found = want
+        for j in range(head):
+            column = region[j::stride]
+            found = min(found, len(column) - len(column.lstrip(first[j : j + 1])))
+        run += found
+        if found < want:
+            break
+        window *= 2
+    return run
+
+
+#: Each byte that is printable ASCII kept, every other byte made NUL (:func:`_printable_names`).
+_PRINTABLE_OR_NUL = bytes(b if 0x20 <= b < 0x7F else 0 for b in range(256))
+_PRINTABLE = bytes(range(0x20, 0x7F))
+
+
+def _printable_names(region: bytes, n: int) -> tuple[list[str], int] | None:
+    """The ``n`` names a vector starts ``region`` with, and the bytes they take, when every name is
+    printable ASCII and no length byte is (names of up to 31 bytes, as children's names mostly are, or
+    of 127 to 255); None otherwise.
+
+    With every byte that is not printable ASCII made NUL, such a vector reads ``NUL NUL NUL NUL <name>``
+    repeated, so one split on four NULs cuts out the names themselves (the plain version, the split on
+    three NULs of :meth:`Reader._ascii_string_vector`, cuts ``<len><name>`` pieces and then each name
+    from its piece).  The cut is then checked in full: the names hold no NUL (none of their bytes was
+    changed), and the bytes that were changed are, in order, ``00 00 00 <len>`` for each name in turn:
+    the jute encoding, so a vector that passes is the one the careful loop would have read.
+    """
+    text = region.translate(_PRINTABLE_OR_NUL).decode("ascii")
+    names = text.split("\x00\x00\x00\x00", n)
+    if len(names) != n + 1 or names[0]:
+        return None
+    last = names.pop()  # the last name and the bytes after the vector
+    del names[0]
+    at = len(text) - len(last) - 4  # where the last name's length prefix starts
+    k = region[at + 3]
+    if len(last) < k:
+        return None
+    names.append(last[:k])
+    consumed = at + 4 + k
+    try:
+        lengths = bytes(map(len, names))
+    except ValueError:  # a piece of 256 bytes or more: not a name of this vector
+        return None
+    if text.count("\x00", 0, consumed) != 4 * n:
+        return None
+    prefixes = bytearray(4 * n)
+    prefixes[3::4] = lengths
+    if region[:consumed].translate(None, _PRINTABLE) != prefixes:
+        return None
+    return names, consumed
 
 
 def _decode_surrogate_pairs(raw: bytes) -> str:

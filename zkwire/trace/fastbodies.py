@@ -13,9 +13,10 @@ they agree.  :class:`HeaderBodies` decodes no record body but the small fixed on
 from __future__ import annotations
 
 import dataclasses
-import operator
+import keyword
+import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from ..constants import WATCH_XID, OpCode
 from ..errors import ProtocolError
@@ -27,10 +28,11 @@ from ..protocol.codec import (
     decode_watcher_event,
 )
 from ..protocol.framing import REPLY_HEADER as _REPLY_HEADER
-from ..protocol.jute import INT, Reader
+from ..protocol.jute import INT, Reader, repeated_heads
 from ..protocol.multi import MultiResponse
 from ..protocol.optable import REQUEST_RECORDS, RESPONSE_RECORDS
-from ..protocol.records import ACL, ClientInfo, Id, Stat
+from ..protocol.records import ACL, ClientInfo, ErrorResponse, Id, Stat
+from ..protocol.subops import MULTI_RESULT_RECORDS
 from ..sansio.ensemble import CONFIG_PATH
 from .notes import CREATES, MULTI_OPS, path_of
 
@@ -51,18 +53,29 @@ def _to_bytes(value: Any) -> bytes:
 
 def _sequence(value: Any) -> list[Any]:
     if len(value) > 1:
-        if set(map(type, value)) <= _SCALAR_TYPES:  # names, paths, numbers: as they are, in one pass
+        if type(value[0]) is str and _all_text(value):  # names, paths: as they are
             return list(value)
-        kind = type(value[0])
-        flat = _FLAT.get(kind)
-        if flat is not None and all(type(v) is kind for v in value):
-            names, inner, inner_names = flat
-            rows = [dict(zip(names, v, strict=True)) for v in value]  # a long vector of records: one pass
-            if inner is not None:
-                for row in rows:
-                    row[inner] = dict(zip(inner_names, row[inner], strict=True))
-            return rows
+        types = set(map(type, value))
+        if types <= _SCALAR_TYPES:  # numbers, or names with nulls: as they are, in one pass
+            return list(value)
+        if len(types) == 1:
+            kind = types.pop()
+            if kind not in _CONVERTERS:  # a class met for the first time: learnt (and _FLAT with it)
+                _CONVERTERS[kind] = _record_converter(kind)
+            rows = _FLAT.get(kind)
+            if rows is not None:  # a long vector of records of one class: one pass
+                return rows(value)
     return [plain(v) for v in value]
+
+
+def _all_text(value: Any) -> bool:
+    """Whether every item of ``value`` is a str: joined in one call (the plain version, the set of the
+    items' types, makes a call for each item)."""
+    try:
+        "".join(value)
+    except TypeError:
+        return False
+    return True
 
 
 _SCALAR_TYPES = frozenset({int, bool, str, bytes, float, type(None)})
@@ -99,21 +112,39 @@ def _hint_text(hint: Any) -> str:
     return text.replace(" ", "") if isinstance(text, str) else "?"
 
 
-#: NamedTuples whose vectors convert in one pass: field names, and the one field holding a NamedTuple of
-#: plain values (with its field names), if any -- ACL and its Id, ClientInfo, Stat.
-_FLAT: dict[type, tuple[tuple[str, ...], str | None, tuple[str, ...]]] = {}
+#: NamedTuples whose vectors convert in one pass, and the converter of such a vector: ACL (its Id inside
+#: it), ClientInfo, Id, Stat -- those whose fields are plain values, but for one NamedTuple of plain values.
+_FLAT: dict[type, Callable[[Any], list[dict[str, Any]]]] = {}
 
 
 def _learn_flat(cls: type, names: tuple[str, ...], nested: tuple[str, ...]) -> None:
-    if not nested:
-        _FLAT[cls] = (names, None, ())
-        return
-    hints = getattr(cls, "__annotations__", {})
-    if len(nested) == 1:
+    """The converter of a vector of ``cls`` in :data:`_FLAT`, if its fields are plain values but for one
+    NamedTuple of plain values, as one list comprehension: for ACL,
+
+        def convert(value):
+            return [{"perms": _0, "id": {"scheme": _1_0, "id": _1_1}} for (_0, (_1_0, _1_1,),) in value]
+
+    (the plain version is ``[plain(v) for v in value]``: two calls and two dicts made field by field for
+    each item).  Unpacking checks each item's length as ``zip(..., strict=True)`` would."""
+    inner: str | None = None
+    inner_names: tuple[str, ...] = ()
+    if nested:
+        hints = getattr(cls, "__annotations__", {})
         inner_cls = _NAMED_TUPLES.get(_hint_text(hints.get(nested[0])))
-        inner_names: tuple[str, ...] | None = getattr(inner_cls, "_fields", None)
-        if inner_cls is not None and inner_names and not _nested_fields(inner_cls, inner_names):
-            _FLAT[cls] = (names, nested[0], inner_names)
+        inner_fields: tuple[str, ...] | None = getattr(inner_cls, "_fields", None)
+        if len(nested) > 1 or inner_cls is None or not inner_fields or _nested_fields(inner_cls, inner_fields):
+            return
+        inner, inner_names = nested[0], inner_fields
+    targets, values = [], []
+    for i, name in enumerate(names):
+        if name == inner:
+            parts = [f"_{i}_{j}" for j in range(len(inner_names))]
+            targets.append(f"({', '.join(parts)},)")
+            values.append(_display(inner_names, parts))
+        else:
+            targets.append(f"_{i}")
+            values.append(f"_{i}")
+    _FLAT[cls] = _compiled(f"[{_display(names, values)} for ({', '.join(targets)},) in v]")
 
 
 def _record_converter(cls: type) -> _Converter:
@@ -121,38 +152,45 @@ def _record_converter(cls: type) -> _Converter:
     fields typed as plain values are taken as they are, which keeps long vectors of records quick)."""
     fields: tuple[str, ...] | None = getattr(cls, "_fields", None)
     if fields is not None and issubclass(cls, tuple):  # a NamedTuple
-        names = fields
-        nested = _nested_fields(cls, names)
-        _learn_flat(cls, names, nested)
-
-        def named(value: Any) -> dict[str, Any]:
-            out = dict(zip(names, value, strict=True))
-            for k in nested:
-                out[k] = plain(out[k])
-            return out
-
-        return named
+        nested = _nested_fields(cls, fields)
+        _learn_flat(cls, fields, nested)
+        return _dict_display(fields, nested, by_index=True)
     if dataclasses.is_dataclass(cls):
         attrs = tuple(f.name for f in dataclasses.fields(cls))
-        nested = _nested_fields(cls, attrs)
-        if len(attrs) == 1:  # ErrorResponse, CreateResponse, WhoAmIResponse...: a dict of one field
-            (only,) = attrs
-            get = operator.attrgetter(only)
-            if nested:
-                return lambda value: {only: plain(get(value))}
-            return lambda value: {only: get(value)}
-        get_all = operator.attrgetter(*attrs) if attrs else lambda value: ()
-
-        def record(value: Any) -> dict[str, Any]:
-            out = dict(zip(attrs, get_all(value), strict=True))
-            for k in nested:
-                out[k] = plain(out[k])
-            return out
-
-        return record
+        return _dict_display(attrs, _nested_fields(cls, attrs), by_index=False)
     if issubclass(cls, int):  # an IntEnum: its number, as the schemas give it
         return int
     raise TypeError(f"cannot convert {cls.__name__} to a plain value")
+
+
+def _dict_display(names: tuple[str, ...], nested: tuple[str, ...], *, by_index: bool) -> _Converter:
+    """A record's converter as one dict display, made from its fields as a NamedTuple's ``_make`` or a
+    dataclass's ``__init__`` is made from them: for the dataclass GetDataResponse,
+
+        def convert(v):
+            return {"data": v.data, "stat": plain(v.stat)}
+
+    (``v[0]``, ``v[1]``... for a NamedTuple).  The plain version, ``dict(zip(names, fields))`` and then
+    :func:`plain` of each nested field, does in several calls what this does in one: it costs several
+    times as much for the small records every frame carries.
+    """
+    values = [f"v[{i}]" if by_index else f"v.{name}" for i, name in enumerate(names)]
+    return _compiled(_display(names, [f"plain({v})" if n in nested else v for n, v in zip(names, values, strict=True)]))
+
+
+def _display(names: tuple[str, ...], values: list[str]) -> str:
+    """The source of a dict display of ``names`` (a record's field names) and ``values`` (expressions)."""
+    if not all(name.isidentifier() and not keyword.iskeyword(name) for name in names):
+        raise TypeError(f"fields {names} are not all identifiers")  # no record's are
+    return "{" + ", ".join(f"{name!r}: {value}" for name, value in zip(names, values, strict=True)) + "}"
+
+
+def _compiled(expression: str) -> _Converter:
+    """``lambda v: <expression>``, compiled once (the expression is made of a record's field names)."""
+    namespace: dict[str, Any] = {"plain": plain}
+    exec(f"def convert(v):\n    return {expression}", namespace)
+    convert: _Converter = namespace["convert"]
+    return convert
 
 
 def plain(value: Any) -> Any:
@@ -205,6 +243,11 @@ class FastBodies:
             return None
         if op is None:
             raise ProtocolError("no reply format for an unknown op")
+        read = _LARGE_REPLIES.get(op)
+        if read is not None:
+            value = read(payload)
+            if value is not _UNREAD:
+                return value
         record = decode_response_body(op, payload)
         if isinstance(record, MultiResponse):  # the results in one loop: a large multi holds 100,000s
             return {
@@ -215,6 +258,103 @@ class FastBodies:
     def path(self, op: int, payload: bytes, record: Any) -> str | None:
         """The path a request names (from its decoded ``record``)."""
         return path_of(record)
+
+
+# Replies that may hold 100,000s of entries, read straight into plain values: the plain version (the
+# codec's record, then plain()) makes a record for each entry, and a record (a NamedTuple or a slotted
+# dataclass) is an object the garbage collector follows, where a dict of numbers and strings is not: a
+# large reply's records made it walk every object of the program several times over.  Each reader takes
+# what is well formed and usual (many entries, ASCII text) and otherwise gives _UNREAD, for the plain
+# version, which then reads the reply as it always does (and refuses it with its usual error).
+
+_UNREAD: Any = object()
+#: Fewer entries than that are read by the plain version (as quick for them).
+_MANY = 32
+#: A multi's result header, alone (a result without a body) or with an error code (an error result).
+_NO_BODY: Final = struct.Struct(">i?i")
+_ERROR_BODY: Final = struct.Struct(">i?ii")
+
+
+def _acl_reply(payload: bytes) -> Any:
+    """getACL's reply: its ACL entries and Stat."""
+    found = _pairs(payload, lead_int=True, stat=True)
+    if found is None:
+        return _UNREAD
+    entries, stat = found
+    return {"acl": [{"perms": p, "id": {"scheme": s, "id": i}} for p, s, i in entries], "stat": stat}
+
+
+def _who_am_i_reply(payload: bytes) -> Any:
+    """whoAmI's reply: its ClientInfo entries."""
+    found = _pairs(payload, lead_int=False, stat=False)
+    if found is None:
+        return _UNREAD
+    return {"client_info": [{"auth_scheme": a, "user": u} for a, u in found[0]]}
+
+
+def _pairs(payload: bytes, *, lead_int: bool, stat: bool) -> tuple[list[tuple[Any, ...]], Any] | None:
+    """The entries of a reply's vector of string pairs (:meth:`~zkwire.protocol.jute.Reader.string_pairs`)
+    and the Stat after them (``stat``), when the vector is large and the reply well formed; else None."""
+    r = Reader(payload, 16)
+    try:
+        n = r.int32()
+        if n < _MANY:
+            return None
+        entries = r.string_pairs(n, lead_int=lead_int)
+        after = plain(Stat.read(r)) if stat else None
+        r.expect_end("reply")
+    except ProtocolError:
+        return None
+    return entries, after
+
+
+def _multi_reply(payload: bytes) -> Any:
+    """multi's and multiRead's reply: its results, each run of results without a body (a check's, a
+    delete's) or with an error code alone (a failed multi's) cut in one pass (:func:`repeated_heads`:
+    same op and not done, whatever the err), any other result read as the plain version reads it."""
+    buf = payload if type(payload) is bytes else bytes(payload)
+    end = len(buf)
+    pos = 16
+    results: list[dict[str, Any]] = []
+    try:
+        while True:
+            if pos + 9 > end:
+                return _UNREAD
+            kind, done, err = _NO_BODY.unpack_from(buf, pos)
+            if done:
+                pos += 9
+                break
+            if kind not in MULTI_RESULT_RECORDS:
+                return _UNREAD
+            record = MULTI_RESULT_RECORDS[kind]
+            if record is None or record is ErrorResponse:
+                shape = _NO_BODY if record is None else _ERROR_BODY
+                stride = shape.size
+                run = repeated_heads(buf, pos, (end - pos) // stride, stride, 5)
+                if run == 0:  # the body runs past the end
+                    return _UNREAD
+                chunk = buf[pos : pos + run * stride]
+                if record is None:
+                    results += [{"op": k, "err": e, "body": None} for k, _, e in shape.iter_unpack(chunk)]
+                else:
+                    results += [{"op": k, "err": e, "body": {"err": b}} for k, _, e, b in shape.iter_unpack(chunk)]
+                pos += run * stride
+            else:
+                r = Reader(buf, pos + 9)
+                body = record.read(r)
+                results.append({"op": kind, "err": err, "body": plain(body)})
+                pos = r.pos
+    except ProtocolError:
+        return _UNREAD
+    return {"results": results} if pos == end else _UNREAD
+
+
+_LARGE_REPLIES: dict[int, Callable[[bytes], Any]] = {
+    OpCode.GET_ACL: _acl_reply,
+    OpCode.WHO_AM_I: _who_am_i_reply,
+    OpCode.MULTI: _multi_reply,
+    OpCode.MULTI_READ: _multi_reply,
+}
 
 
 class HeaderBodies(FastBodies):

@@ -26,7 +26,6 @@ __all__ = ["fast_json_line", "fast_text_rest"]
 #: The kinds of frame the fast writers take; the others are rare and have their own views.
 _COMMON_KINDS: Final = frozenset({"request", "reply", "ping", "event"})
 _SECRET_KEYS: Final = frozenset(SECRET_KEYS)
-_DIRECTIONS: Final = {"client": '"client"', "server": '"server"'}
 
 
 def _heads(arrow: str) -> dict[str, str]:
@@ -103,16 +102,17 @@ def fast_json_line(
     added), when it is written whole (no longer than ``max_line``); None when the general writer must write
     it (a secret to mask, values to shorten, a value of another type, a frame that is not of a common kind).
     """
-    kind = frame.kind
-    if kind not in _COMMON_KINDS or (frame.secret_spans and not reveal_secrets):
+    if frame.secret_spans and not reveal_secrets:
+        return None
+    head = _HEADS.get((frame.direction, frame.kind))
+    if head is None:  # not a common frame (or a direction of another type)
         return None
     payload = frame.payload
     record = frame.record
-    if isinstance(record, dict) and not reveal_secrets and not _SECRET_KEYS.isdisjoint(record):
+    if not reveal_secrets and isinstance(record, dict) and not _SECRET_KEYS.isdisjoint(record):
         return None
-    direction = _DIRECTIONS.get(frame.direction)
     index, offset, size = frame.index, frame.offset, frame.size
-    if direction is None or not (type(index) is int and type(offset) is int and type(size) is int):
+    if not (type(index) is int and type(offset) is int and type(size) is int):
         return None
     path, error, note = frame.path, frame.error, frame.note
     if max_line is None:
@@ -129,28 +129,42 @@ def fast_json_line(
             error = capped(error, texts)
         if note is not None and len(note) > texts:
             note = capped(note, texts)
-    xid, op, err, zxid = frame.xid, frame.op, frame.err, frame.zxid
+    op, err = frame.op, frame.err
+    if (type(op) is not int and op is not None) or (type(err) is not int and err is not None):
+        return None
+    # The frame's time, as the last frame's when it is the same object (the frames of one packet share it);
+    # its wall time is usually that object too.  The plain version: _float(frame.time), _float(wall).
+    t = frame.time
+    last = _LAST_TIME[0]
+    if t is last[0]:
+        time = last[1]
+    elif type(t) is float and t - t == 0.0:  # finite (json.dumps writes NaN and Infinity its way)
+        time = repr(t)
+        _LAST_TIME[0] = (t, time)
+    elif t is None:
+        time = "null"
+    else:
+        return None
+    lat = frame.latency
+    xid, zxid, config, disagreement = frame.xid, frame.zxid, frame.config, frame.disagreement
     esc = encode_basestring_ascii  # a str as json.dumps writes it; anything else it refuses (TypeError)
     try:
-        time = _float(frame.time)
+        ops = _OP_PIECES.get((op, frame.op_name)) or _op_piece(op, frame.op_name)
+        errs = _ERR_PIECES.get((err, frame.err_name)) or _err_piece(err, frame.err_name)
+        tail = "" if shown is payload else ', "payload_truncated": true'
+        if disagreement is not None:
+            tail += ', "disagreement": ' + _json(disagreement)
         text = (
-            f'{{"direction": {direction}, "kind": "{kind}", "index": {index}, "offset": {offset}, '
-            f'"time": {time}, "xid": {xid if type(xid) is int else _null(xid)}, '
-            f'"op": {op if type(op) is int else _null(op)}, '
-            f'"op_name": {"null" if frame.op_name is None else esc(frame.op_name)}, '
-            f'"path": {"null" if path is None else esc(path)}, "err": {err if type(err) is int else _null(err)}, '
-            f'"err_name": {"null" if frame.err_name is None else esc(frame.err_name)}, '
-            f'"zxid": {zxid if type(zxid) is int else _null(zxid)}, "size": {size}, '
-            f'"latency": {_float(frame.latency)}, "record": {_json(record)}, '
-            f'"config": {_json(frame.config)}, '
+            f'{head}{index}, "offset": {offset}, "time": {time}, '
+            f'"xid": {xid if type(xid) is int else _null(xid)}, {ops}'
+            f"{'null' if path is None else esc(path)}, {errs}"
+            f'{zxid if type(zxid) is int else _null(zxid)}, "size": {size}, '
+            f'"latency": {"null" if lat is None else _float(lat)}, "record": {_json(record)}, '
+            f'"config": {"null" if config is None else _json(config)}, '
             f'"error": {"null" if error is None else esc(error)}, "note": {"null" if note is None else esc(note)}, '
-            f'"payload": "{shown.hex()}"'
+            f'"payload": "{shown.hex()}"{tail}, "conn": {conn if type(conn) is int else _null(conn)}, '
+            f'"wall_time": {time if wall is t else _float(wall)}}}'
         )
-        if shown is not payload:
-            text += ', "payload_truncated": true'
-        if frame.disagreement is not None:
-            text += f', "disagreement": {_json(frame.disagreement)}'
-        text += f', "conn": {conn if type(conn) is int else _null(conn)}, "wall_time": {_float(wall)}}}'
     except (_Unusual, TypeError):
         return None
     return None if max_line is not None and len(text) > max_line else text
@@ -159,19 +173,54 @@ def fast_json_line(
 # JSON of single values, as json.dumps writes them (ensure_ascii, ", " and ": " between items, bytes as hex
 # by render.json_default); a header value of another type raises _Unusual.
 
+#: The start of a common frame's JSON object, by its direction and kind, up to its index.
+_HEADS: Final = {
+    (direction, kind): f'{{"direction": "{direction}", "kind": "{kind}", "index": '
+    for direction in ("client", "server")
+    for kind in _COMMON_KINDS
+}
 
-#: The last float written, and its text: the frames of one packet share their time (and its object).
-_LAST_FLOAT: list[tuple[object, str]] = [(None, "null")]
+#: The JSON text of a frame's op and op_name (up to its path's value), and of its err and err_name (up
+#: to its zxid's value), by those values: made once for each pair met (of ints or None, and names; an
+#: int's subclass is equal to an int but written otherwise, and is not taken).  The plain version writes
+#: each value in the line's f-string.
+_OP_PIECES: dict[tuple[int | None, object], str] = {}
+_ERR_PIECES: dict[tuple[int | None, object], str] = {}
+#: No more pairs than that are kept (an op code not in the op table is named by its number).
+_MAX_PIECES: Final = 4096
 
 
-def _float(value: float | None) -> str:
-    last = _LAST_FLOAT[0]
-    if value is last[0]:
-        return last[1]
-    if type(value) is float and value - value == 0.0:  # finite (json.dumps writes NaN and Infinity its way)
-        text = repr(value)
-        _LAST_FLOAT[0] = (value, text)
-        return text
+def _op_piece(op: int | None, name: object) -> str:
+    piece = f'"op": {"null" if op is None else op}, "op_name": {_text(name)}, "path": '
+    if len(_OP_PIECES) < _MAX_PIECES:
+        _OP_PIECES[op, name] = piece
+    return piece
+
+
+def _err_piece(err: int | None, name: object) -> str:
+    piece = f'"err": {"null" if err is None else err}, "err_name": {_text(name)}, "zxid": '
+    if len(_ERR_PIECES) < _MAX_PIECES:
+        _ERR_PIECES[err, name] = piece
+    return piece
+
+
+def _text(value: object) -> str:
+    """A str (or None) as json.dumps writes it; a value of another type is unusual."""
+    if value is None:
+        return "null"
+    if type(value) is not str:
+        raise _Unusual
+    return encode_basestring_ascii(value)
+
+
+#: The last frame time written (the object) and its text.
+_LAST_TIME: list[tuple[object, str]] = [(None, "null")]
+
+
+def _float(value: object) -> str:
+    """A float as json.dumps writes it (a finite one: json.dumps writes NaN and Infinity its way)."""
+    if type(value) is float and value - value == 0.0:
+        return repr(value)
     if value is None:
         return "null"
     raise _Unusual
