@@ -101,8 +101,7 @@ class _Decoding:
             stats_json=config["stats_json"],
         )
         self.reading: str = config["reading"]
-        # With a filter on ops, the other ops' records need not be read (see decoder.body_decoder).
-        self.only_ops = self.options.frame_filter.op_codes() if self.options.frame_filter is not None else None
+        self.only_ops = self.options.only_ops()
         if self.reading == "verify" and self.options.stats is not None:
             self.options.stats.verified = 0
         self.decoders: dict[int, ConversationDecoder] = {}

@@ -81,6 +81,11 @@ class TraceOptions:
         self.flush_frames = flush_frames
         self._connections: dict[int, ConnectionInfo] = {}
 
+    def only_ops(self) -> frozenset[int] | None:
+        """The op codes whose frames alone are shown (a filter on ops), or None: the other ops' records need
+        not be read (where the reading reads records: see :func:`~zkwire.trace.decoder.body_decoder`)."""
+        return self.frame_filter.op_codes() if self.frame_filter is not None else None
+
     def connection(self, conn: int | None) -> ConnectionInfo:
         """What is known of connection ``conn`` (its client's address, its session)."""
         key = conn if conn is not None else 0

@@ -111,7 +111,7 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
                 file=sys.stderr,
             )
             return 2
-        return _decode_capture(args.file, args.port or (), options, _reading(args), _only_ops(options))
+        return _decode_capture(args.file, args.port or (), options, _reading(args), options.only_ops())
     if args.port:
         print("zkwire decode: --port is only for pcap and pcapng captures", file=sys.stderr)
         return 2
@@ -132,7 +132,7 @@ def _decode_file(args: argparse.Namespace, options: TraceOptions) -> int:
         )
         return 2
     # Fed in chunks and printed as it goes: a long capture piped into `head` stops early.
-    decoder = ConversationDecoder(reading=_reading(args), only_ops=_only_ops(options))
+    decoder = ConversationDecoder(reading=_reading(args), only_ops=options.only_ops())
     side = args.side if args.side != "auto" else detect_side(data)
     streams = [(CLIENT, data), (SERVER, server_data)] if server_data is not None else [(side, data)]
     malformed = False
@@ -158,12 +158,6 @@ def _reading(args: argparse.Namespace) -> str:
     if args.stats and not args.path:
         return "headers"
     return "fast" if args.verbose or args.json else "notes"
-
-
-def _only_ops(options: TraceOptions) -> frozenset[int] | None:
-    """With ``--op``, only the frames of those ops are shown: the others' records need not be read (where
-    the reading reads records: see :func:`~zkwire.trace.decoder.body_decoder`)."""
-    return options.frame_filter.op_codes() if options.frame_filter is not None else None
 
 
 def _decode_capture(
@@ -438,7 +432,7 @@ def _main(argv: list[str]) -> int:
             args.duration,
             args.ring_mb << 20,
             _reading(args),
-            _only_ops(options),
+            options.only_ops(),
         )
     try:
         listen = _parse_hostport(args.listen)
