@@ -34,6 +34,7 @@ from ..protocol.optable import REQUEST_RECORDS, RESPONSE_RECORDS
 from ..protocol.records import ACL, ClientInfo, ErrorResponse, Id, Stat
 from ..protocol.subops import MULTI_RESULT_RECORDS
 from ..sansio.ensemble import CONFIG_PATH
+from .commonbodies import COMMON_REPLIES, COMMON_REQUESTS, UNREAD
 from .notes import CREATES, MULTI_OPS, path_of
 
 __all__ = ["FastBodies", "HeaderBodies", "NoteBodies", "OpBodies", "plain", "PATH_FIRST_OPS"]
@@ -228,6 +229,12 @@ class FastBodies:
         return plain(decode_connect_response(payload))
 
     def request(self, payload: bytes) -> Any:
+        if len(payload) >= 8:  # the common requests read straight into plain values, the rest as below
+            read = COMMON_REQUESTS.get(INT.unpack_from(payload, 4)[0])
+            if read is not None:
+                value = read(payload)
+                if value is not UNREAD:
+                    return value
         _, record = decode_request(payload)
         return None if record is None else plain(record)
 
@@ -243,7 +250,7 @@ class FastBodies:
             return None
         if op is None:
             raise ProtocolError("no reply format for an unknown op")
-        read = _LARGE_REPLIES.get(op)
+        read = _PLAIN_REPLIES.get(op)
         if read is not None:
             value = read(payload)
             if value is not _UNREAD:
@@ -267,7 +274,7 @@ class FastBodies:
 # what is well formed and usual (many entries, ASCII text) and otherwise gives _UNREAD, for the plain
 # version, which then reads the reply as it always does (and refuses it with its usual error).
 
-_UNREAD: Any = object()
+_UNREAD: Any = UNREAD
 #: Fewer entries than that are read by the plain version (as quick for them).
 _MANY = 32
 #: A multi's result header, alone (a result without a body) or with an error code (an error result).
@@ -355,6 +362,9 @@ _LARGE_REPLIES: dict[int, Callable[[bytes], Any]] = {
     OpCode.MULTI: _multi_reply,
     OpCode.MULTI_READ: _multi_reply,
 }
+#: The replies read straight into plain values: the large ones, and the common ones
+#: (:mod:`~zkwire.trace.commonbodies`).
+_PLAIN_REPLIES: Final[dict[int, Callable[[bytes], Any]]] = {**COMMON_REPLIES, **_LARGE_REPLIES}
 
 
 class HeaderBodies(FastBodies):

@@ -5,21 +5,20 @@
 They take the frames of everyday traffic (requests, replies, pings and watch events) and give up on anything
 else by returning None, so that the caller writes the frame with the general writer: secrets to mask, control
 characters to escape, values or lines to cut, four-letter words, handshakes, malformed frames, header values
-of unexpected types.  A record is written by the encoder :func:`json.dumps` uses, made once.  What they
+of unexpected types.  A record is written by :func:`~zkwire.trace.fastjson.record_json`.  What they
 write is byte for byte what the general writers write (``tests/unit/test_fast_writers.py`` holds them to it).
 """
 
 from __future__ import annotations
 
-import functools
-import json
-from collections.abc import Callable
-from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]
-from typing import Any, Final
+from json.encoder import encode_basestring_ascii
+from typing import Final
 
+from .fastjson import plain_json as _json
+from .fastjson import record_json
 from .frames import CLIENT, DecodedFrame, format_zxid
 from .notes import MULTI_OPS
-from .render import SECRET_KEYS, capped, failed_multi, hex_limit, json_default, text_limit, time_column
+from .render import SECRET_KEYS, capped, failed_multi, hex_limit, text_limit, time_column
 
 __all__ = ["fast_json_line", "fast_text_rest"]
 
@@ -159,7 +158,7 @@ def fast_json_line(
             f'"xid": {xid if type(xid) is int else _null(xid)}, {ops}'
             f"{'null' if path is None else esc(path)}, {errs}"
             f'{zxid if type(zxid) is int else _null(zxid)}, "size": {size}, '
-            f'"latency": {"null" if lat is None else _float(lat)}, "record": {_json(record)}, '
+            f'"latency": {"null" if lat is None else _float(lat)}, "record": {record_json(record)}, '
             f'"config": {"null" if config is None else _json(config)}, '
             f'"error": {"null" if error is None else esc(error)}, "note": {"null" if note is None else esc(note)}, '
             f'"payload": "{shown.hex()}"{tail}, "conn": {conn if type(conn) is int else _null(conn)}, '
@@ -231,26 +230,3 @@ def _null(value: object) -> str:
     if value is None:
         return "null"
     raise _Unusual
-
-
-def _default(value: Any) -> Any:
-    """render.json_default, bytes (the most of what it meets) first."""
-    return value.hex() if type(value) is bytes else json_default(value)
-
-
-def _plain_json() -> Callable[[Any], str]:
-    """json.dumps(value, default=json_default), without the making of an encoder for each value."""
-    if c_make_encoder is None:  # no C accelerator: json.dumps itself
-        return functools.partial(json.dumps, default=json_default)
-    # The encoder json.dumps makes for these arguments (ensure_ascii, ", " and ": ", NaN allowed, no check of
-    # circular references: a record holds none), made once.
-    encode = c_make_encoder(None, _default, encode_basestring_ascii, None, ": ", ", ", False, False, True)
-
-    def plain_json(value: Any) -> str:
-        return "null" if value is None else "".join(encode(value, 0))
-
-    return plain_json
-
-
-#: A record's (or a configuration's) JSON text, as json.dumps writes it in the general writer.
-_json: Final = _plain_json()
