@@ -437,6 +437,38 @@ def test_decoding_a_file_writes_lines_a_buffer_at_a_time_and_all_of_them(
     assert out.flushed_at[-1] == len(out.getvalue())  # flushed at the end, whole
 
 
+_COUNT_WRITES = """
+import sys
+from zkwire.shell.main import main
+code = main(["decode", sys.argv[1]])
+for line in open("/proc/self/io"):
+    if line.startswith("syscw:"):
+        print(line.split()[1], file=sys.stderr)
+raise SystemExit(code)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="counts system calls in /proc/self/io (Linux)")
+def test_an_unbuffered_interpreter_still_writes_the_lines_a_buffer_at_a_time(tmp_path: Path) -> None:
+    # With PYTHONUNBUFFERED (many container images set it) or python -u, the interpreter's stdout writes
+    # each line with a system call of its own: decode writes through a buffer of its own instead.
+    conv = conversation(0)  # the handshake, then many exchanges of a getData
+    request = bytes(encode_request(7, OpCode.GET_DATA, GetDataRequest("/node", False)))
+    conv += [("client", request), ("server", _reply(7, 100, -101))] * 1000
+    path = tmp_path / "c.pcap"
+    _write_pcap(path, segments(conv))
+    out = tmp_path / "out.txt"
+    with open(out, "wb") as f:
+        proc = subprocess.run(
+            [sys.executable, "-u", "-c", _COUNT_WRITES, str(path)], stdout=f, stderr=subprocess.PIPE, timeout=120
+        )
+    assert proc.returncode == 0, proc.stderr
+    writes = int(proc.stderr.decode().split()[-1])
+    lines = out.read_text().splitlines()
+    assert sum(1 for line in lines if " -- " not in line and not line.startswith("== ")) == len(conv)
+    assert writes < len(conv) // 10, (writes, len(conv))
+
+
 def test_the_live_views_flush_each_frame_as_it_is_written() -> None:
     from zkwire.trace.frames import DecodedFrame
     from zkwire.trace.output import TraceOptions

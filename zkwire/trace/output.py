@@ -233,6 +233,22 @@ def _stamp(wall: float) -> str:
     return stamp
 
 
+def buffered_stdout(size: int = 1 << 16) -> TextIO:
+    """Standard output through a buffer of ``size`` bytes of its own, for many lines written in a row.
+
+    The interpreter's own stdout writes through when Python runs unbuffered (``PYTHONUNBUFFERED``, set in
+    many container images, or ``python -u``): a system call for every line.  The writer made here shares
+    stdout's file descriptor (which it leaves open), encoding and error handler; stdout is flushed first.
+    A stdout that is no file (a test's capture) is given back as it is."""
+    out = sys.stdout
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return out
+    out.flush()
+    return open(fd, "w", buffering=size, encoding=out.encoding, errors=out.errors, closefd=False)
+
+
 class FdWriter:
     """Lines written straight to a file descriptor: a write blocked on a full pipe holds no Python lock,
     so the program can still end while the decoder's thread waits on it."""

@@ -54,7 +54,7 @@ from .conversations import CaptureDecoder
 from .decoder import ConversationDecoder, detect_side
 from .filters import FrameFilter, parse_op, parse_session_id
 from .frames import CLIENT, SERVER
-from .output import DEFAULT_MAX_LINE, DEFAULT_MAX_QUEUED, FdWriter, TraceOptions, show_event
+from .output import DEFAULT_MAX_LINE, DEFAULT_MAX_QUEUED, FdWriter, TraceOptions, buffered_stdout, show_event
 from .progress import Progress
 from .proxy import READ_CHUNK, serve_trace
 from .sniffing import sniff_command
@@ -414,6 +414,7 @@ def _main(argv: list[str]) -> int:
     options = _view_options(args)
     if args.command == "decode":
         options.flush_frames = False  # a file is read: lines leave a buffer at a time
+        options.out = buffered_stdout()
         try:
             return _decode_file(args, options)
         finally:
