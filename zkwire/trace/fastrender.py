@@ -120,7 +120,12 @@ def fast_json_line(
         if max_line <= 0 or len(payload) > max_line:
             return None
         # As frame_to_json cuts them, for the lines written whole.
-        limit, texts = hex_limit(max_line) or 0, text_limit(max_line) or 0
+        limits = _LIMITS.get(max_line)
+        if limits is None:
+            limits = _LIMITS[max_line] = (hex_limit(max_line) or 0, text_limit(max_line) or 0)
+            if len(_LIMITS) > 16:  # one max_line a program, as a rule
+                _LIMITS.clear()
+        limit, texts = limits
         shown = payload if len(payload) <= limit else payload[:limit]
         if path is not None and len(path) > texts:
             path = capped(path, texts)
@@ -158,7 +163,8 @@ def fast_json_line(
             f'"xid": {xid if type(xid) is int else _null(xid)}, {ops}'
             f"{'null' if path is None else esc(path)}, {errs}"
             f'{zxid if type(zxid) is int else _null(zxid)}, "size": {size}, '
-            f'"latency": {"null" if lat is None else _float(lat)}, "record": {record_json(record)}, '
+            f'"latency": {repr(lat) if type(lat) is float and lat - lat == 0.0 else _float(lat)}, '
+            f'"record": {record_json(record)}, '
             f'"config": {"null" if config is None else _json(config)}, '
             f'"error": {"null" if error is None else esc(error)}, "note": {"null" if note is None else esc(note)}, '
             f'"payload": "{shown.hex()}"{tail}, "conn": {conn if type(conn) is int else _null(conn)}, '
@@ -211,6 +217,9 @@ def _text(value: object) -> str:
         raise _Unusual
     return encode_basestring_ascii(value)
 
+
+#: hex_limit and text_limit of each max_line met.
+_LIMITS: dict[int, tuple[int, int]] = {}
 
 #: The last frame time written (the object) and its text.
 _LAST_TIME: list[tuple[object, str]] = [(None, "null")]
