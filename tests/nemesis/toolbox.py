@@ -28,7 +28,6 @@ undone and the workers finish; the checks:
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import random
 import sys
@@ -257,14 +256,21 @@ async def _queue(cfg: ToolboxConfig, hosts: str, base: str, rng: random.Random, 
     out_of_order = []
     excused = 0
     for i, seq in taken.items():
-        # An item handed back, or locked by a consumer whose session then ended, was rightly passed
-        # over while that lock lasted: its place in the order is not judged.
-        judged = [(p, item) for p, item, name in seq if not handed_back[item] and name not in left_locked]
-        for (p1, a), (p2, b) in itertools.pairwise(judged):
-            if p2 < p1:
-                out_of_order.append(f"consumer {i}: {b!r} (priority {p2}) after {a!r} (priority {p1})")
-        excused += sum(p2 < p1 for (p1, _, _), (p2, _, _) in itertools.pairwise(seq))
-    excused -= len(out_of_order)
+        # Every item was put before any was taken: an item must not come after one of a later priority
+        # that the consumer took before it -- unless it was unavailable then: handed back (locked by a
+        # consumer whose consume then failed), or locked in a session that then ended, and rightly passed
+        # over while that lock lasted.  Such an item is still judged as an earlier one.
+        highest: tuple[int, bytes] | None = None
+        for p, item, name in seq:
+            if highest is not None and p < highest[0]:
+                if handed_back[item] or name in left_locked:
+                    excused += 1
+                else:
+                    out_of_order.append(
+                        f"consumer {i}: {item!r} (priority {p}) after {highest[1]!r} (priority {highest[0]})"
+                    )
+            if highest is None or p > highest[0]:
+                highest = (p, item)
     async with zkwire.open_client(hosts) as zk:
         left = await zk.get_children(f"{path}/entries")
     result.figures = {
@@ -289,7 +295,8 @@ async def _queue(cfg: ToolboxConfig, hosts: str, base: str, rng: random.Random, 
 class _WatchedQueue(zklock.LockingQueue):
     """A LockingQueue that notes each item whose lock it may have left behind: ``_lock`` failed with the
     session's end after its create may have reached the server.  Another consumer then finds the item
-    locked and rightly takes a later one first, until the ended session's lock node goes."""
+    locked and rightly takes a later one first, until the ended session's lock node goes.  (The other
+    errors it lets through, NoNodeError for a missing directory, come before any lock is made.)"""
 
     def __init__(self, source: zkwire.Sessions, path: str, left_locked: set[str]) -> None:
         super().__init__(source, path)
@@ -298,7 +305,7 @@ class _WatchedQueue(zklock.LockingQueue):
     async def _lock(self, zk: zkwire.Client, name: str) -> bytes | None:
         try:
             return await super()._lock(zk, name)
-        except BaseException:
+        except zkwire.SessionExpiredError:
             self._left_locked.add(name)
             raise
 

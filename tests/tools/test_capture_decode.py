@@ -469,6 +469,23 @@ def test_an_unbuffered_interpreter_still_writes_the_lines_a_buffer_at_a_time(tmp
     assert writes < len(conv) // 10, (writes, len(conv))
 
 
+def test_on_a_terminal_decode_writes_through_the_interpreters_stdout(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A terminal is written line by line: the 64 KiB buffer of buffered_stdout would print in bursts cut
+    # in the middle of a line (and the progress line on stderr would land inside one).
+    import os
+
+    from zkwire.trace.output import buffered_stdout
+
+    leader, follower = os.openpty()
+    try:
+        with open(follower, "w", closefd=False) as tty:
+            monkeypatch.setattr(sys, "stdout", tty)
+            assert buffered_stdout() is tty
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
 def test_the_live_views_flush_each_frame_as_it_is_written() -> None:
     from zkwire.trace.frames import DecodedFrame
     from zkwire.trace.output import TraceOptions

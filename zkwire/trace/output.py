@@ -239,10 +239,12 @@ def buffered_stdout(size: int = 1 << 16) -> TextIO:
     The interpreter's own stdout writes through when Python runs unbuffered (``PYTHONUNBUFFERED``, set in
     many container images, or ``python -u``): a system call for every line.  The writer made here shares
     stdout's file descriptor (which it leaves open), encoding and error handler; stdout is flushed first.
-    A stdout that is no file (a test's capture) is given back as it is."""
+    A stdout that is a terminal, or no file (a test's capture), is given back as it is."""
     out = sys.stdout
     try:
         fd = out.fileno()
+        if out.isatty():  # a person reads it: line by line, as the interpreter's own stdout writes it
+            return out
     except (AttributeError, OSError, ValueError):
         return out
     out.flush()
