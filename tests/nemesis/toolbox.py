@@ -295,8 +295,10 @@ async def _queue(cfg: ToolboxConfig, hosts: str, base: str, rng: random.Random, 
 class _WatchedQueue(zklock.LockingQueue):
     """A LockingQueue that notes each item whose lock it may have left behind: ``_lock`` failed with the
     session's end after its create may have reached the server.  Another consumer then finds the item
-    locked and rightly takes a later one first, until the ended session's lock node goes.  (The other
-    errors it lets through, NoNodeError for a missing directory, come before any lock is made.)"""
+    locked and rightly takes a later one first, until the ended session's lock node goes.  Any error of
+    the session counts: its end shows as SessionExpiredError, or as ClientClosedError from a client the
+    stream has replaced; a NoNodeError (the directory missing) comes before any lock, and only makes
+    the check a little less strict.  Not a Cancelled: ``_lock`` runs shielded."""
 
     def __init__(self, source: zkwire.Sessions, path: str, left_locked: set[str]) -> None:
         super().__init__(source, path)
@@ -305,7 +307,7 @@ class _WatchedQueue(zklock.LockingQueue):
     async def _lock(self, zk: zkwire.Client, name: str) -> bytes | None:
         try:
             return await super()._lock(zk, name)
-        except zkwire.SessionExpiredError:
+        except zkwire.ZKError:
             self._left_locked.add(name)
             raise
 
